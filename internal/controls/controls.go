@@ -1,0 +1,325 @@
+package controls
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// Control is one promise leasefence makes to an auditor, with the places
+// where evidence for it comes from.
+type Control struct {
+	// ID is the stable identifier, such as "LF-ACC-01".
+	ID string `json:"id"`
+	// Title is a short name for the control.
+	Title string `json:"title"`
+	// Objective says, in one or two sentences, what the control ensures.
+	Objective string `json:"objective"`
+	// TrustServicesCriteria lists the SOC 2 Trust Services Criteria (2017,
+	// revised points of focus 2022) the control is relevant to, such as "CC8.1".
+	TrustServicesCriteria []string `json:"trust_services_criteria"`
+	// CSAPAreas lists the areas of Korea's Cloud Security Assurance Program
+	// (CSAP, SaaS) the control is relevant to, named in words.
+	CSAPAreas []string `json:"csap_areas"`
+}
+
+// AuditCheck is one check `leasectl audit` runs against a live database.
+type AuditCheck struct {
+	// ID is the stable identifier, such as "AUDIT-SEARCH-PATH"; every finding
+	// the check reports starts with it.
+	ID string `json:"id"`
+	// Title is a short name for the check.
+	Title string `json:"title"`
+	// Passes says what is true of a database that passes the check.
+	Passes string `json:"passes"`
+	// Controls lists the IDs of the controls the check tests.
+	Controls []string `json:"controls"`
+}
+
+// EvidenceSection is one section of the `leasectl evidence` report.
+type EvidenceSection struct {
+	// ID is the stable identifier, such as "EVIDENCE-POLICY-HISTORY".
+	ID string `json:"id"`
+	// Title is the section heading in the report.
+	Title string `json:"title"`
+	// Shows says what the section contains.
+	Shows string `json:"shows"`
+	// Controls lists the IDs of the controls the section supports.
+	Controls []string `json:"controls"`
+}
+
+// Control identifiers, usable as constants in code and tests.
+const (
+	ChangeMigrations     = "LF-CHG-01"
+	ChangePolicy         = "LF-CHG-02"
+	ChangeEnablement     = "LF-CHG-03"
+	ChangeDeployment     = "LF-CHG-04"
+	AccessLeastPrivilege = "LF-ACC-01"
+	AccessDefinerRoles   = "LF-ACC-02"
+	AccessDefinerPath    = "LF-ACC-03"
+	PrivacyPayloadApart  = "LF-PRV-01"
+	PrivacyTelemetry     = "LF-PRV-02"
+	IntegrityFencing     = "LF-INT-01"
+	IntegrityOutcomes    = "LF-INT-02"
+	AvailabilityHealth   = "LF-AVL-01"
+	AvailabilityAlerts   = "LF-AVL-02"
+	AuditAppendOnly      = "LF-AUD-01"
+	AuditConfiguration   = "LF-AUD-02"
+)
+
+// Audit check identifiers.
+const (
+	CheckSearchPath         = "AUDIT-SEARCH-PATH"
+	CheckPublicExecute      = "AUDIT-PUBLIC-EXECUTE"
+	CheckRuntimePrivileges  = "AUDIT-RUNTIME-TABLE-PRIVILEGES"
+	CheckDefinerAttributes  = "AUDIT-DEFINER-ATTRIBUTES"
+	CheckRenewalPayload     = "AUDIT-RENEWAL-PAYLOAD"
+	CheckSchemaCreate       = "AUDIT-SEARCH-PATH-CREATE"
+	CheckEvidenceAppendOnly = "AUDIT-EVIDENCE-APPEND-ONLY"
+	CheckMigrationVersion   = "AUDIT-MIGRATION-VERSION"
+)
+
+// Evidence section identifiers.
+const (
+	SectionMigration   = "EVIDENCE-MIGRATION-VERSION"
+	SectionDeployments = "EVIDENCE-DEPLOYMENTS"
+	SectionPolicies    = "EVIDENCE-CURRENT-POLICIES"
+	SectionPolicy      = "EVIDENCE-POLICY-HISTORY"
+	SectionEnablement  = "EVIDENCE-ENABLEMENT-HISTORY"
+	SectionMigrations  = "EVIDENCE-MIGRATION-HISTORY"
+	SectionOutcomes    = "EVIDENCE-LEASE-OUTCOMES"
+	SectionJobStatus   = "EVIDENCE-JOB-STATUS"
+	SectionAudit       = "EVIDENCE-AUDIT-RESULT"
+)
+
+var controlTable = []Control{
+	{ChangeMigrations, "Schema changes are versioned and recorded",
+		"Every migration applied or reverted is recorded with its version and time, and the live version is the one the released binary expects.",
+		[]string{"CC8.1"}, []string{"Change management"}},
+	{ChangePolicy, "Lease policy changes are approved and recorded",
+		"Every accepted lease policy change is recorded with the old and new values, the reason given and the database role that made it; invalid policies are refused by the database.",
+		[]string{"CC8.1", "CC5.2"}, []string{"Change management", "Configuration management"}},
+	{ChangeEnablement, "Renewal enablement changes are recorded",
+		"Switching lease renewal off or on for a queue is recorded separately, with reason and role, so an incident timeline can show it.",
+		[]string{"CC8.1", "CC7.4"}, []string{"Change management", "Incident management"}},
+	{ChangeDeployment, "Deployment versions are recorded",
+		"Operators record each deployed application version, with a reason, in the same append-only evidence.",
+		[]string{"CC8.1"}, []string{"Change management"}},
+	{AccessLeastPrivilege, "Runtime roles can only call functions",
+		"Application roles execute only the functions of their job (produce, work, operate, audit) and hold no privilege on any table, view or sequence; PUBLIC executes nothing.",
+		[]string{"CC6.1", "CC6.3"}, []string{"Access control"}},
+	{AccessDefinerRoles, "Function owners hold no elevated attributes",
+		"Each function family is owned by its own NOLOGIN role that is not a superuser and has no BYPASSRLS, CREATEROLE or CREATEDB.",
+		[]string{"CC6.1", "CC6.3"}, []string{"Access control"}},
+	{AccessDefinerPath, "Definer functions cannot be hijacked through search_path",
+		"Every SECURITY DEFINER function pins search_path to pg_catalog, pg_temp, and no role other than the bootstrap superuser may create objects in those schemas.",
+		[]string{"CC6.1", "CC6.8"}, []string{"Access control", "Secure development"}},
+	{PrivacyPayloadApart, "Lease renewal cannot read job payloads",
+		"Payloads live in their own table; the renewal function's owner holds no privilege on it, so renewal can neither read nor emit personal data.",
+		[]string{"C1.1", "P4.1", "CC6.1"}, []string{"Personal information protection", "Access control"}},
+	{PrivacyTelemetry, "Telemetry and evidence are payload-blind",
+		"Metrics, health, audit and evidence output carry only bounded labels (queue, outcome); never payloads, claim tokens, owner ids, principals, idempotency keys, SQL or error text.",
+		[]string{"C1.1", "P4.1", "CC7.2"}, []string{"Personal information protection", "Logging and monitoring"}},
+	{IntegrityFencing, "Only the exact live claim can renew or finish a job",
+		"Renewals and terminal writes are fenced on job, token digest, owner, login role, status and database time; a stale claim renews nothing and its terminal write aborts its transaction.",
+		[]string{"PI1.3", "PI1.4"}, []string{"Service continuity", "Data integrity"}},
+	{IntegrityOutcomes, "Stale renewals and reclaims are counted",
+		"The database keeps bounded per-minute tallies of stale renewals and reclaims, so a loss of authority is visible and never silently retried as success.",
+		[]string{"PI1.4", "CC7.2"}, []string{"Logging and monitoring", "Data integrity"}},
+	{AvailabilityHealth, "Lease health is observable per queue",
+		"Operators can read, per queue, running jobs, leases about to expire, expired leases awaiting reclaim, reclaims and stale renewals, from payload-blind functions.",
+		[]string{"A1.1", "CC7.2"}, []string{"Service continuity", "Logging and monitoring"}},
+	{AvailabilityAlerts, "Lease problems raise alerts",
+		"Alert rules fire on renewal database failures, stale-claim rate, scheduler lag, safety-margin exhaustion and abnormal reclaim frequency; each rule is unit-tested.",
+		[]string{"CC7.2", "CC7.3", "A1.2"}, []string{"Incident management", "Logging and monitoring"}},
+	{AuditAppendOnly, "Control evidence is append-only",
+		"No role, the table owner included, can update or delete control-evidence records: a trigger refuses it and no runtime role holds a table privilege.",
+		[]string{"CC7.2", "CC8.1"}, []string{"Logging and monitoring", "Change management"}},
+	{AuditConfiguration, "The live database is audited against the contract",
+		"`leasectl audit` checks the live catalogs against the contract and exits non-zero on any finding; its result is part of the evidence report.",
+		[]string{"CC4.1", "CC7.1"}, []string{"Compliance", "Vulnerability management"}},
+}
+
+var auditCheckTable = []AuditCheck{
+	{CheckSearchPath, "Definer functions pin search_path",
+		"Every SECURITY DEFINER function in schema durable_jobs has search_path exactly pg_catalog, pg_temp.",
+		[]string{AccessDefinerPath, AuditConfiguration}},
+	{CheckPublicExecute, "PUBLIC executes nothing",
+		"PUBLIC holds EXECUTE on no function in schema durable_jobs, private helpers included.",
+		[]string{AccessLeastPrivilege, AuditConfiguration}},
+	{CheckRuntimePrivileges, "Runtime roles hold no table privilege",
+		"The four runtime roles (and PUBLIC through them) hold no table, view, sequence or column privilege in schema durable_jobs.",
+		[]string{AccessLeastPrivilege, AuditAppendOnly, AuditConfiguration}},
+	{CheckDefinerAttributes, "Definer roles are not elevated",
+		"No owner of a function in schema durable_jobs is a superuser or has BYPASSRLS, CREATEROLE or CREATEDB.",
+		[]string{AccessDefinerRoles, AuditConfiguration}},
+	{CheckRenewalPayload, "Renewal owner cannot touch payloads",
+		"The owners of renew_job_lease and renew_job_leases hold no privilege on durable_jobs.job_payload_record.",
+		[]string{PrivacyPayloadApart, AuditConfiguration}},
+	{CheckSchemaCreate, "Nobody can plant objects on a definer's search_path",
+		"No role other than the bootstrap superuser holds CREATE on, or owns, a schema named in a definer function's search_path.",
+		[]string{AccessDefinerPath, AuditConfiguration}},
+	{CheckEvidenceAppendOnly, "Evidence refuses updates and deletes",
+		"Enabled BEFORE UPDATE and BEFORE DELETE row triggers guard durable_jobs.control_evidence_record, and a trial UPDATE and DELETE (rolled back) are refused.",
+		[]string{AuditAppendOnly, AuditConfiguration}},
+	{CheckMigrationVersion, "Migration version is current",
+		"The bundle's migration version recorded in the database equals the newest version this leasectl binary carries.",
+		[]string{ChangeMigrations, AuditConfiguration}},
+}
+
+var evidenceSectionTable = []EvidenceSection{
+	{SectionMigration, "Migration version",
+		"The bundle's current migration version and when it was applied.",
+		[]string{ChangeMigrations}},
+	{SectionMigrations, "Migration history",
+		"Every migration applied or reverted, from the append-only evidence.",
+		[]string{ChangeMigrations, AuditAppendOnly}},
+	{SectionDeployments, "Deployment versions",
+		"Every deployment version recorded with `leasectl deployment record`, with reason and role.",
+		[]string{ChangeDeployment, AuditAppendOnly}},
+	{SectionPolicies, "Current lease policies",
+		"The lease policy in force for each queue and the default '*', with who changed it last and when.",
+		[]string{ChangePolicy}},
+	{SectionPolicy, "Lease policy history",
+		"Every accepted lease policy change with old and new values, reason and role.",
+		[]string{ChangePolicy, AuditAppendOnly}},
+	{SectionEnablement, "Renewal enablement history",
+		"Every change of a queue's renewal switch with reason and role.",
+		[]string{ChangeEnablement, AuditAppendOnly}},
+	{SectionOutcomes, "Aggregate lease outcomes",
+		"Stale renewals and reclaims per queue over the report window, from bounded tallies.",
+		[]string{IntegrityOutcomes, IntegrityFencing, AvailabilityHealth}},
+	{SectionJobStatus, "Jobs by status",
+		"How many jobs each queue holds in each status; counts only.",
+		[]string{AvailabilityHealth, PrivacyTelemetry}},
+	{SectionAudit, "Audit result",
+		"The result of every `leasectl audit` check at report time, with any findings.",
+		[]string{AuditConfiguration, AccessLeastPrivilege, AccessDefinerRoles, AccessDefinerPath, PrivacyPayloadApart, AuditAppendOnly}},
+}
+
+// Controls returns every control, in a fixed order. The slice is a copy;
+// changing it changes nothing here.
+func Controls() []Control {
+	out := make([]Control, len(controlTable))
+	for i, c := range controlTable {
+		c.TrustServicesCriteria = append([]string(nil), c.TrustServicesCriteria...)
+		c.CSAPAreas = append([]string(nil), c.CSAPAreas...)
+		out[i] = c
+	}
+	return out
+}
+
+// AuditChecks returns every audit check, in the order `leasectl audit` runs
+// them. The slice is a copy.
+func AuditChecks() []AuditCheck {
+	out := make([]AuditCheck, len(auditCheckTable))
+	for i, c := range auditCheckTable {
+		c.Controls = append([]string(nil), c.Controls...)
+		out[i] = c
+	}
+	return out
+}
+
+// EvidenceSections returns every section of the evidence report, in report
+// order. The slice is a copy.
+func EvidenceSections() []EvidenceSection {
+	out := make([]EvidenceSection, len(evidenceSectionTable))
+	for i, s := range evidenceSectionTable {
+		s.Controls = append([]string(nil), s.Controls...)
+		out[i] = s
+	}
+	return out
+}
+
+// ControlByID returns the control with the given ID, and false when there is
+// none.
+func ControlByID(id string) (Control, bool) {
+	for _, c := range Controls() {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	return Control{}, false
+}
+
+// AuditCheckByID returns the audit check with the given ID, and false when
+// there is none.
+func AuditCheckByID(id string) (AuditCheck, bool) {
+	for _, c := range AuditChecks() {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	return AuditCheck{}, false
+}
+
+// EvidenceSectionByID returns the evidence section with the given ID, and
+// false when there is none.
+func EvidenceSectionByID(id string) (EvidenceSection, bool) {
+	for _, s := range EvidenceSections() {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return EvidenceSection{}, false
+}
+
+var (
+	controlIDPattern = regexp.MustCompile(`^LF-[A-Z]{3}-[0-9]{2}$`)
+	checkIDPattern   = regexp.MustCompile(`^AUDIT-[A-Z]+(-[A-Z]+)*$`)
+	sectionIDPattern = regexp.MustCompile(`^EVIDENCE-[A-Z]+(-[A-Z]+)*$`)
+)
+
+// Validate checks the tables for consistency: identifiers are well-formed
+// and unique, every text field is filled in, every control has at least one
+// framework reference, and every control an audit check or evidence section
+// names exists. It returns nil when all is well.
+func Validate() error {
+	seen := map[string]bool{}
+	for _, c := range controlTable {
+		if !controlIDPattern.MatchString(c.ID) {
+			return fmt.Errorf("control id %q is not of the form LF-XXX-00", c.ID)
+		}
+		if seen[c.ID] {
+			return fmt.Errorf("control id %q is used twice", c.ID)
+		}
+		seen[c.ID] = true
+		if c.Title == "" || c.Objective == "" {
+			return fmt.Errorf("control %s lacks a title or objective", c.ID)
+		}
+		if len(c.TrustServicesCriteria) == 0 || len(c.CSAPAreas) == 0 {
+			return fmt.Errorf("control %s names no framework reference", c.ID)
+		}
+	}
+	check := func(kind, id, title, text string, refs []string, pattern *regexp.Regexp) error {
+		if !pattern.MatchString(id) {
+			return fmt.Errorf("%s id %q is malformed", kind, id)
+		}
+		if seen[id] {
+			return fmt.Errorf("%s id %q is used twice", kind, id)
+		}
+		seen[id] = true
+		if title == "" || text == "" {
+			return fmt.Errorf("%s %s lacks a title or description", kind, id)
+		}
+		if len(refs) == 0 {
+			return fmt.Errorf("%s %s names no control", kind, id)
+		}
+		for _, ref := range refs {
+			if _, ok := ControlByID(ref); !ok {
+				return fmt.Errorf("%s %s names unknown control %q", kind, id, ref)
+			}
+		}
+		return nil
+	}
+	for _, a := range auditCheckTable {
+		if err := check("audit check", a.ID, a.Title, a.Passes, a.Controls, checkIDPattern); err != nil {
+			return err
+		}
+	}
+	for _, s := range evidenceSectionTable {
+		if err := check("evidence section", s.ID, s.Title, s.Shows, s.Controls, sectionIDPattern); err != nil {
+			return err
+		}
+	}
+	return nil
+}
