@@ -71,8 +71,10 @@ $function$;
 
 -- record_deployment_version: appends deployment_recorded control evidence
 -- (version, reason, session_user, database time) so a release can be tied to
--- the database it runs against. Takes no lock. Raises LF003 for a malformed
--- version (^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$) or a blank or > 500 character reason.
+-- the database it runs against. Not part of the runtime contract: no runtime
+-- role may execute it, only the role that applies the bundle (the deploying
+-- pipeline). Takes no lock. Raises LF003 for a malformed version
+-- (^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$) or a blank or > 500 character reason.
 CREATE FUNCTION durable_jobs.record_deployment_version(p_deployment_version text, p_change_reason text)
 RETURNS void
 LANGUAGE plpgsql
@@ -99,4 +101,4 @@ ALTER FUNCTION durable_jobs.record_deployment_version(text, text) OWNER TO durab
 REVOKE ALL ON FUNCTION durable_jobs.set_queue_lease_policy(text, interval, interval, interval, boolean, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION durable_jobs.record_deployment_version(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION durable_jobs.set_queue_lease_policy(text, interval, interval, interval, boolean, text) TO durable_job_operator;
-GRANT EXECUTE ON FUNCTION durable_jobs.record_deployment_version(text, text) TO durable_job_operator;
+GRANT EXECUTE ON FUNCTION durable_jobs.record_deployment_version(text, text) TO CURRENT_USER;
