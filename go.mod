@@ -9,6 +9,7 @@ require (
 
 require (
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sync v0.23.0 // indirect
 )
 
