@@ -1,0 +1,312 @@
+package goclient
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// ApplicationName is the application_name every connection made by
+// leasefence reports to PostgreSQL (pg_stat_activity shows it).
+const ApplicationName = "leasefence"
+
+// DefaultStatementTimeout is the statement_timeout ParsePoolConfig puts on
+// connections when the caller passes zero.
+const DefaultStatementTimeout = 30 * time.Second
+
+// ownerPattern is the database's rule for worker_owner_id (CONTRACT.md).
+var ownerPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+
+// Config holds the settings of a Client. LeaseDuration, RenewalInterval and
+// SafetyMargin must be set; every other field has a default. NewClient checks
+// the values with Validate and refuses an unsafe configuration.
+type Config struct {
+	// OwnerID is the worker's bounded identity, sent with every claim,
+	// renewal and terminal write (^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$).
+	// Default: "leasefence-" and 16 random hex digits, new per client.
+	OwnerID string
+
+	// LeaseDuration is the lease the client expects the database's queue
+	// policy to grant. It must equal the policy's lease_duration: a claim
+	// whose granted lease differs is a configuration rejection.
+	LeaseDuration time.Duration
+
+	// RenewalInterval is how often the heartbeat renews a claim. It must
+	// equal the policy's renewal_interval (checked at every claim).
+	RenewalInterval time.Duration
+
+	// SafetyMargin is subtracted from every granted lease to get the local
+	// trust deadline, to absorb scheduler jitter, clock-rate drift and the
+	// time a handler needs to notice cancellation.
+	SafetyMargin time.Duration
+
+	// AttemptTimeout bounds one renewal attempt: it is the attempt's
+	// statement_timeout and its context deadline. Default: RenewalInterval/2.
+	AttemptTimeout time.Duration
+
+	// MaxInFlightRenewals is how many renewal calls the client has open at
+	// once (and the size of its heartbeat connection pool). Default: 4.
+	MaxInFlightRenewals int
+
+	// Clock supplies the application wall clock, used only to compute the
+	// database clock offset metric. Default: SystemClock.
+	Clock Clock
+
+	// Observer receives the client's finite-cardinality signals.
+	// Default: NopObserver.
+	Observer Observer
+
+	// Scheduler runs renewal attempts. Default: GoroutineScheduler.
+	Scheduler Scheduler
+
+	// RenewalPort is where renewal attempts go. Default: NewPgRenewalPort
+	// over the client's own heartbeat pool (same connection settings as the
+	// pool given to NewClient, MaxInFlightRenewals connections).
+	RenewalPort RenewalPort
+}
+
+// Option changes one setting of the Config that New builds.
+type Option func(*Config)
+
+// WithOwnerID sets Config.OwnerID.
+func WithOwnerID(ownerID string) Option { return func(c *Config) { c.OwnerID = ownerID } }
+
+// WithLease sets Config.LeaseDuration and Config.RenewalInterval, which must
+// match the queue's lease policy in the database.
+func WithLease(leaseDuration, renewalInterval time.Duration) Option {
+	return func(c *Config) { c.LeaseDuration, c.RenewalInterval = leaseDuration, renewalInterval }
+}
+
+// WithSafetyMargin sets Config.SafetyMargin.
+func WithSafetyMargin(margin time.Duration) Option {
+	return func(c *Config) { c.SafetyMargin = margin }
+}
+
+// WithAttemptTimeout sets Config.AttemptTimeout.
+func WithAttemptTimeout(timeout time.Duration) Option {
+	return func(c *Config) { c.AttemptTimeout = timeout }
+}
+
+// WithMaxInFlightRenewals sets Config.MaxInFlightRenewals.
+func WithMaxInFlightRenewals(n int) Option { return func(c *Config) { c.MaxInFlightRenewals = n } }
+
+// WithClock sets Config.Clock.
+func WithClock(clock Clock) Option { return func(c *Config) { c.Clock = clock } }
+
+// WithObserver sets Config.Observer.
+func WithObserver(observer Observer) Option { return func(c *Config) { c.Observer = observer } }
+
+// WithScheduler sets Config.Scheduler.
+func WithScheduler(scheduler Scheduler) Option { return func(c *Config) { c.Scheduler = scheduler } }
+
+// DefaultConfig returns the settings that match the bundle's default lease
+// policy ('*': 30 s lease, 10 s renewal interval) with a 5 s safety margin.
+func DefaultConfig() Config {
+	return Config{LeaseDuration: 30 * time.Second, RenewalInterval: 10 * time.Second, SafetyMargin: 5 * time.Second}
+}
+
+// The exact messages of ConfigError, one per rule.
+const (
+	MsgNilPool                 = "pool must not be nil"
+	MsgOwnerIDFormat           = "owner id must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
+	MsgLeaseNotPositive        = "lease duration must be greater than zero"
+	MsgIntervalNotPositive     = "renewal interval must be greater than zero"
+	MsgIntervalNotShorter      = "renewal interval must be shorter than the lease duration"
+	MsgMarginNotPositive       = "safety margin must be greater than zero"
+	MsgAttemptTimeoutNegative  = "attempt timeout must not be negative"
+	MsgAttemptTimeoutTooLong   = "attempt timeout must be shorter than the renewal interval"
+	MsgInsufficientMargin      = "renewal interval plus attempt timeout plus safety margin must not exceed the lease duration"
+	MsgMaxInFlightNegative     = "max in-flight renewals must not be negative"
+	MsgConcurrencyNotPositive  = "concurrency must be greater than zero"
+	MsgNoHandler               = "exactly one of Handler and TxHandler must be set"
+	MsgPollIntervalNotPositive = "poll interval must not be negative"
+	MsgShutdownTimeoutNegative = "shutdown timeout must not be negative"
+)
+
+// withDefaults fills the fields whose zero value means "use the default".
+func (c Config) withDefaults() Config {
+	if c.OwnerID == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+		c.OwnerID = "leasefence-" + hex.EncodeToString(b[:])
+	}
+	if c.AttemptTimeout == 0 {
+		c.AttemptTimeout = c.RenewalInterval / 2
+	}
+	if c.MaxInFlightRenewals == 0 {
+		c.MaxInFlightRenewals = 4
+	}
+	if c.Clock == nil {
+		c.Clock = SystemClock{}
+	}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
+	}
+	if c.Scheduler == nil {
+		c.Scheduler = GoroutineScheduler{}
+	}
+	return c
+}
+
+// Validate checks the configuration after defaults are applied and returns
+// a *ConfigError (errors.Is ErrInvalidConfig) with one of these messages:
+//
+//	owner id must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$
+//	lease duration must be greater than zero
+//	renewal interval must be greater than zero            (zero or negative)
+//	renewal interval must be shorter than the lease duration (equal or longer)
+//	safety margin must be greater than zero
+//	attempt timeout must not be negative
+//	attempt timeout must be shorter than the renewal interval
+//	renewal interval plus attempt timeout plus safety margin must not exceed the lease duration
+//	max in-flight renewals must not be negative
+//
+// The last duration rule is the safety-margin rule: the first renewal is sent
+// one interval after the claim, may take up to one attempt timeout, and must
+// be confirmed before the trust deadline, which is the lease minus the margin.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case !ownerPattern.MatchString(c.OwnerID):
+		return &ConfigError{Field: "OwnerID", Message: MsgOwnerIDFormat}
+	case c.LeaseDuration <= 0:
+		return &ConfigError{Field: "LeaseDuration", Message: MsgLeaseNotPositive}
+	case c.RenewalInterval <= 0:
+		return &ConfigError{Field: "RenewalInterval", Message: MsgIntervalNotPositive}
+	case c.RenewalInterval >= c.LeaseDuration:
+		return &ConfigError{Field: "RenewalInterval", Message: MsgIntervalNotShorter}
+	case c.SafetyMargin <= 0:
+		return &ConfigError{Field: "SafetyMargin", Message: MsgMarginNotPositive}
+	case c.AttemptTimeout < 0:
+		return &ConfigError{Field: "AttemptTimeout", Message: MsgAttemptTimeoutNegative}
+	case c.AttemptTimeout >= c.RenewalInterval:
+		return &ConfigError{Field: "AttemptTimeout", Message: MsgAttemptTimeoutTooLong}
+	case c.RenewalInterval+c.AttemptTimeout+c.SafetyMargin > c.LeaseDuration:
+		return &ConfigError{Field: "RenewalInterval", Message: MsgInsufficientMargin}
+	case c.MaxInFlightRenewals < 0:
+		return &ConfigError{Field: "MaxInFlightRenewals", Message: MsgMaxInFlightNegative}
+	}
+	return nil
+}
+
+// Client is a fenced leasefence client over a pgx pool: it enqueues, claims,
+// renews and finishes jobs through the SQL contract, and keeps claims alive
+// with its heartbeat. A Client is safe for concurrent use. Close it when done.
+type Client struct {
+	// pool is the caller's pool; every call except renewals uses it.
+	pool *pgxpool.Pool
+	cfg  Config
+	// heartbeatPool is the client's own pool for renewals, never shared
+	// with handlers, sized MaxInFlightRenewals.
+	heartbeatPool *pgxpool.Pool
+	renewals      RenewalPort
+	hb            *heartbeat
+
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+// New returns a client over pool with DefaultConfig changed by opts.
+func New(pool *pgxpool.Pool, opts ...Option) (*Client, error) {
+	cfg := DefaultConfig()
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	return NewClient(pool, cfg)
+}
+
+// NewClient returns a client over pool with cfg, or a *ConfigError when cfg
+// is unsafe. It opens no connection yet; the heartbeat gets its own pool with
+// the same connection settings (and so the same login role) as pool.
+func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
+	if pool == nil {
+		return nil, &ConfigError{Field: "pool", Message: MsgNilPool}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	hcfg := pool.Config()
+	hcfg.MaxConns = int32(cfg.MaxInFlightRenewals)
+	hcfg.MinConns, hcfg.MinIdleConns = 0, 0
+	hcfg.ConnConfig.RuntimeParams["application_name"] = ApplicationName
+	hcfg.ConnConfig.RuntimeParams["statement_timeout"] = millis(cfg.AttemptTimeout)
+	// NewWithConfig fails only for MaxConns < 1, which Validate rules out.
+	heartbeatPool, _ := pgxpool.NewWithConfig(context.Background(), hcfg)
+	port := cfg.RenewalPort
+	if port == nil {
+		port = NewPgRenewalPort(heartbeatPool, cfg.AttemptTimeout)
+	}
+	c := &Client{pool: pool, cfg: cfg, heartbeatPool: heartbeatPool, renewals: port, closed: make(chan struct{})}
+	c.hb = newHeartbeat(c)
+	return c, nil
+}
+
+// Config returns the client's settings, defaults filled in.
+func (c *Client) Config() Config { return c.cfg }
+
+// OwnerID returns the worker owner id the client sends with its claims.
+func (c *Client) OwnerID() string { return c.cfg.OwnerID }
+
+// Close stops the heartbeat, releases every claim it still keeps (their
+// contexts are cancelled with cause ErrClosed), waits for every goroutine the
+// client started and closes the heartbeat's pool. It does not close the pool
+// given to New. Calls after Close return ErrClosed. Close is idempotent.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.hb.close()
+		c.heartbeatPool.Close()
+	})
+	return nil
+}
+
+// isClosed reports whether Close has begun.
+func (c *Client) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// ParsePoolConfig parses a PostgreSQL URL or keyword/value string into a pool
+// configuration whose connections report application_name "leasefence" and
+// carry statement_timeout (DefaultStatementTimeout when zero).
+func ParsePoolConfig(connString string, statementTimeout time.Duration) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(connString)
+	if err != nil {
+		return nil, err
+	}
+	if statementTimeout <= 0 {
+		statementTimeout = DefaultStatementTimeout
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = ApplicationName
+	cfg.ConnConfig.RuntimeParams["statement_timeout"] = millis(statementTimeout)
+	return cfg, nil
+}
+
+// NewPool opens a pool from connString with ParsePoolConfig's settings.
+func NewPool(ctx context.Context, connString string, statementTimeout time.Duration) (*pgxpool.Pool, error) {
+	cfg, err := ParsePoolConfig(connString, statementTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+// millis formats d as a PostgreSQL duration in whole milliseconds (at least 1).
+func millis(d time.Duration) string {
+	ms := d.Milliseconds()
+	if ms < 1 {
+		ms = 1
+	}
+	return strconv.FormatInt(ms, 10) + "ms"
+}

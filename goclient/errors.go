@@ -1,0 +1,203 @@
+package goclient
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Project SQLSTATEs raised by the leasefence bundle (see CONTRACT.md).
+const (
+	// SQLStateStaleClaim is raised by a terminal write whose claim is not fenced.
+	SQLStateStaleClaim = "LF001"
+	// SQLStateInvalidPolicy is raised by set_queue_lease_policy for an invalid policy.
+	SQLStateInvalidPolicy = "LF002"
+	// SQLStateInvalidArgument is raised for malformed input (bad pattern, NULL, out of range).
+	SQLStateInvalidArgument = "LF003"
+	// SQLStatePermissionDenied is PostgreSQL's insufficient_privilege.
+	SQLStatePermissionDenied = "42501"
+)
+
+// Sentinel errors. Compare with errors.Is; the error a call returns usually
+// wraps one of these together with more detail.
+var (
+	// ErrStaleClaim is returned when the database says a claim is no longer
+	// the live owner of its job (SQLSTATE LF001, or a "stale" renewal): it
+	// expired, was cancelled, finished, was released or was superseded. The
+	// transaction that carried the write has been rolled back.
+	ErrStaleClaim = errors.New("leasefence: claim is stale")
+
+	// ErrInvalidPolicy is returned when the database refuses a lease policy
+	// (SQLSTATE LF002).
+	ErrInvalidPolicy = errors.New("leasefence: invalid lease policy")
+
+	// ErrInvalidArgument is returned when the database refuses malformed
+	// input (SQLSTATE LF003), or when the client refuses it before sending.
+	ErrInvalidArgument = errors.New("leasefence: invalid argument")
+
+	// ErrPermissionDenied is returned when the login role may not call the
+	// function (SQLSTATE 42501): it lacks the runtime role the call needs.
+	ErrPermissionDenied = errors.New("leasefence: permission denied")
+
+	// ErrClosed is returned when a call is made on a client after Close, and
+	// is the cause of a lease context cancelled by Close.
+	ErrClosed = errors.New("leasefence: client is closed")
+
+	// ErrNoJob is returned by Claim when no job of the queue is claimable now.
+	ErrNoJob = errors.New("leasefence: no claimable job")
+
+	// ErrJobNotFound is returned by State for a job id the database does not know.
+	ErrJobNotFound = errors.New("leasefence: job not found")
+
+	// ErrInvalidConfig is returned by New and NewClient when the client's
+	// configuration is unsafe; the *ConfigError says which setting and why.
+	ErrInvalidConfig = errors.New("leasefence: invalid client configuration")
+
+	// ErrConfigurationRejected is returned by a claim when the queue's lease
+	// policy in the database does not match the client's configuration. The
+	// claim has been released, not silently clamped.
+	ErrConfigurationRejected = errors.New("leasefence: database lease policy does not match the client configuration")
+
+	// ErrTrustDeadlinePassed is the cause of a lease context cancelled
+	// because no renewal was confirmed before the local trust deadline
+	// (fail closed).
+	ErrTrustDeadlinePassed = errors.New("leasefence: lease trust deadline passed without a confirmed renewal")
+
+	// ErrLeaseReleased is the cause of a lease context cancelled because the
+	// claim was given up (shutdown, or the caller released it).
+	ErrLeaseReleased = errors.New("leasefence: claim was released")
+
+	// ErrLeaseStopped is the cause of a lease context cancelled by Stop after
+	// the job's terminal write: the work is over, not lost.
+	ErrLeaseStopped = errors.New("leasefence: lease stopped after the job finished")
+)
+
+// DatabaseError is a PostgreSQL error with a project or privilege SQLSTATE,
+// translated to one of the sentinel errors. errors.Is matches the sentinel;
+// errors.As to *pgconn.PgError gives PostgreSQL's message, DETAIL and HINT.
+type DatabaseError struct {
+	// Sentinel is ErrStaleClaim, ErrInvalidPolicy, ErrInvalidArgument or ErrPermissionDenied.
+	Sentinel error
+	// PgError is the error as PostgreSQL sent it.
+	PgError *pgconn.PgError
+}
+
+// Error returns the sentinel's text, PostgreSQL's message and the SQLSTATE.
+func (e *DatabaseError) Error() string {
+	return fmt.Sprintf("%s: %s (SQLSTATE %s)", e.Sentinel, e.PgError.Message, e.PgError.Code)
+}
+
+// Unwrap returns both the sentinel and the PostgreSQL error, so errors.Is and
+// errors.As see either.
+func (e *DatabaseError) Unwrap() []error { return []error{e.Sentinel, e.PgError} }
+
+// ConfigError is a refused client setting. Message is one of the exact texts
+// documented on Config.Validate.
+type ConfigError struct {
+	// Field is the Config field that is wrong, for example "RenewalInterval".
+	Field string
+	// Message says what rule the value broke.
+	Message string
+}
+
+// Error returns "leasefence: invalid client configuration: <Message>".
+func (e *ConfigError) Error() string { return ErrInvalidConfig.Error() + ": " + e.Message }
+
+// Unwrap returns ErrInvalidConfig.
+func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+
+// ConfigurationRejectedError says which lease setting of the queue's policy
+// in the database differs from the client's configuration. It carries only
+// bounded values: the queue name, the setting and the two durations.
+type ConfigurationRejectedError struct {
+	// Queue is the queue whose policy was checked.
+	Queue string
+	// Setting is "lease duration" or "renewal interval".
+	Setting string
+	// Database is the value the database's policy granted.
+	Database time.Duration
+	// Client is the value the client was configured with.
+	Client time.Duration
+}
+
+// Error returns a one-line description with both values.
+func (e *ConfigurationRejectedError) Error() string {
+	return fmt.Sprintf("%s: queue %q has %s %s in the database, the client is configured for %s",
+		ErrConfigurationRejected, e.Queue, e.Setting, e.Database, e.Client)
+}
+
+// Unwrap returns ErrConfigurationRejected.
+func (e *ConfigurationRejectedError) Unwrap() error { return ErrConfigurationRejected }
+
+// RetryError is what a handler returns to have its job retried after Delay
+// with a bounded ReasonCode (^[a-z][a-z0-9_]{0,62}$). Build it with Retry.
+type RetryError struct {
+	// Delay is how long the job waits before it is claimable again (0 to 30 days).
+	Delay time.Duration
+	// ReasonCode is the bounded failure reason recorded on the job.
+	ReasonCode string
+	// Err is the handler's own error, if any; the client never logs it.
+	Err error
+}
+
+// Retry returns a *RetryError: the worker loop calls retry_job with delay and
+// reasonCode. err may be nil.
+func Retry(delay time.Duration, reasonCode string, err error) error {
+	return &RetryError{Delay: delay, ReasonCode: reasonCode, Err: err}
+}
+
+// Error returns the reason code and delay (never the wrapped error's text).
+func (e *RetryError) Error() string {
+	return fmt.Sprintf("leasefence: retry job after %s (reason %s)", e.Delay, e.ReasonCode)
+}
+
+// Unwrap returns the handler's own error.
+func (e *RetryError) Unwrap() error { return e.Err }
+
+// PermanentError is what a handler returns to fail its job for good with a
+// bounded ReasonCode. Build it with Fail.
+type PermanentError struct {
+	// ReasonCode is the bounded failure reason recorded on the job.
+	ReasonCode string
+	// Err is the handler's own error, if any; the client never logs it.
+	Err error
+}
+
+// Fail returns a *PermanentError: the worker loop calls fail_job with
+// reasonCode. err may be nil.
+func Fail(reasonCode string, err error) error {
+	return &PermanentError{ReasonCode: reasonCode, Err: err}
+}
+
+// Error returns the reason code (never the wrapped error's text).
+func (e *PermanentError) Error() string {
+	return "leasefence: fail job (reason " + e.ReasonCode + ")"
+}
+
+// Unwrap returns the handler's own error.
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// translateError is the one place a PostgreSQL SQLSTATE becomes a leasefence
+// error. Errors without a project SQLSTATE come back unchanged.
+func translateError(err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return err
+	}
+	var sentinel error
+	switch pgErr.Code {
+	case SQLStateStaleClaim:
+		sentinel = ErrStaleClaim
+	case SQLStateInvalidPolicy:
+		sentinel = ErrInvalidPolicy
+	case SQLStateInvalidArgument:
+		sentinel = ErrInvalidArgument
+	case SQLStatePermissionDenied:
+		sentinel = ErrPermissionDenied
+	default:
+		return err
+	}
+	return &DatabaseError{Sentinel: sentinel, PgError: pgErr}
+}

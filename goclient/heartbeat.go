@@ -1,0 +1,430 @@
+package goclient
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+const (
+	// coalesceFraction: renewals due within RenewalInterval/coalesceFraction
+	// of the earliest due one go out in the same renew_job_leases call.
+	coalesceFraction = 10
+	// maxRenewalBatch is renew_job_leases' limit of claims per call.
+	maxRenewalBatch = 1000
+	// retryFraction: the first retry after a failed attempt waits
+	// RenewalInterval/retryFraction; each further one doubles, up to one
+	// interval, and never past half the time left before the trust deadline.
+	retryFraction = 10
+)
+
+// errRenewalResultCount is a failed attempt whose port answered with a
+// different number of results than claims it was given.
+var errRenewalResultCount = errors.New("leasefence: renewal port returned a result count that does not match its input")
+
+// leaseState is where a Lease is in its life.
+type leaseState int
+
+const (
+	// leaseRenewing: the heartbeat renews the claim on schedule.
+	leaseRenewing leaseState = iota
+	// leaseDisabled: the database answered renewal_disabled; no more
+	// renewals, the claim is trusted until its trust deadline.
+	leaseDisabled
+	// leaseEnded: stopped, lost or released; its context is cancelled.
+	leaseEnded
+)
+
+// Lease is a claim the client's heartbeat keeps alive. Its Context is the
+// context to run the job's work under: it is cancelled the moment the client
+// stops trusting the claim (context.Cause says why: ErrStaleClaim,
+// ErrTrustDeadlinePassed, ErrLeaseReleased, ErrClosed), when the parent
+// context given to Keep is cancelled, and by Stop. Call Stop once the job's
+// terminal write is done, or Release to give the claim up.
+type Lease struct {
+	hb     *heartbeat
+	claim  Claim
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	// Guarded by hb.mu.
+	state        leaseState
+	cause        error
+	trustedUntil time.Time // monotonic: sentAt + granted - SafetyMargin
+	nextDue      time.Time // monotonic: last confirmed attempt's sentAt + RenewalInterval
+	failures     int
+	index        int // position in hb.queue, -1 when not queued
+	trustTimer   *time.Timer
+}
+
+// Keep starts renewing job's claim on the heartbeat and returns its Lease.
+// The first trust deadline counts from the moment the claim call was sent:
+// sentAt + (lease_expires_at - database_time) - SafetyMargin. Keep returns
+// ErrClosed after Close.
+func (c *Client) Keep(parent context.Context, job Job) (*Lease, error) {
+	return c.hb.add(parent, job)
+}
+
+// Context returns the context that is cancelled when the lease ends.
+func (l *Lease) Context() context.Context { return l.ctx }
+
+// Claim returns the lease's claim.
+func (l *Lease) Claim() Claim { return l.claim }
+
+// Err returns nil while the lease is held, and then why it ended.
+func (l *Lease) Err() error {
+	l.hb.mu.Lock()
+	defer l.hb.mu.Unlock()
+	return l.cause
+}
+
+// TrustedFor returns how long the client still trusts the claim without a
+// further confirmed renewal (negative once the trust deadline has passed).
+func (l *Lease) TrustedFor() time.Duration {
+	l.hb.mu.Lock()
+	defer l.hb.mu.Unlock()
+	return time.Until(l.trustedUntil)
+}
+
+// RenewalDisabled reports whether the database answered renewal_disabled:
+// the heartbeat has stopped renewing and the claim runs out at its expiry.
+func (l *Lease) RenewalDisabled() bool {
+	l.hb.mu.Lock()
+	defer l.hb.mu.Unlock()
+	return l.state == leaseDisabled
+}
+
+// Stop stops renewing and cancels the lease's context with ErrLeaseStopped.
+// Call it once the job's terminal write (Complete, Retry, Fail) is done. The
+// claim itself is left as it is. Stop is idempotent.
+func (l *Lease) Stop() {
+	l.hb.mu.Lock()
+	defer l.hb.mu.Unlock()
+	l.hb.endLocked(l, ErrLeaseStopped)
+}
+
+// Release stops renewing, cancels the lease's context with ErrLeaseReleased
+// and gives the claim up (release_job_claim), so another worker can claim
+// the job at once. It returns false when the claim was already stale.
+func (l *Lease) Release(ctx context.Context) (bool, error) {
+	l.hb.mu.Lock()
+	l.hb.loseLocked(l, LossReleased, ErrLeaseReleased)
+	l.hb.mu.Unlock()
+	return releaseClaim(ctx, l.hb.c.pool, l.claim)
+}
+
+// heartbeat schedules the renewals of one client on its own goroutine and
+// timers, never on a handler's.
+type heartbeat struct {
+	c              *Client
+	port           RenewalPort
+	obs            Observer
+	clock          Clock
+	sched          Scheduler
+	interval       time.Duration
+	margin         time.Duration
+	attemptTimeout time.Duration
+	window         time.Duration
+	retryBase      time.Duration
+	maxInFlight    int
+
+	// attempts is cancelled by close, so an open attempt ends at once.
+	attempts       context.Context
+	cancelAttempts context.CancelFunc
+
+	mu       sync.Mutex
+	queue    leaseHeap
+	live     map[*Lease]struct{}
+	inFlight int
+	closing  bool
+
+	wake     chan struct{}
+	loopDone chan struct{}
+	tasks    sync.WaitGroup
+}
+
+// newHeartbeat starts the heartbeat's scheduling goroutine.
+func newHeartbeat(c *Client) *heartbeat {
+	h := &heartbeat{
+		c:              c,
+		port:           c.renewals,
+		obs:            c.cfg.Observer,
+		clock:          c.cfg.Clock,
+		sched:          c.cfg.Scheduler,
+		interval:       c.cfg.RenewalInterval,
+		margin:         c.cfg.SafetyMargin,
+		attemptTimeout: c.cfg.AttemptTimeout,
+		window:         c.cfg.RenewalInterval / coalesceFraction,
+		retryBase:      c.cfg.RenewalInterval / retryFraction,
+		maxInFlight:    c.cfg.MaxInFlightRenewals,
+		live:           make(map[*Lease]struct{}),
+		wake:           make(chan struct{}, 1),
+		loopDone:       make(chan struct{}),
+	}
+	h.attempts, h.cancelAttempts = context.WithCancel(context.Background())
+	go h.run()
+	return h
+}
+
+// add registers a new lease for job.
+func (h *heartbeat) add(parent context.Context, job Job) (*Lease, error) {
+	ctx, cancel := context.WithCancelCause(parent)
+	l := &Lease{
+		hb:           h,
+		claim:        job.claim,
+		ctx:          ctx,
+		cancel:       cancel,
+		index:        -1,
+		trustedUntil: job.sentAt.Add(job.leaseExpiresAt.Sub(job.databaseTime) - h.margin),
+		nextDue:      job.sentAt.Add(h.interval),
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closing {
+		cancel(ErrClosed)
+		return nil, ErrClosed
+	}
+	h.live[l] = struct{}{}
+	heap.Push(&h.queue, l)
+	l.trustTimer = time.AfterFunc(time.Until(l.trustedUntil), func() { h.trustExpired(l) })
+	// Whatever ends the context (the parent included) ends the lease.
+	context.AfterFunc(ctx, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.endLocked(l, context.Cause(ctx))
+	})
+	h.signal()
+	return l, nil
+}
+
+// signal wakes the scheduling goroutine.
+func (h *heartbeat) signal() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run is the scheduling goroutine: it sleeps until the earliest renewal is
+// due (or something changes), then hands due renewals to the Scheduler.
+func (h *heartbeat) run() {
+	defer close(h.loopDone)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		h.mu.Lock()
+		if h.closing {
+			h.mu.Unlock()
+			return
+		}
+		batches, wait := h.dueLocked(time.Now())
+		h.mu.Unlock()
+		for _, b := range batches {
+			h.submit(b)
+		}
+		timer.Reset(wait)
+		select {
+		case <-timer.C:
+		case <-h.wake:
+		}
+	}
+}
+
+// dueLocked takes the due renewals off the queue, as batches of claims due
+// within the coalescing window, while in-flight slots are free. It returns
+// how long to sleep before the next check.
+func (h *heartbeat) dueLocked(now time.Time) ([][]*Lease, time.Duration) {
+	var batches [][]*Lease
+	for h.queue.Len() > 0 && h.inFlight < h.maxInFlight {
+		if wait := h.queue[0].nextDue.Sub(now); wait > 0 {
+			return batches, wait
+		}
+		horizon := now.Add(h.window)
+		var batch []*Lease
+		for h.queue.Len() > 0 && len(batch) < maxRenewalBatch && !h.queue[0].nextDue.After(horizon) {
+			l := heap.Pop(&h.queue).(*Lease)
+			h.obs.SchedulerLag(l.claim.queue, max(now.Sub(l.nextDue), 0))
+			batch = append(batch, l)
+		}
+		h.inFlight++
+		h.obs.RenewalsInFlight(h.inFlight)
+		h.tasks.Add(1)
+		batches = append(batches, batch)
+	}
+	// Nothing queued, or every slot busy: a finished attempt or a new lease
+	// signals the loop.
+	return batches, time.Hour
+}
+
+// submit hands one attempt to the Scheduler.
+func (h *heartbeat) submit(batch []*Lease) {
+	err := h.sched.Submit(func() {
+		defer h.tasks.Done()
+		h.attempt(batch)
+	})
+	if err != nil {
+		h.tasks.Done()
+		h.finish(batch, time.Now(), nil, err)
+	}
+}
+
+// attempt makes one renewal call for batch and applies the answer.
+func (h *heartbeat) attempt(batch []*Lease) {
+	claims := make([]Claim, len(batch))
+	for i, l := range batch {
+		claims[i] = l.claim
+	}
+	wallSent := h.clock.Now()
+	sentAt := time.Now()
+	ctx, cancel := context.WithTimeout(h.attempts, h.attemptTimeout)
+	results, err := h.port.RenewClaims(ctx, claims)
+	cancel()
+	if err == nil && len(results) != len(claims) {
+		err = errRenewalResultCount
+	}
+	if err == nil {
+		wallRecv := h.clock.Now()
+		h.obs.DatabaseClockOffset(results[0].DatabaseTime.Sub(wallSent.Add(wallRecv.Sub(wallSent) / 2)))
+	}
+	h.finish(batch, sentAt, results, err)
+}
+
+// finish applies one attempt's answer (results, or err for the whole call)
+// to every lease of batch that is still renewing.
+func (h *heartbeat) finish(batch []*Lease, sentAt time.Time, results []RenewalResult, err error) {
+	recvAt := time.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.inFlight--
+	h.obs.RenewalsInFlight(h.inFlight)
+	h.signal()
+	for i, l := range batch {
+		if l.state != leaseRenewing {
+			continue // ended while the attempt was open: the answer is ignored
+		}
+		queue := l.claim.queue
+		if !recvAt.Before(l.trustedUntil) {
+			// Fail closed: an answer after the trust deadline is too late,
+			// whatever it says.
+			h.loseLocked(l, LossTrustDeadlinePassed, ErrTrustDeadlinePassed)
+			continue
+		}
+		if err != nil {
+			h.obs.Renewal(queue, RenewalDatabaseFailure)
+			h.retryLocked(l, recvAt)
+			continue
+		}
+		switch r := results[i]; r.Outcome {
+		case RenewalRenewed:
+			h.obs.Renewal(queue, RenewalRenewed)
+			h.obs.SafetyMarginRemaining(queue, l.trustedUntil.Sub(recvAt))
+			h.extendLocked(l, sentAt, r)
+			l.failures = 0
+			l.nextDue = sentAt.Add(h.interval)
+			heap.Push(&h.queue, l)
+		case RenewalDisabled:
+			h.obs.Renewal(queue, RenewalDisabled)
+			h.extendLocked(l, sentAt, r)
+			l.state = leaseDisabled
+		default: // stale, or anything the port does not promise: fail closed
+			h.obs.Renewal(queue, RenewalStale)
+			h.loseLocked(l, LossStale, ErrStaleClaim)
+		}
+	}
+}
+
+// extendLocked moves the trust deadline to sentAt + granted - margin when
+// that is later than the current one.
+func (h *heartbeat) extendLocked(l *Lease, sentAt time.Time, r RenewalResult) {
+	if trust := sentAt.Add(r.Granted() - h.margin); trust.After(l.trustedUntil) {
+		l.trustedUntil = trust
+		l.trustTimer.Reset(time.Until(trust))
+	}
+}
+
+// retryLocked schedules the next attempt after a failed one: exponential
+// backoff from retryBase up to one interval, never later than half the time
+// left before the trust deadline.
+func (h *heartbeat) retryLocked(l *Lease, now time.Time) {
+	l.failures++
+	delay := min(h.retryBase<<min(l.failures-1, 16), h.interval, l.trustedUntil.Sub(now)/2)
+	l.nextDue = now.Add(delay)
+	heap.Push(&h.queue, l)
+}
+
+// trustExpired runs on the lease's trust timer.
+func (h *heartbeat) trustExpired(l *Lease) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if l.state != leaseEnded && !time.Now().Before(l.trustedUntil) {
+		h.loseLocked(l, LossTrustDeadlinePassed, ErrTrustDeadlinePassed)
+	}
+}
+
+// endLocked ends l once: it leaves the queue, its trust timer stops and its
+// context is cancelled with cause. It reports whether l was still live.
+func (h *heartbeat) endLocked(l *Lease, cause error) bool {
+	if l.state == leaseEnded {
+		return false
+	}
+	l.state, l.cause = leaseEnded, cause
+	if l.index >= 0 {
+		heap.Remove(&h.queue, l.index)
+	}
+	l.trustTimer.Stop()
+	delete(h.live, l)
+	l.cancel(cause)
+	return true
+}
+
+// loseLocked ends l as an ownership loss and counts it.
+func (h *heartbeat) loseLocked(l *Lease, cause LossCause, err error) {
+	if h.endLocked(l, err) {
+		h.obs.OwnershipLost(l.claim.queue, cause)
+	}
+}
+
+// close stops the heartbeat: every live lease ends (ErrClosed) and its claim
+// is released; the scheduling goroutine and every attempt finish first.
+func (h *heartbeat) close() {
+	h.mu.Lock()
+	h.closing = true
+	var abandoned []Claim
+	for l := range h.live {
+		abandoned = append(abandoned, l.claim)
+		h.loseLocked(l, LossReleased, ErrClosed)
+	}
+	h.mu.Unlock()
+	h.signal()
+	<-h.loopDone
+	h.cancelAttempts()
+	h.tasks.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), h.attemptTimeout)
+	defer cancel()
+	releaseClaims(ctx, h.c.heartbeatPool, abandoned)
+}
+
+// leaseHeap orders queued leases by their next due time.
+type leaseHeap []*Lease
+
+func (q leaseHeap) Len() int           { return len(q) }
+func (q leaseHeap) Less(i, j int) bool { return q[i].nextDue.Before(q[j].nextDue) }
+func (q leaseHeap) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index, q[j].index = i, j
+}
+func (q *leaseHeap) Push(x any) {
+	l := x.(*Lease)
+	l.index = len(*q)
+	*q = append(*q, l)
+}
+func (q *leaseHeap) Pop() any {
+	old := *q
+	l := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	l.index = -1
+	return l
+}

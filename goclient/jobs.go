@@ -1,0 +1,168 @@
+package goclient
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// DefaultMaxAttempts is the number of claims a job may use when
+// EnqueueParams.MaxAttempts is zero (the database's own default).
+const DefaultMaxAttempts = 5
+
+// EnqueueParams describes a job to enqueue.
+type EnqueueParams struct {
+	// Queue is the queue name (^[a-z][a-z0-9_.:-]{0,62}$).
+	Queue string
+	// Payload is the job's JSON document. Required.
+	Payload []byte
+	// IdempotencyKey, when set (1 to 200 characters), makes a repeated
+	// enqueue of the same (queue, key) return the first job's id.
+	IdempotencyKey string
+	// RunAfter, when set, is the earliest time the job may be claimed.
+	RunAfter time.Time
+	// MaxAttempts is how many claims the job may use (1 to 1,000).
+	// Zero means DefaultMaxAttempts.
+	MaxAttempts int
+}
+
+// Enqueue durably accepts a job and returns its job_record_id (needs the
+// durable_job_producer role). Malformed input returns ErrInvalidArgument.
+func (c *Client) Enqueue(ctx context.Context, p EnqueueParams) (int64, error) {
+	return enqueueJob(ctx, c.pool, p)
+}
+
+// Claim claims at most one job of queue for this client's owner id (needs
+// the durable_job_worker role) and returns ErrNoJob when none is claimable.
+// The queue's policy is checked against the client's configuration first:
+// on a mismatch the claim is released and a *ConfigurationRejectedError
+// (errors.Is ErrConfigurationRejected) is returned. Claim does not start
+// the heartbeat; pass the job to Keep for that, or use a Worker.
+func (c *Client) Claim(ctx context.Context, queue string) (Job, error) {
+	jobs, err := c.claim(ctx, queue, sqlClaimNextJob, queue, c.cfg.OwnerID)
+	if err != nil {
+		return Job{}, err
+	}
+	if len(jobs) == 0 {
+		return Job{}, ErrNoJob
+	}
+	return jobs[0], nil
+}
+
+// ClaimMany claims up to n jobs of queue (1 to 1,000) in one call, each its
+// own claim, with Claim's policy check. It returns an empty slice, not an
+// error, when nothing is claimable.
+func (c *Client) ClaimMany(ctx context.Context, queue string, n int) ([]Job, error) {
+	return c.claim(ctx, queue, sqlClaimNextJobs, queue, c.cfg.OwnerID, n)
+}
+
+// claim runs one claim statement and checks every claim against the
+// client's configuration.
+func (c *Client) claim(ctx context.Context, queue, sql string, args ...any) ([]Job, error) {
+	if c.isClosed() {
+		return nil, ErrClosed
+	}
+	jobs, err := claimJobs(ctx, c.pool, queue, c.cfg.OwnerID, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range jobs {
+		if rejected := c.checkPolicy(j); rejected != nil {
+			c.cfg.Observer.ConfigurationRejected(queue)
+			rctx := context.WithoutCancel(ctx)
+			for _, j := range jobs {
+				// A failed release leaves the claim to lapse at its expiry.
+				_, _ = releaseClaim(rctx, c.pool, j.claim)
+			}
+			return nil, rejected
+		}
+	}
+	for _, j := range jobs {
+		c.cfg.Observer.Claimed(queue, j.kind)
+	}
+	return jobs, nil
+}
+
+// checkPolicy compares the lease the database granted with the client's
+// configuration: the renewal interval of the policy, and the lease duration
+// as lease_expires_at - database_time, both at claim time.
+func (c *Client) checkPolicy(j Job) *ConfigurationRejectedError {
+	if j.renewalInterval != c.cfg.RenewalInterval {
+		return &ConfigurationRejectedError{Queue: j.claim.queue, Setting: "renewal interval",
+			Database: j.renewalInterval, Client: c.cfg.RenewalInterval}
+	}
+	if granted := j.leaseExpiresAt.Sub(j.databaseTime); granted != c.cfg.LeaseDuration {
+		return &ConfigurationRejectedError{Queue: j.claim.queue, Setting: "lease duration",
+			Database: granted, Client: c.cfg.LeaseDuration}
+	}
+	return nil
+}
+
+// Renew makes one renewal of claim with renew_job_lease, outside the
+// heartbeat. Most callers never need it: Keep renews on schedule.
+func (c *Client) Renew(ctx context.Context, claim Claim) (RenewalResult, error) {
+	return renewOne(ctx, c.pool, claim)
+}
+
+// Complete marks the job SUCCEEDED with an optional JSON result document, in
+// a transaction of its own. ErrStaleClaim when the claim is not fenced.
+func (c *Client) Complete(ctx context.Context, claim Claim, result []byte) error {
+	return completeJob(ctx, c.pool, claim, result)
+}
+
+// CompleteTx is Complete inside the caller's transaction tx: the caller's
+// target writes in tx and the terminal transition commit together or not at
+// all. On ErrStaleClaim the transaction is aborted; roll it back.
+func (c *Client) CompleteTx(ctx context.Context, tx pgx.Tx, claim Claim, result []byte) error {
+	return completeJob(ctx, tx, claim, result)
+}
+
+// Retry schedules the job again after delay with a bounded reason code and
+// returns the new status: RETRY_SCHEDULED, or FAILED when the attempts are
+// used up. ErrStaleClaim when the claim is not fenced.
+func (c *Client) Retry(ctx context.Context, claim Claim, delay time.Duration, reasonCode string) (JobStatus, error) {
+	return retryJob(ctx, c.pool, claim, delay, reasonCode)
+}
+
+// RetryTx is Retry inside the caller's transaction tx.
+func (c *Client) RetryTx(ctx context.Context, tx pgx.Tx, claim Claim, delay time.Duration, reasonCode string) (JobStatus, error) {
+	return retryJob(ctx, tx, claim, delay, reasonCode)
+}
+
+// Fail marks the job FAILED with a bounded reason code. ErrStaleClaim when
+// the claim is not fenced.
+func (c *Client) Fail(ctx context.Context, claim Claim, reasonCode string) error {
+	return failJob(ctx, c.pool, claim, reasonCode)
+}
+
+// FailTx is Fail inside the caller's transaction tx.
+func (c *Client) FailTx(ctx context.Context, tx pgx.Tx, claim Claim, reasonCode string) error {
+	return failJob(ctx, tx, claim, reasonCode)
+}
+
+// Release gives the claim up: the job is QUEUED and claimable again at once
+// and the attempt is given back. It returns false when the claim was already
+// stale. A Lease's Release also stops its heartbeat; prefer it.
+func (c *Client) Release(ctx context.Context, claim Claim) (bool, error) {
+	return releaseClaim(ctx, c.pool, claim)
+}
+
+// Cancel cancels a job that is not terminal yet (a running job's claim
+// becomes stale at once). It returns false for a terminal or unknown job.
+// Needs the durable_job_producer role.
+func (c *Client) Cancel(ctx context.Context, jobID int64) (bool, error) {
+	return cancelJob(ctx, c.pool, jobID)
+}
+
+// Replay puts one FAILED or CANCELLED job back to QUEUED with its attempts
+// starting again; false for any other job. Needs the durable_job_operator role.
+func (c *Client) Replay(ctx context.Context, jobID int64) (bool, error) {
+	return replayJob(ctx, c.pool, jobID)
+}
+
+// State returns the payload-blind lifecycle state of a job, or
+// ErrJobNotFound. Needs the durable_job_producer role.
+func (c *Client) State(ctx context.Context, jobID int64) (JobState, error) {
+	return jobState(ctx, c.pool, jobID)
+}

@@ -1,0 +1,106 @@
+package goclient
+
+import "time"
+
+// RenewalOutcome is the result of one renewal attempt for one claim. Its
+// values are the only values of the "outcome" metric label.
+type RenewalOutcome string
+
+// The renewal outcomes.
+const (
+	// RenewalRenewed: the database extended the lease.
+	RenewalRenewed RenewalOutcome = "renewed"
+	// RenewalStale: the database says the claim is no longer live.
+	RenewalStale RenewalOutcome = "stale"
+	// RenewalDisabled: the claim is live but its queue's policy has renewal
+	// switched off; the claim runs out at its granted expiry.
+	RenewalDisabled RenewalOutcome = "renewal_disabled"
+	// RenewalDatabaseFailure: the attempt failed (timeout, network error,
+	// failover, refused connection); never counted as a success.
+	RenewalDatabaseFailure RenewalOutcome = "database_failure"
+)
+
+// ClaimKind says whether a claim took a waiting job or an expired one.
+type ClaimKind string
+
+// The claim kinds.
+const (
+	// ClaimFresh: the job was QUEUED or RETRY_SCHEDULED.
+	ClaimFresh ClaimKind = "fresh"
+	// ClaimReclaim: the job was RUNNING under an expired lease.
+	ClaimReclaim ClaimKind = "reclaim"
+)
+
+// LossCause says why the client stopped trusting a claim it held.
+type LossCause string
+
+// The causes of ownership loss.
+const (
+	// LossStale: a renewal or terminal write came back stale.
+	LossStale LossCause = "stale"
+	// LossTrustDeadlinePassed: no renewal was confirmed before the local
+	// trust deadline (fail closed).
+	LossTrustDeadlinePassed LossCause = "trust_deadline_passed"
+	// LossReleased: the claim was given up (shutdown or an explicit release).
+	LossReleased LossCause = "released"
+)
+
+// Observer receives the client's finite-cardinality signals. Every argument
+// is bounded: a queue name, one of the enumerated kinds above, a duration or
+// a count; never a job id, token, owner, payload, SQL or error text.
+// Methods are called from the heartbeat's and the worker's goroutines, must
+// be safe for concurrent use and must return quickly. Embed NopObserver to
+// implement only some of them.
+type Observer interface {
+	// Renewal is called once per claim per renewal attempt with its outcome.
+	Renewal(queue string, outcome RenewalOutcome)
+	// ConfigurationRejected is called when a claim is refused because the
+	// queue's database policy does not match the client's configuration.
+	ConfigurationRejected(queue string)
+	// SchedulerLag is called for every claim in a renewal attempt with how
+	// late the attempt started against the claim's schedule (0 when on time
+	// or early).
+	SchedulerLag(queue string, lag time.Duration)
+	// SafetyMarginRemaining is called at every confirmed renewal with the
+	// previous trust deadline minus the time the confirmation arrived: how
+	// close the claim came to being given up.
+	SafetyMarginRemaining(queue string, remaining time.Duration)
+	// Claimed is called for every claim the client makes.
+	Claimed(queue string, kind ClaimKind)
+	// OwnershipLost is called once when a held claim stops being trusted.
+	OwnershipLost(queue string, cause LossCause)
+	// DatabaseClockOffset is called after every answered renewal attempt with
+	// the database's time minus the application wall clock (Config.Clock) at
+	// the middle of the round trip.
+	DatabaseClockOffset(offset time.Duration)
+	// RenewalsInFlight is called whenever the number of open renewal calls changes.
+	RenewalsInFlight(n int)
+}
+
+// NopObserver ignores every signal. It is the default Observer, and a base
+// to embed in an Observer that wants only some signals.
+type NopObserver struct{}
+
+// Renewal does nothing.
+func (NopObserver) Renewal(string, RenewalOutcome) {}
+
+// ConfigurationRejected does nothing.
+func (NopObserver) ConfigurationRejected(string) {}
+
+// SchedulerLag does nothing.
+func (NopObserver) SchedulerLag(string, time.Duration) {}
+
+// SafetyMarginRemaining does nothing.
+func (NopObserver) SafetyMarginRemaining(string, time.Duration) {}
+
+// Claimed does nothing.
+func (NopObserver) Claimed(string, ClaimKind) {}
+
+// OwnershipLost does nothing.
+func (NopObserver) OwnershipLost(string, LossCause) {}
+
+// DatabaseClockOffset does nothing.
+func (NopObserver) DatabaseClockOffset(time.Duration) {}
+
+// RenewalsInFlight does nothing.
+func (NopObserver) RenewalsInFlight(int) {}

@@ -1,0 +1,199 @@
+package goclient
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// This file and its siblings named port_*.go are the only places SQL text
+// appears in goclient. Each statement calls one function of CONTRACT.md.
+const (
+	sqlEnqueueJob = `SELECT durable_jobs.enqueue_job($1, $2, $3, $4, $5)`
+
+	sqlClaimColumns  = `job_record_id, lease_claim_token, lease_fencing_generation, lease_expires_at, lease_renewal_interval, attempt_number, job_payload, database_time`
+	sqlClaimNextJob  = `SELECT ` + sqlClaimColumns + ` FROM durable_jobs.claim_next_job($1, $2)`
+	sqlClaimNextJobs = `SELECT ` + sqlClaimColumns + ` FROM durable_jobs.claim_next_jobs($1, $2, $3)`
+
+	sqlRenewJobLease  = `SELECT renewal_outcome, lease_expires_at, database_time FROM durable_jobs.renew_job_lease($1, $2, $3)`
+	sqlRenewJobLeases = `SELECT renewal_outcome, lease_expires_at, database_time FROM durable_jobs.renew_job_leases($1, $2, $3)`
+
+	sqlCompleteJob     = `SELECT durable_jobs.complete_job($1, $2, $3, $4)`
+	sqlRetryJob        = `SELECT durable_jobs.retry_job($1, $2, $3, $4, $5)`
+	sqlFailJob         = `SELECT durable_jobs.fail_job($1, $2, $3, $4)`
+	sqlReleaseJobClaim = `SELECT durable_jobs.release_job_claim($1, $2, $3)`
+	sqlCancelJob       = `SELECT durable_jobs.cancel_job($1)`
+	sqlReplayJob       = `SELECT durable_jobs.replay_job($1)`
+	sqlJobState        = `SELECT job_status, attempt_number, max_attempts, lease_fencing_generation, lease_expires_at, lease_renewal_count, failure_reason_code FROM durable_jobs.job_lifecycle_state($1)`
+)
+
+// querier is what both *pgxpool.Pool and pgx.Tx offer.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// pgRenewalPort is the production RenewalPort: one short transaction per
+// attempt, its statement_timeout set below the renewal interval.
+type pgRenewalPort struct {
+	pool           *pgxpool.Pool
+	attemptTimeout time.Duration
+}
+
+// NewPgRenewalPort returns the PostgreSQL RenewalPort over pool. Every call
+// is one transaction: SET LOCAL statement_timeout to attemptTimeout, then one
+// renew_job_leases statement for all claims, then COMMIT. Give it a pool of
+// its own, never one that handlers use, so a busy handler cannot hold the
+// connection a renewal needs.
+func NewPgRenewalPort(pool *pgxpool.Pool, attemptTimeout time.Duration) RenewalPort {
+	return &pgRenewalPort{pool: pool, attemptTimeout: attemptTimeout}
+}
+
+// RenewClaims implements RenewalPort.
+func (p *pgRenewalPort) RenewClaims(ctx context.Context, claims []Claim) ([]RenewalResult, error) {
+	var owner string
+	ids := make([]int64, len(claims))
+	tokens := make([]pgtype.UUID, len(claims))
+	for i, c := range claims {
+		if i == 0 {
+			owner = c.owner
+		}
+		ids[i], tokens[i] = c.jobID, c.tokenValue()
+	}
+	var results []RenewalResult
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue(`SET LOCAL statement_timeout = '` + millis(p.attemptTimeout) + `'`)
+		b.Queue(sqlRenewJobLeases, owner, ids, tokens).Query(func(rows pgx.Rows) error {
+			var err error
+			results, err = pgx.CollectRows(rows, scanRenewal)
+			return err
+		})
+		return tx.SendBatch(ctx, b).Close()
+	})
+	return results, translateError(err)
+}
+
+// scanRenewal reads one row of renew_job_lease(s).
+func scanRenewal(row pgx.CollectableRow) (RenewalResult, error) {
+	var r RenewalResult
+	var expires pgtype.Timestamptz
+	err := row.Scan(&r.Outcome, &expires, &r.DatabaseTime)
+	r.LeaseExpiresAt = expires.Time
+	return r, err
+}
+
+// renewOne calls renew_job_lease for one claim.
+func renewOne(ctx context.Context, q querier, c Claim) (RenewalResult, error) {
+	rows, _ := q.Query(ctx, sqlRenewJobLease, c.jobID, c.tokenValue(), c.owner)
+	r, err := pgx.CollectExactlyOneRow(rows, scanRenewal)
+	return r, translateError(err)
+}
+
+// enqueueJob calls enqueue_job.
+func enqueueJob(ctx context.Context, q querier, p EnqueueParams) (int64, error) {
+	var key, runAfter any
+	if p.IdempotencyKey != "" {
+		key = p.IdempotencyKey
+	}
+	if !p.RunAfter.IsZero() {
+		runAfter = p.RunAfter
+	}
+	maxAttempts := p.MaxAttempts
+	if maxAttempts == 0 {
+		maxAttempts = DefaultMaxAttempts
+	}
+	var id int64
+	err := q.QueryRow(ctx, sqlEnqueueJob, p.Queue, p.Payload, key, runAfter, maxAttempts).Scan(&id)
+	return id, translateError(err)
+}
+
+// claimJobs runs a claim statement (claim_next_job or claim_next_jobs) and
+// builds the claims. Each job's sentAt is taken just before the call is sent.
+func claimJobs(ctx context.Context, q querier, queue, owner, sql string, args ...any) ([]Job, error) {
+	sentAt := time.Now()
+	rows, _ := q.Query(ctx, sql, args...)
+	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Job, error) {
+		j := Job{claim: Claim{queue: queue, owner: owner, token: &claimToken{}}, payload: &jobPayload{}, sentAt: sentAt, kind: ClaimFresh}
+		err := row.Scan(&j.claim.jobID, &j.claim.token.uuid, &j.claim.generation, &j.leaseExpiresAt,
+			&j.renewalInterval, &j.claim.attempt, &j.payload.document, &j.databaseTime)
+		return j, err
+	})
+	return jobs, translateError(err)
+}
+
+// completeJob calls complete_job inside tx.
+func completeJob(ctx context.Context, q querier, c Claim, result []byte) error {
+	var doc any
+	if result != nil {
+		doc = result
+	}
+	_, err := q.Exec(ctx, sqlCompleteJob, c.jobID, c.tokenValue(), c.owner, doc)
+	return translateError(err)
+}
+
+// retryJob calls retry_job and returns the new status.
+func retryJob(ctx context.Context, q querier, c Claim, delay time.Duration, reason string) (JobStatus, error) {
+	var status JobStatus
+	err := q.QueryRow(ctx, sqlRetryJob, c.jobID, c.tokenValue(), c.owner, delay, reason).Scan(&status)
+	return status, translateError(err)
+}
+
+// failJob calls fail_job.
+func failJob(ctx context.Context, q querier, c Claim, reason string) error {
+	_, err := q.Exec(ctx, sqlFailJob, c.jobID, c.tokenValue(), c.owner, reason)
+	return translateError(err)
+}
+
+// releaseClaim calls release_job_claim.
+func releaseClaim(ctx context.Context, q querier, c Claim) (bool, error) {
+	var released bool
+	err := q.QueryRow(ctx, sqlReleaseJobClaim, c.jobID, c.tokenValue(), c.owner).Scan(&released)
+	return released, translateError(err)
+}
+
+// cancelJob calls cancel_job.
+func cancelJob(ctx context.Context, q querier, jobID int64) (bool, error) {
+	var cancelled bool
+	err := q.QueryRow(ctx, sqlCancelJob, jobID).Scan(&cancelled)
+	return cancelled, translateError(err)
+}
+
+// replayJob calls replay_job.
+func replayJob(ctx context.Context, q querier, jobID int64) (bool, error) {
+	var replayed bool
+	err := q.QueryRow(ctx, sqlReplayJob, jobID).Scan(&replayed)
+	return replayed, translateError(err)
+}
+
+// jobState calls job_lifecycle_state; ErrJobNotFound for zero rows.
+func jobState(ctx context.Context, q querier, jobID int64) (JobState, error) {
+	var s JobState
+	var expires pgtype.Timestamptz
+	var reason pgtype.Text
+	err := q.QueryRow(ctx, sqlJobState, jobID).Scan(&s.Status, &s.AttemptNumber, &s.MaxAttempts,
+		&s.FencingGeneration, &expires, &s.RenewalCount, &reason)
+	s.LeaseExpiresAt, s.FailureReasonCode = expires.Time, reason.String
+	if err == pgx.ErrNoRows {
+		err = ErrJobNotFound
+	}
+	return s, translateError(err)
+}
+
+// releaseClaims releases claims in one round trip (best effort: a claim
+// whose release fails lapses at its expiry).
+func releaseClaims(ctx context.Context, pool *pgxpool.Pool, claims []Claim) {
+	if len(claims) == 0 {
+		return
+	}
+	b := &pgx.Batch{}
+	for _, c := range claims {
+		b.Queue(sqlReleaseJobClaim, c.jobID, c.tokenValue(), c.owner)
+	}
+	_ = pool.SendBatch(ctx, b).Close()
+}
