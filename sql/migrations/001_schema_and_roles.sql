@@ -115,14 +115,17 @@ CREATE TABLE durable_jobs.control_evidence_record (
 COMMENT ON TABLE durable_jobs.control_evidence_record IS 'Append-only control evidence: migrations, lease policy and enablement changes, deployments. A trigger refuses UPDATE, DELETE and TRUNCATE.';
 
 CREATE TABLE durable_jobs.lease_outcome_tally (
+    tally_slot    integer NOT NULL CONSTRAINT lease_outcome_tally_slot_range CHECK (tally_slot BETWEEN 0 AND 43199),
     tally_minute  timestamptz NOT NULL,
     queue_name    text NOT NULL,
     outcome_kind  text NOT NULL CONSTRAINT lease_outcome_tally_kind CHECK (outcome_kind IN ('stale_renewal', 'reclaim')),
     tally_shard   smallint NOT NULL CONSTRAINT lease_outcome_tally_shard_range CHECK (tally_shard BETWEEN 0 AND 15),
     outcome_count bigint NOT NULL CONSTRAINT lease_outcome_tally_count_positive CHECK (outcome_count > 0),
-    CONSTRAINT lease_outcome_tally_pkey PRIMARY KEY (tally_minute, queue_name, outcome_kind, tally_shard)
+    CONSTRAINT lease_outcome_tally_pkey PRIMARY KEY (tally_slot, queue_name, outcome_kind, tally_shard)
 );
-COMMENT ON TABLE durable_jobs.lease_outcome_tally IS 'Bounded per-minute tallies of committed rare outcomes. Sharded by backend so no single row is hot.';
+COMMENT ON TABLE durable_jobs.lease_outcome_tally IS 'Bounded per-minute tallies of committed rare outcomes over the last 30 days. Sharded by backend so no single row is hot.';
+COMMENT ON COLUMN durable_jobs.lease_outcome_tally.tally_slot IS 'Minute since the epoch modulo 43200 (30 days): a slot is reused, and its old tally overwritten, when its minute comes round again.';
+CREATE INDEX lease_outcome_tally_recent ON durable_jobs.lease_outcome_tally (tally_minute);
 COMMENT ON COLUMN durable_jobs.lease_outcome_tally.queue_name IS 'Queue of the job; ''*'' when the renewal named a job that does not exist.';
 COMMENT ON COLUMN durable_jobs.lease_outcome_tally.tally_shard IS 'pg_backend_pid() % 16: concurrent sessions add to different rows.';
 
@@ -148,9 +151,9 @@ GRANT SELECT (job_record_id, queue_name, job_status, run_after, max_attempts, at
 GRANT SELECT (job_record_id, job_payload) ON durable_jobs.job_payload_record TO durable_job_claim_owner;
 GRANT SELECT (queue_name, lease_duration, renewal_interval, max_claim_lifetime)
     ON durable_jobs.queue_lease_policy TO durable_job_claim_owner;
-GRANT SELECT (tally_minute, queue_name, outcome_kind, tally_shard, outcome_count),
-      INSERT (tally_minute, queue_name, outcome_kind, tally_shard, outcome_count),
-      UPDATE (outcome_count)
+GRANT SELECT (tally_slot, tally_minute, queue_name, outcome_kind, tally_shard, outcome_count),
+      INSERT (tally_slot, tally_minute, queue_name, outcome_kind, tally_shard, outcome_count),
+      UPDATE (tally_minute, outcome_count)
     ON durable_jobs.lease_outcome_tally TO durable_job_claim_owner;
 
 GRANT SELECT (job_record_id, queue_name, job_status, lease_claim_digest, lease_owner_id,
@@ -159,9 +162,9 @@ GRANT SELECT (job_record_id, queue_name, job_status, lease_claim_digest, lease_o
     ON durable_jobs.job_record TO durable_job_renewal_owner;
 GRANT SELECT (queue_name, lease_duration, renewal_enabled)
     ON durable_jobs.queue_lease_policy TO durable_job_renewal_owner;
-GRANT SELECT (tally_minute, queue_name, outcome_kind, tally_shard, outcome_count),
-      INSERT (tally_minute, queue_name, outcome_kind, tally_shard, outcome_count),
-      UPDATE (outcome_count)
+GRANT SELECT (tally_slot, tally_minute, queue_name, outcome_kind, tally_shard, outcome_count),
+      INSERT (tally_slot, tally_minute, queue_name, outcome_kind, tally_shard, outcome_count),
+      UPDATE (tally_minute, outcome_count)
     ON durable_jobs.lease_outcome_tally TO durable_job_renewal_owner;
 
 GRANT SELECT (job_record_id, job_status, lease_claim_digest, lease_owner_id, lease_claimed_by_role,

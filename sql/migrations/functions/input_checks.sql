@@ -41,7 +41,9 @@ RETURN pg_catalog.sha256(pg_catalog.uuid_send(p_lease_claim_token));
 -- record_lease_outcome: adds p_outcome_count to this minute's tally of a
 -- rare committed outcome (stale_renewal, reclaim). The row is chosen by
 -- pg_backend_pid() % 16, so concurrent sessions add to different rows and
--- no claim or renewal waits on a shared counter. Locks one tally row.
+-- no claim or renewal waits on a shared counter. Retention is built in: the
+-- row's slot is the minute modulo 30 days, so a slot's old tally is
+-- overwritten when the minute comes round again. Locks one tally row.
 CREATE FUNCTION durable_jobs.record_lease_outcome(p_queue_name text, p_outcome_kind text, p_outcome_count bigint)
 RETURNS void
 LANGUAGE sql
@@ -49,11 +51,15 @@ VOLATILE
 SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
     INSERT INTO durable_jobs.lease_outcome_tally AS t
-        (tally_minute, queue_name, outcome_kind, tally_shard, outcome_count)
-    VALUES (pg_catalog.date_trunc('minute', pg_catalog.clock_timestamp()), p_queue_name, p_outcome_kind,
-            (pg_catalog.pg_backend_pid() % 16)::smallint, p_outcome_count)
-    ON CONFLICT (tally_minute, queue_name, outcome_kind, tally_shard)
-    DO UPDATE SET outcome_count = t.outcome_count + EXCLUDED.outcome_count;
+        (tally_slot, tally_minute, queue_name, outcome_kind, tally_shard, outcome_count)
+    SELECT (pg_catalog.floor(EXTRACT(epoch FROM m.minute) / 60)::bigint % 43200)::integer, m.minute,
+           p_queue_name, p_outcome_kind, (pg_catalog.pg_backend_pid() % 16)::smallint, p_outcome_count
+    FROM (SELECT pg_catalog.date_trunc('minute', pg_catalog.clock_timestamp()) AS minute) m
+    ON CONFLICT (tally_slot, queue_name, outcome_kind, tally_shard)
+    DO UPDATE SET outcome_count = CASE WHEN t.tally_minute = EXCLUDED.tally_minute
+                                       THEN t.outcome_count + EXCLUDED.outcome_count
+                                       ELSE EXCLUDED.outcome_count END,
+                  tally_minute = EXCLUDED.tally_minute;
 END;
 
 REVOKE ALL ON FUNCTION durable_jobs.require_well_formed(text, text, text) FROM PUBLIC;
