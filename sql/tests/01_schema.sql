@@ -1,0 +1,307 @@
+-- 01_schema: the objects of the bundle exist with the names, shapes,
+-- constraints, comments, signatures, owners and hardening that CONTRACT.md
+-- and STYLE.md promise. Catalog checks only; nothing here writes a job.
+BEGIN;
+CREATE EXTENSION IF NOT EXISTS pgtap;
+SELECT plan(151);
+
+-- Schema, type, tables -------------------------------------------------------
+
+SELECT has_schema('durable_jobs', 'the bundle lives in the schema durable_jobs');
+SELECT ok(obj_description('durable_jobs'::regnamespace, 'pg_namespace') IS NOT NULL,
+          'the schema carries a comment that says what it is');
+
+SELECT has_enum('durable_jobs', 'job_status_kind', 'job status is the enum durable_jobs.job_status_kind');
+SELECT enum_has_labels('durable_jobs', 'job_status_kind',
+    ARRAY['QUEUED', 'RUNNING', 'RETRY_SCHEDULED', 'SUCCEEDED', 'FAILED', 'CANCELLED'],
+    'job_status_kind has exactly the six contract statuses, in lifecycle order');
+SELECT types_are('durable_jobs', ARRAY['job_status_kind'],
+    'the schema defines no type besides job_status_kind');
+
+SELECT tables_are('durable_jobs',
+    ARRAY['job_record', 'job_payload_record', 'job_outcome_ledger', 'queue_lease_policy',
+          'control_evidence_record', 'lease_outcome_tally'],
+    'the schema holds exactly the six private tables of the bundle');
+SELECT views_are('durable_jobs', ARRAY[]::name[], 'the schema has no views');
+SELECT sequences_are('durable_jobs',
+    ARRAY['job_record_job_record_id_seq', 'job_outcome_ledger_job_outcome_record_id_seq',
+          'control_evidence_record_evidence_record_id_seq'],
+    'the only sequences are the identity sequences of the three id columns');
+
+SELECT columns_are('durable_jobs', 'job_record',
+    ARRAY['job_record_id', 'queue_name', 'job_status', 'idempotency_key_digest', 'run_after', 'max_attempts',
+          'attempt_number', 'lease_claim_digest', 'lease_owner_id', 'lease_claimed_by_role', 'lease_claimed_at',
+          'lease_expires_at', 'lease_claim_deadline', 'lease_fencing_generation', 'lease_renewal_count',
+          'failure_reason_code', 'created_at', 'status_changed_at'],
+    'job_record has exactly its lease-state columns and no payload, token or key column');
+SELECT columns_are('durable_jobs', 'job_payload_record', ARRAY['job_record_id', 'job_payload'],
+    'job_payload_record holds only the job id and its payload');
+SELECT columns_are('durable_jobs', 'job_outcome_ledger',
+    ARRAY['job_outcome_record_id', 'job_record_id', 'lease_fencing_generation', 'outcome_status',
+          'failure_reason_code', 'result_document', 'recorded_at'],
+    'job_outcome_ledger has exactly its outcome columns');
+SELECT columns_are('durable_jobs', 'queue_lease_policy',
+    ARRAY['queue_name', 'lease_duration', 'renewal_interval', 'max_claim_lifetime', 'renewal_enabled',
+          'changed_at', 'changed_by_role'],
+    'queue_lease_policy has exactly its policy columns');
+SELECT columns_are('durable_jobs', 'control_evidence_record',
+    ARRAY['evidence_record_id', 'evidence_kind', 'queue_name', 'previous_values', 'new_values', 'change_reason',
+          'changed_by_role', 'recorded_at'],
+    'control_evidence_record has exactly its evidence columns');
+SELECT columns_are('durable_jobs', 'lease_outcome_tally',
+    ARRAY['tally_minute', 'queue_name', 'outcome_kind', 'tally_shard', 'outcome_count'],
+    'lease_outcome_tally has exactly its bounded tally columns');
+
+SELECT col_type_is('durable_jobs', 'job_record', 'lease_claim_digest', 'bytea',
+    'the claim token is stored as a bytea digest');
+SELECT col_type_is('durable_jobs', 'job_record', 'idempotency_key_digest', 'bytea',
+    'the idempotency key is stored as a bytea digest');
+SELECT col_type_is('durable_jobs', 'job_record', 'job_status', 'durable_jobs.job_status_kind',
+    'job_record.job_status is a job_status_kind');
+SELECT col_type_is('durable_jobs', 'job_record', 'lease_fencing_generation', 'bigint',
+    'the fencing generation is a bigint');
+SELECT col_type_is('durable_jobs', 'job_payload_record', 'job_payload', 'jsonb', 'payloads are jsonb');
+SELECT col_not_null('durable_jobs', 'job_payload_record', 'job_payload', 'a stored payload is never NULL');
+SELECT col_default_is('durable_jobs', 'job_record', 'job_status', 'QUEUED'::durable_jobs.job_status_kind,
+    'a new job_record row starts QUEUED');
+SELECT col_default_is('durable_jobs', 'job_record', 'lease_fencing_generation', 0,
+    'a new job starts at fencing generation 0, so its first claim is generation 1');
+
+-- Indexes ----------------------------------------------------------------------
+
+SELECT indexes_are('durable_jobs', 'job_record',
+    ARRAY['job_record_pkey', 'job_record_idempotency_key_unique', 'job_record_claimable_queue_order',
+          'job_record_running_lease_expiry'],
+    'job_record has exactly its primary key, the idempotency index and the two claim-path indexes');
+SELECT indexes_are('durable_jobs', 'job_payload_record', ARRAY['job_payload_record_pkey'],
+    'job_payload_record has only its primary key');
+SELECT indexes_are('durable_jobs', 'job_outcome_ledger', ARRAY['job_outcome_ledger_pkey', 'job_outcome_ledger_job_lookup'],
+    'job_outcome_ledger has its primary key and a lookup by job');
+SELECT indexes_are('durable_jobs', 'queue_lease_policy', ARRAY['queue_lease_policy_pkey'],
+    'queue_lease_policy has only its primary key');
+SELECT indexes_are('durable_jobs', 'control_evidence_record', ARRAY['control_evidence_record_pkey'],
+    'control_evidence_record has only its primary key');
+SELECT indexes_are('durable_jobs', 'lease_outcome_tally', ARRAY['lease_outcome_tally_pkey'],
+    'lease_outcome_tally has only its primary key');
+
+SELECT has_index('durable_jobs', 'job_record', 'job_record_idempotency_key_unique',
+    ARRAY['queue_name', 'idempotency_key_digest'],
+    'idempotency is indexed on (queue_name, idempotency_key_digest)');
+SELECT index_is_unique('durable_jobs', 'job_record', 'job_record_idempotency_key_unique',
+    'a (queue, idempotency key digest) pair can exist only once');
+SELECT is((SELECT pg_get_expr(i.indpred, i.indrelid) FROM pg_index i
+           WHERE i.indexrelid = 'durable_jobs.job_record_idempotency_key_unique'::regclass),
+          '(idempotency_key_digest IS NOT NULL)',
+          'the idempotency index only covers jobs that have a key');
+SELECT has_index('durable_jobs', 'job_record', 'job_record_claimable_queue_order',
+    ARRAY['queue_name', 'run_after', 'job_record_id'],
+    'claimable jobs are indexed in queue and run-after order');
+SELECT ok((SELECT pg_get_expr(i.indpred, i.indrelid) FROM pg_index i
+           WHERE i.indexrelid = 'durable_jobs.job_record_claimable_queue_order'::regclass)
+          ~ 'QUEUED' AND (SELECT pg_get_expr(i.indpred, i.indrelid) FROM pg_index i
+           WHERE i.indexrelid = 'durable_jobs.job_record_claimable_queue_order'::regclass) ~ 'RETRY_SCHEDULED',
+          'the claimable-order index is partial on QUEUED and RETRY_SCHEDULED jobs');
+SELECT has_index('durable_jobs', 'job_record', 'job_record_running_lease_expiry',
+    ARRAY['queue_name', 'lease_expires_at', 'job_record_id'],
+    'running jobs are indexed by queue and lease expiry for reclaim');
+SELECT is((SELECT pg_get_expr(i.indpred, i.indrelid) FROM pg_index i
+           WHERE i.indexrelid = 'durable_jobs.job_record_running_lease_expiry'::regclass),
+          '(job_status = ''RUNNING''::durable_jobs.job_status_kind)',
+          'the lease-expiry index is partial on RUNNING jobs');
+
+-- Named constraints ---------------------------------------------------------------
+
+SELECT set_eq(
+    $$SELECT conrelid::regclass::text, conname::text, contype::text FROM pg_constraint
+      WHERE connamespace = 'durable_jobs'::regnamespace$$,
+    $$VALUES ('durable_jobs.job_record', 'job_record_pkey', 'p'),
+             ('durable_jobs.job_record', 'job_record_queue_name_format', 'c'),
+             ('durable_jobs.job_record', 'job_record_max_attempts_range', 'c'),
+             ('durable_jobs.job_record', 'job_record_attempt_number_range', 'c'),
+             ('durable_jobs.job_record', 'job_record_failure_reason_code_format', 'c'),
+             ('durable_jobs.job_record', 'job_record_running_has_lease', 'c'),
+             ('durable_jobs.job_payload_record', 'job_payload_record_pkey', 'p'),
+             ('durable_jobs.job_payload_record', 'job_payload_record_job_fkey', 'f'),
+             ('durable_jobs.job_outcome_ledger', 'job_outcome_ledger_pkey', 'p'),
+             ('durable_jobs.job_outcome_ledger', 'job_outcome_ledger_job_fkey', 'f'),
+             ('durable_jobs.queue_lease_policy', 'queue_lease_policy_pkey', 'p'),
+             ('durable_jobs.queue_lease_policy', 'queue_lease_policy_queue_name_format', 'c'),
+             ('durable_jobs.queue_lease_policy', 'queue_lease_policy_bounds', 'c'),
+             ('durable_jobs.control_evidence_record', 'control_evidence_record_pkey', 'p'),
+             ('durable_jobs.control_evidence_record', 'control_evidence_record_kind', 'c'),
+             ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_pkey', 'p'),
+             ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_kind', 'c'),
+             ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_shard_range', 'c'),
+             ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_count_positive', 'c')$$,
+    'every constraint of the bundle has its chosen name, and there are no unnamed extras');
+SELECT col_is_pk('durable_jobs', 'lease_outcome_tally', ARRAY['tally_minute', 'queue_name', 'outcome_kind', 'tally_shard'],
+    'a tally row is one minute, queue, outcome kind and shard');
+SELECT fk_ok('durable_jobs', 'job_payload_record', 'job_record_id', 'durable_jobs', 'job_record', 'job_record_id',
+    'every payload belongs to a job_record');
+SELECT fk_ok('durable_jobs', 'job_outcome_ledger', 'job_record_id', 'durable_jobs', 'job_record', 'job_record_id',
+    'every outcome belongs to a job_record');
+SELECT throws_ok(
+    $$INSERT INTO durable_jobs.job_record (queue_name, job_status, run_after, max_attempts)
+      VALUES ('schema_check_queue', 'RUNNING', clock_timestamp(), 5)$$,
+    '23514', NULL,
+    'a RUNNING job without a claim digest, owner, role, expiry and deadline is refused by the table itself');
+SELECT throws_ok(
+    $$INSERT INTO durable_jobs.lease_outcome_tally VALUES (date_trunc('minute', now()), 'q', 'reclaim', 16, 1)$$,
+    '23514', NULL, 'a tally shard outside 0 to 15 is refused, so tallies stay bounded');
+
+SELECT triggers_are('durable_jobs', 'control_evidence_record',
+    ARRAY['control_evidence_record_append_only', 'control_evidence_record_no_truncate'],
+    'control evidence is guarded by the append-only and no-truncate triggers');
+
+-- Comments where promised ----------------------------------------------------------
+
+SELECT ok(obj_description(('durable_jobs.' || t)::regclass, 'pg_class') IS NOT NULL,
+          'table durable_jobs.' || t || ' carries a comment')
+FROM unnest(ARRAY['job_record', 'job_payload_record', 'job_outcome_ledger', 'queue_lease_policy',
+                  'control_evidence_record', 'lease_outcome_tally']) AS t;
+
+SELECT ok(col_description('durable_jobs.job_record'::regclass,
+              (SELECT attnum FROM pg_attribute WHERE attrelid = 'durable_jobs.job_record'::regclass AND attname = c))
+          IS NOT NULL,
+          'job_record.' || c || ' carries a comment that says what it means')
+FROM unnest(ARRAY['idempotency_key_digest', 'lease_claim_digest', 'lease_owner_id', 'lease_claimed_by_role',
+                  'lease_claim_deadline', 'lease_fencing_generation', 'lease_renewal_count', 'attempt_number']) AS c;
+SELECT matches(col_description('durable_jobs.job_record'::regclass,
+                   (SELECT attnum FROM pg_attribute WHERE attrelid = 'durable_jobs.job_record'::regclass
+                    AND attname = 'lease_claim_digest')),
+               'sha256\(uuid_send\(token\)\)',
+               'the claim digest column says it holds sha256(uuid_send(token)), never the token');
+SELECT ok(col_description('durable_jobs.lease_outcome_tally'::regclass,
+              (SELECT attnum FROM pg_attribute WHERE attrelid = 'durable_jobs.lease_outcome_tally'::regclass
+               AND attname = c)) IS NOT NULL,
+          'lease_outcome_tally.' || c || ' carries a comment that says what it means')
+FROM unnest(ARRAY['queue_name', 'tally_shard']) AS c;
+
+-- The default policy row -------------------------------------------------------------
+
+SELECT results_eq(
+    $$SELECT lease_duration, renewal_interval, max_claim_lifetime, renewal_enabled
+      FROM durable_jobs.queue_lease_policy WHERE queue_name = '*'$$,
+    $$VALUES (interval '30 seconds', interval '10 seconds', interval '24 hours', true)$$,
+    'the bundle installs the ''*'' default policy: 30 s lease, 10 s renewal, 24 h claim lifetime, renewal on');
+
+-- Functions: the exact set, signatures and result columns -----------------------------
+
+SELECT functions_are('durable_jobs',
+    ARRAY['enqueue_job', 'cancel_job', 'job_lifecycle_state', 'claim_next_job', 'claim_next_jobs',
+          'renew_job_lease', 'renew_job_leases', 'complete_job', 'retry_job', 'fail_job', 'release_job_claim',
+          'replay_job', 'set_queue_lease_policy', 'record_deployment_version',
+          'lease_health_by_queue', 'queue_lease_policies', 'control_evidence_history', 'lease_outcome_totals',
+          'job_status_totals', 'bundle_migration_version',
+          'require_well_formed', 'claim_token_digest', 'record_lease_outcome', 'lock_fenced_claim',
+          'raise_stale_claim', 'refuse_evidence_change'],
+    'the schema holds exactly the contract functions, the audit and deployment functions and six private helpers');
+
+CREATE TEMP TABLE expected_signature (
+    function_name   name PRIMARY KEY,
+    argument_types  name[] NOT NULL,
+    arguments       text NOT NULL,
+    result          text NOT NULL,
+    owner_role      name NOT NULL
+) ON COMMIT DROP;
+INSERT INTO expected_signature VALUES
+ ('enqueue_job', '{text,jsonb,text,"timestamp with time zone",integer}',
+  'p_queue_name text, p_job_payload jsonb, p_idempotency_key text DEFAULT NULL::text, p_run_after timestamp with time zone DEFAULT NULL::timestamp with time zone, p_max_attempts integer DEFAULT 5',
+  'bigint', 'durable_job_producer_owner'),
+ ('cancel_job', '{bigint}', 'p_job_record_id bigint', 'boolean', 'durable_job_producer_owner'),
+ ('job_lifecycle_state', '{bigint}', 'p_job_record_id bigint',
+  'TABLE(job_status text, attempt_number integer, max_attempts integer, lease_fencing_generation bigint, lease_expires_at timestamp with time zone, lease_renewal_count bigint, failure_reason_code text)',
+  'durable_job_producer_owner'),
+ ('replay_job', '{bigint}', 'p_job_record_id bigint', 'boolean', 'durable_job_producer_owner'),
+ ('claim_next_job', '{text,text}', 'p_queue_name text, p_worker_owner_id text',
+  'TABLE(job_record_id bigint, lease_claim_token uuid, lease_fencing_generation bigint, lease_expires_at timestamp with time zone, lease_renewal_interval interval, attempt_number integer, job_payload jsonb, database_time timestamp with time zone)',
+  'durable_job_claim_owner'),
+ ('claim_next_jobs', '{text,text,integer}', 'p_queue_name text, p_worker_owner_id text, p_max_jobs integer',
+  'TABLE(job_record_id bigint, lease_claim_token uuid, lease_fencing_generation bigint, lease_expires_at timestamp with time zone, lease_renewal_interval interval, attempt_number integer, job_payload jsonb, database_time timestamp with time zone)',
+  'durable_job_claim_owner'),
+ ('renew_job_lease', '{bigint,uuid,text}', 'p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text',
+  'TABLE(renewal_outcome text, lease_expires_at timestamp with time zone, database_time timestamp with time zone)',
+  'durable_job_renewal_owner'),
+ ('renew_job_leases', '{text,bigint[],uuid[]}', 'p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[]',
+  'TABLE(job_record_id bigint, renewal_outcome text, lease_expires_at timestamp with time zone, database_time timestamp with time zone)',
+  'durable_job_renewal_owner'),
+ ('complete_job', '{bigint,uuid,text,jsonb}',
+  'p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text, p_result_document jsonb DEFAULT NULL::jsonb',
+  'void', 'durable_job_terminal_owner'),
+ ('retry_job', '{bigint,uuid,text,interval,text}',
+  'p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text, p_retry_delay interval, p_failure_reason_code text',
+  'text', 'durable_job_terminal_owner'),
+ ('fail_job', '{bigint,uuid,text,text}',
+  'p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text, p_failure_reason_code text',
+  'void', 'durable_job_terminal_owner'),
+ ('release_job_claim', '{bigint,uuid,text}', 'p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text',
+  'boolean', 'durable_job_terminal_owner'),
+ ('set_queue_lease_policy', '{text,interval,interval,interval,boolean,text}',
+  'p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text',
+  'void', 'durable_job_policy_owner'),
+ ('record_deployment_version', '{text,text}', 'p_deployment_version text, p_change_reason text',
+  'void', 'durable_job_policy_owner'),
+ ('lease_health_by_queue', '{}', '',
+  'TABLE(queue_name text, running_jobs bigint, expiring_within_interval bigint, expired_awaiting_reclaim bigint, reclaims_last_hour bigint, stale_renewals_last_hour bigint, oldest_lease_age interval, database_time timestamp with time zone)',
+  'durable_job_audit_owner'),
+ ('queue_lease_policies', '{}', '',
+  'TABLE(queue_name text, lease_duration interval, renewal_interval interval, max_claim_lifetime interval, renewal_enabled boolean, changed_at timestamp with time zone, changed_by_role text)',
+  'durable_job_audit_owner'),
+ ('control_evidence_history', '{"timestamp with time zone"}', 'p_since timestamp with time zone DEFAULT NULL::timestamp with time zone',
+  'TABLE(evidence_record_id bigint, evidence_kind text, queue_name text, previous_values jsonb, new_values jsonb, change_reason text, changed_by_role text, recorded_at timestamp with time zone)',
+  'durable_job_audit_owner'),
+ ('lease_outcome_totals', '{"timestamp with time zone"}', 'p_since timestamp with time zone',
+  'TABLE(queue_name text, outcome_kind text, outcome_count bigint)', 'durable_job_audit_owner'),
+ ('job_status_totals', '{}', '', 'TABLE(queue_name text, job_status text, job_count bigint)', 'durable_job_audit_owner'),
+ ('bundle_migration_version', '{}', '', 'TABLE(migration_version integer, applied_at timestamp with time zone)',
+  'durable_job_audit_owner');
+
+-- 20 x has_function with the exact argument types.
+SELECT has_function('durable_jobs', e.function_name, e.argument_types,
+    'durable_jobs.' || e.function_name || '(' || array_to_string(e.argument_types, ', ') || ') exists')
+FROM expected_signature e ORDER BY e.function_name;
+
+-- 20 x the exact parameter names, defaults and result columns.
+SELECT is((SELECT pg_get_function_arguments(p.oid) || ' -> ' || pg_get_function_result(p.oid)
+           FROM pg_proc p
+           WHERE p.oid = to_regprocedure('durable_jobs.' || e.function_name || '('
+                                         || array_to_string(e.argument_types, ',') || ')')),
+          e.arguments || ' -> ' || e.result,
+          'durable_jobs.' || e.function_name || ' has exactly the contract''s parameters and result columns')
+FROM expected_signature e ORDER BY e.function_name;
+
+-- 20 x SECURITY DEFINER.
+SELECT is_definer('durable_jobs', e.function_name, e.argument_types,
+    'durable_jobs.' || e.function_name || ' is SECURITY DEFINER')
+FROM expected_signature e ORDER BY e.function_name;
+
+-- 20 x owned by its family's definer role.
+SELECT function_owner_is('durable_jobs', e.function_name, e.argument_types, e.owner_role,
+    'durable_jobs.' || e.function_name || ' is owned by its family''s definer role ' || e.owner_role)
+FROM expected_signature e ORDER BY e.function_name;
+
+-- Private helpers run with their caller's (the definer function's) rights, never their owner's.
+SELECT isnt_definer('durable_jobs', h.function_name, h.argument_types,
+    'private helper durable_jobs.' || h.function_name || ' is not SECURITY DEFINER, so it never runs as its installer')
+FROM (VALUES ('require_well_formed'::name, '{text,text,text}'::name[]), ('claim_token_digest', '{uuid}'),
+             ('record_lease_outcome', '{text,text,bigint}'), ('lock_fenced_claim', '{bigint,uuid,text}'),
+             ('raise_stale_claim', '{}'), ('refuse_evidence_change', '{}')) AS h(function_name, argument_types);
+
+SELECT is_empty(
+    $$SELECT p.oid::regprocedure::text, p.proconfig::text FROM pg_proc p
+      WHERE p.pronamespace = 'durable_jobs'::regnamespace
+        AND p.proconfig IS DISTINCT FROM ARRAY['search_path=pg_catalog, pg_temp']$$,
+    'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp and nothing else');
+SELECT is((SELECT count(*)::integer FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef),
+          20, 'exactly the twenty contract, audit and deployment functions are SECURITY DEFINER');
+SELECT is_empty(
+    $$SELECT p.oid::regprocedure::text FROM pg_proc p
+      WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef
+        AND pg_get_userbyid(p.proowner) NOT LIKE 'durable\_job\_%\_owner'$$,
+    'no SECURITY DEFINER function is owned by a role other than a durable_job_*_owner definer role');
+SELECT is(pg_get_function_result('durable_jobs.claim_next_jobs(text,text,integer)'::regprocedure),
+          pg_get_function_result('durable_jobs.claim_next_job(text,text)'::regprocedure),
+          'claim_next_jobs returns the same column names, types and order as claim_next_job');
+
+SELECT * FROM finish();
+ROLLBACK;
