@@ -61,9 +61,9 @@ type Lease struct {
 
 // Keep starts renewing job's claim on the heartbeat and returns its Lease.
 // The first trust deadline counts from the moment the claim call was sent:
-// sentAt + (lease_expires_at - database_time) - SafetyMargin. Keep returns
-// ErrClosed after Close.
-func (c *Client) Keep(parent context.Context, job Job) (*Lease, error) {
+// sentAt + (lease_expires_at - database_time) - SafetyMargin. After Close,
+// Keep returns a lease that has already ended with ErrClosed.
+func (c *Client) Keep(parent context.Context, job Job) *Lease {
 	return c.hb.add(parent, job)
 }
 
@@ -96,6 +96,13 @@ func (l *Lease) RenewalDisabled() bool {
 	return l.state == leaseDisabled
 }
 
+// lose ends the lease as an ownership loss with cause (counted once).
+func (l *Lease) lose(cause LossCause, err error) {
+	l.hb.mu.Lock()
+	defer l.hb.mu.Unlock()
+	l.hb.loseLocked(l, cause, err)
+}
+
 // Stop stops renewing and cancels the lease's context with ErrLeaseStopped.
 // Call it once the job's terminal write (Complete, Retry, Fail) is done. The
 // claim itself is left as it is. Stop is idempotent.
@@ -109,9 +116,7 @@ func (l *Lease) Stop() {
 // and gives the claim up (release_job_claim), so another worker can claim
 // the job at once. It returns false when the claim was already stale.
 func (l *Lease) Release(ctx context.Context) (bool, error) {
-	l.hb.mu.Lock()
-	l.hb.loseLocked(l, LossReleased, ErrLeaseReleased)
-	l.hb.mu.Unlock()
+	l.lose(LossReleased, ErrLeaseReleased)
 	return releaseClaim(ctx, l.hb.c.pool, l.claim)
 }
 
@@ -169,7 +174,7 @@ func newHeartbeat(c *Client) *heartbeat {
 }
 
 // add registers a new lease for job.
-func (h *heartbeat) add(parent context.Context, job Job) (*Lease, error) {
+func (h *heartbeat) add(parent context.Context, job Job) *Lease {
 	ctx, cancel := context.WithCancelCause(parent)
 	l := &Lease{
 		hb:           h,
@@ -180,15 +185,15 @@ func (h *heartbeat) add(parent context.Context, job Job) (*Lease, error) {
 		trustedUntil: job.sentAt.Add(job.leaseExpiresAt.Sub(job.databaseTime) - h.margin),
 		nextDue:      job.sentAt.Add(h.interval),
 	}
+	l.trustTimer = time.AfterFunc(time.Until(l.trustedUntil), func() { h.trustExpired(l) })
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closing {
-		cancel(ErrClosed)
-		return nil, ErrClosed
+		h.endLocked(l, ErrClosed)
+		return l
 	}
 	h.live[l] = struct{}{}
 	heap.Push(&h.queue, l)
-	l.trustTimer = time.AfterFunc(time.Until(l.trustedUntil), func() { h.trustExpired(l) })
 	// Whatever ends the context (the parent included) ends the lease.
 	context.AfterFunc(ctx, func() {
 		h.mu.Lock()
@@ -196,7 +201,7 @@ func (h *heartbeat) add(parent context.Context, job Job) (*Lease, error) {
 		h.endLocked(l, context.Cause(ctx))
 	})
 	h.signal()
-	return l, nil
+	return l
 }
 
 // signal wakes the scheduling goroutine.

@@ -1,0 +1,177 @@
+package prommetrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mightyetl/leasefence/goclient"
+)
+
+// The metric names.
+const (
+	// RenewalsTotal counts renewal attempts per claim by queue and outcome.
+	RenewalsTotal = "leasefence_renewals_total"
+	// ConfigurationRejectionsTotal counts claims refused because the queue's
+	// database policy does not match the client's configuration.
+	ConfigurationRejectionsTotal = "leasefence_configuration_rejections_total"
+	// SchedulerLagSeconds is a histogram of how late renewal ticks ran.
+	SchedulerLagSeconds = "leasefence_scheduler_lag_seconds"
+	// SafetyMarginRemainingSeconds is a histogram of the trust deadline
+	// minus now at each confirmed renewal.
+	SafetyMarginRemainingSeconds = "leasefence_safety_margin_remaining_seconds"
+	// ClaimsTotal counts claims by queue and kind.
+	ClaimsTotal = "leasefence_claims_total"
+	// OwnershipLostTotal counts claims the client stopped trusting, by queue and cause.
+	OwnershipLostTotal = "leasefence_ownership_lost_total"
+	// DatabaseClockOffsetSeconds is the database time minus the application
+	// wall clock, measured at the last answered renewal.
+	DatabaseClockOffsetSeconds = "leasefence_database_clock_offset_seconds"
+	// RenewalsInFlight is the number of renewal calls open now.
+	RenewalsInFlight = "leasefence_renewals_in_flight"
+)
+
+// The label names.
+const (
+	// LabelQueue is the queue name.
+	LabelQueue = "queue"
+	// LabelOutcome is a goclient.RenewalOutcome.
+	LabelOutcome = "outcome"
+	// LabelKind is a goclient.ClaimKind.
+	LabelKind = "kind"
+	// LabelCause is a goclient.LossCause.
+	LabelCause = "cause"
+)
+
+// Metric describes one metric the observer exports.
+type Metric struct {
+	// Name is the metric name.
+	Name string
+	// Type is "counter", "gauge" or "histogram".
+	Type string
+	// Help is the metric's help text.
+	Help string
+	// Labels are the metric's label names, in order.
+	Labels []string
+	// Values lists, for each enumerated label, every value it can take.
+	// The queue label is bounded by the policy table and is not listed.
+	Values map[string][]string
+}
+
+// Metrics is the table of every metric the observer exports.
+var Metrics = []Metric{
+	{Name: RenewalsTotal, Type: "counter", Help: "Renewal attempts per claim, by queue and outcome.",
+		Labels: []string{LabelQueue, LabelOutcome},
+		Values: map[string][]string{LabelOutcome: {string(goclient.RenewalRenewed), string(goclient.RenewalStale),
+			string(goclient.RenewalDisabled), string(goclient.RenewalDatabaseFailure)}}},
+	{Name: ConfigurationRejectionsTotal, Type: "counter",
+		Help:   "Claims refused because the queue's database lease policy does not match the client configuration.",
+		Labels: []string{LabelQueue}},
+	{Name: SchedulerLagSeconds, Type: "histogram", Help: "How late a renewal tick ran against the claim's schedule, in seconds.",
+		Labels: []string{LabelQueue}},
+	{Name: SafetyMarginRemainingSeconds, Type: "histogram",
+		Help:   "Trust deadline minus now at each confirmed renewal, in seconds.",
+		Labels: []string{LabelQueue}},
+	{Name: ClaimsTotal, Type: "counter", Help: "Claims made, by queue and kind.",
+		Labels: []string{LabelQueue, LabelKind},
+		Values: map[string][]string{LabelKind: {string(goclient.ClaimFresh), string(goclient.ClaimReclaim)}}},
+	{Name: OwnershipLostTotal, Type: "counter", Help: "Claims the client stopped trusting, by queue and cause.",
+		Labels: []string{LabelQueue, LabelCause},
+		Values: map[string][]string{LabelCause: {string(goclient.LossStale), string(goclient.LossTrustDeadlinePassed),
+			string(goclient.LossReleased)}}},
+	{Name: DatabaseClockOffsetSeconds, Type: "gauge",
+		Help: "Database time minus the application wall clock at the last answered renewal, in seconds."},
+	{Name: RenewalsInFlight, Type: "gauge", Help: "Renewal calls open now."},
+}
+
+// Buckets of the two histograms, in seconds.
+var (
+	// SchedulerLagBuckets spans 1 ms to 10 s.
+	SchedulerLagBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+	// SafetyMarginBuckets spans 100 ms to 10 min.
+	SafetyMarginBuckets = []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600}
+)
+
+// Observer is a goclient.Observer that updates Prometheus metrics.
+type Observer struct {
+	renewals      *prometheus.CounterVec
+	rejections    *prometheus.CounterVec
+	schedulerLag  *prometheus.HistogramVec
+	safetyMargin  *prometheus.HistogramVec
+	claims        *prometheus.CounterVec
+	ownershipLost *prometheus.CounterVec
+	clockOffset   prometheus.Gauge
+	inFlight      prometheus.Gauge
+}
+
+var _ goclient.Observer = (*Observer)(nil)
+
+// New creates the metrics of Metrics and registers them on reg. It fails
+// when reg already holds a metric of the same name.
+func New(reg prometheus.Registerer) (*Observer, error) {
+	help := make(map[string]Metric, len(Metrics))
+	for _, m := range Metrics {
+		help[m.Name] = m
+	}
+	counter := func(name string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help[name].Help}, help[name].Labels)
+	}
+	histogram := func(name string, buckets []float64) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help[name].Help, Buckets: buckets},
+			help[name].Labels)
+	}
+	gauge := func(name string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help[name].Help})
+	}
+	o := &Observer{
+		renewals:      counter(RenewalsTotal),
+		rejections:    counter(ConfigurationRejectionsTotal),
+		schedulerLag:  histogram(SchedulerLagSeconds, SchedulerLagBuckets),
+		safetyMargin:  histogram(SafetyMarginRemainingSeconds, SafetyMarginBuckets),
+		claims:        counter(ClaimsTotal),
+		ownershipLost: counter(OwnershipLostTotal),
+		clockOffset:   gauge(DatabaseClockOffsetSeconds),
+		inFlight:      gauge(RenewalsInFlight),
+	}
+	for _, c := range []prometheus.Collector{o.renewals, o.rejections, o.schedulerLag, o.safetyMargin,
+		o.claims, o.ownershipLost, o.clockOffset, o.inFlight} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+// Renewal counts one renewal attempt for one claim.
+func (o *Observer) Renewal(queue string, outcome goclient.RenewalOutcome) {
+	o.renewals.WithLabelValues(queue, string(outcome)).Inc()
+}
+
+// ConfigurationRejected counts one configuration rejection.
+func (o *Observer) ConfigurationRejected(queue string) { o.rejections.WithLabelValues(queue).Inc() }
+
+// SchedulerLag records how late a renewal tick ran.
+func (o *Observer) SchedulerLag(queue string, lag time.Duration) {
+	o.schedulerLag.WithLabelValues(queue).Observe(lag.Seconds())
+}
+
+// SafetyMarginRemaining records the trust left at a confirmed renewal.
+func (o *Observer) SafetyMarginRemaining(queue string, remaining time.Duration) {
+	o.safetyMargin.WithLabelValues(queue).Observe(remaining.Seconds())
+}
+
+// Claimed counts one claim.
+func (o *Observer) Claimed(queue string, kind goclient.ClaimKind) {
+	o.claims.WithLabelValues(queue, string(kind)).Inc()
+}
+
+// OwnershipLost counts one loss of trust in a claim.
+func (o *Observer) OwnershipLost(queue string, cause goclient.LossCause) {
+	o.ownershipLost.WithLabelValues(queue, string(cause)).Inc()
+}
+
+// DatabaseClockOffset sets the clock offset gauge.
+func (o *Observer) DatabaseClockOffset(offset time.Duration) { o.clockOffset.Set(offset.Seconds()) }
+
+// RenewalsInFlight sets the in-flight gauge.
+func (o *Observer) RenewalsInFlight(n int) { o.inFlight.Set(float64(n)) }

@@ -1,0 +1,306 @@
+package goclient
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Handler runs one job. It must return when ctx is cancelled: that is the
+// client telling it the claim is no longer trusted. Its result decides the
+// job's terminal transition: nil completes the job, a *RetryError (Retry)
+// retries it after its delay, a *PermanentError (Fail) fails it, and any
+// other error (or a panic) retries it after WorkerConfig.RetryDelay with
+// reason code "handler_error" ("handler_panic").
+type Handler func(ctx context.Context, job Job) error
+
+// TxHandler is a Handler that writes its target rows in tx, the transaction
+// in which the worker then calls complete_job: the target writes and the
+// SUCCEEDED transition commit together, or neither does (a stale claim rolls
+// both back). tx is only for the handler's writes; do not commit it.
+type TxHandler func(ctx context.Context, tx pgx.Tx, job Job) error
+
+// Reason codes the worker records for handler errors that carry none.
+const (
+	// ReasonHandlerError is recorded when a handler returns a plain error.
+	ReasonHandlerError = "handler_error"
+	// ReasonHandlerPanic is recorded when a handler panics.
+	ReasonHandlerPanic = "handler_panic"
+)
+
+// Worker defaults.
+const (
+	// DefaultPollInterval is how long an idle worker waits between claims.
+	DefaultPollInterval = time.Second
+	// DefaultShutdownTimeout is how long Run waits for in-flight handlers
+	// after its context is cancelled, before it cancels them.
+	DefaultShutdownTimeout = 10 * time.Second
+)
+
+// WorkerConfig configures a Worker. Queue and exactly one of Handler and
+// TxHandler are required.
+type WorkerConfig struct {
+	// Queue is the queue the worker claims from.
+	Queue string
+	// Handler runs each job (set this or TxHandler).
+	Handler Handler
+	// TxHandler runs each job inside the completing transaction (set this or Handler).
+	TxHandler TxHandler
+	// Concurrency is how many jobs run at once. Default: 1.
+	Concurrency int
+	// PollInterval is how long the worker waits after a claim found less
+	// work than it had room for. Default: DefaultPollInterval.
+	PollInterval time.Duration
+	// ShutdownTimeout is how long Run lets in-flight handlers finish after
+	// its context is cancelled. Default: DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// RetryDelay gives the retry delay for a handler error that is not a
+	// *RetryError. Default: 1 s doubled per attempt, at most 1 h.
+	RetryDelay func(attempt int) time.Duration
+}
+
+// Worker claims jobs of one queue and runs them with bounded concurrency,
+// each under a Lease that the client's heartbeat keeps alive.
+type Worker struct {
+	c   *Client
+	cfg WorkerConfig
+
+	mu     sync.Mutex
+	leases map[*Lease]struct{}
+	wake   chan struct{}
+}
+
+// NewWorker returns a worker of c, or a *ConfigError with one of these
+// messages:
+//
+//	exactly one of Handler and TxHandler must be set
+//	concurrency must be greater than zero     (negative Concurrency)
+//	poll interval must not be negative
+//	shutdown timeout must not be negative
+func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
+	switch {
+	case (cfg.Handler == nil) == (cfg.TxHandler == nil):
+		return nil, &ConfigError{Field: "Handler", Message: MsgNoHandler}
+	case cfg.Concurrency < 0:
+		return nil, &ConfigError{Field: "Concurrency", Message: MsgConcurrencyNotPositive}
+	case cfg.PollInterval < 0:
+		return nil, &ConfigError{Field: "PollInterval", Message: MsgPollIntervalNotPositive}
+	case cfg.ShutdownTimeout < 0:
+		return nil, &ConfigError{Field: "ShutdownTimeout", Message: MsgShutdownTimeoutNegative}
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = 1
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.ShutdownTimeout == 0 {
+		cfg.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if cfg.RetryDelay == nil {
+		cfg.RetryDelay = defaultRetryDelay
+	}
+	return &Worker{c: c, cfg: cfg, leases: make(map[*Lease]struct{}), wake: make(chan struct{}, 1)}, nil
+}
+
+// defaultRetryDelay is 1 s doubled per attempt, at most 1 h.
+func defaultRetryDelay(attempt int) time.Duration {
+	return min(time.Second<<min(max(attempt-1, 0), 12), time.Hour)
+}
+
+// Run claims and runs jobs until ctx is cancelled, then shuts down
+// gracefully: it stops claiming, waits up to ShutdownTimeout for in-flight
+// handlers, then releases the claims of those still running (their contexts
+// are cancelled with ErrLeaseReleased) and waits for them to return. Every
+// heartbeat of the worker's leases has stopped when Run returns.
+//
+// Run returns nil after a shutdown by ctx. It stops early, with the same
+// shutdown, and returns the error when claiming fails for a reason that
+// retrying cannot fix: a configuration rejection, a database error with a
+// project or privilege SQLSTATE (a malformed queue name, a missing role), or
+// ErrClosed. Other claim errors (a lost connection) are retried every
+// PollInterval.
+func (w *Worker) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	base := context.WithoutCancel(ctx)
+	err := w.claimLoop(ctx, base, &wg)
+	w.shutdown(base, &wg)
+	return err
+}
+
+// claimLoop claims while there is room, until ctx ends or claiming fails
+// for good.
+func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error {
+	poll := time.NewTimer(0)
+	defer poll.Stop()
+	for {
+		if free := w.cfg.Concurrency - w.active(); free > 0 {
+			// The claim itself is not cut short by ctx: a claim that commits
+			// after its caller gave up would leave a job nobody runs.
+			cctx, cancel := context.WithTimeout(base, w.c.cfg.RenewalInterval)
+			jobs, err := w.c.ClaimMany(cctx, w.cfg.Queue, free)
+			cancel()
+			var dbErr *DatabaseError
+			if errors.As(err, &dbErr) || errors.Is(err, ErrConfigurationRejected) || errors.Is(err, ErrClosed) {
+				return err
+			}
+			for _, job := range jobs {
+				w.start(base, job, wg)
+			}
+			if len(jobs) == free && ctx.Err() == nil {
+				continue
+			}
+		}
+		poll.Reset(w.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-poll.C:
+		case <-w.wake:
+		}
+	}
+}
+
+// active returns the number of jobs running.
+func (w *Worker) active() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.leases)
+}
+
+// start runs job on a new goroutine under a new lease. A job claimed after
+// shutdown began is released by shutdown like any other in-flight job.
+func (w *Worker) start(base context.Context, job Job, wg *sync.WaitGroup) {
+	lease := w.c.Keep(base, job)
+	w.mu.Lock()
+	w.leases[lease] = struct{}{}
+	w.mu.Unlock()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		w.process(lease, job)
+		w.mu.Lock()
+		delete(w.leases, lease)
+		w.mu.Unlock()
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}()
+}
+
+// shutdown waits for in-flight jobs up to ShutdownTimeout, then releases
+// the claims of those still running and waits for their handlers.
+func (w *Worker) shutdown(base context.Context, wg *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	timer := time.NewTimer(w.cfg.ShutdownTimeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return
+	case <-timer.C:
+	}
+	w.mu.Lock()
+	abandoned := make([]*Lease, 0, len(w.leases))
+	for l := range w.leases {
+		abandoned = append(abandoned, l)
+	}
+	w.mu.Unlock()
+	rctx, cancel := context.WithTimeout(base, w.c.cfg.AttemptTimeout)
+	defer cancel()
+	for _, l := range abandoned {
+		// A failed release leaves the claim to lapse at its expiry; the
+		// heartbeat has stopped either way.
+		_, _ = l.Release(rctx)
+	}
+	<-done
+}
+
+// handlerError marks an error that came from the handler, not from a
+// terminal write.
+type handlerError struct{ err error }
+
+func (e *handlerError) Error() string { return e.err.Error() }
+
+// errAbandoned: the lease ended before the terminal write, so none is made.
+var errAbandoned = errors.New("leasefence: lease ended before the terminal write")
+
+// process runs one job and makes its terminal write.
+func (w *Worker) process(lease *Lease, job Job) {
+	ctx := lease.Context()
+	// Terminal writes outlive the lease context (they are fenced by the
+	// database anyway), bounded by one lease duration.
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.c.cfg.LeaseDuration)
+	defer cancel()
+	complete := func(tx pgx.Tx) error {
+		return stopAfter(lease, func() error { return completeJob(tctx, tx, job.claim, nil) })
+	}
+	var err error
+	if w.cfg.TxHandler != nil {
+		err = pgx.BeginFunc(tctx, w.c.pool, func(tx pgx.Tx) error {
+			if herr := w.protect(job, func() error { return w.cfg.TxHandler(ctx, tx, job) }); herr != nil {
+				return &handlerError{herr}
+			}
+			return complete(tx)
+		})
+	} else if herr := w.protect(job, func() error { return w.cfg.Handler(ctx, job) }); herr != nil {
+		err = &handlerError{herr}
+	} else {
+		err = pgx.BeginFunc(tctx, w.c.pool, complete)
+	}
+	var he *handlerError
+	if errors.As(err, &he) {
+		err = pgx.BeginFunc(tctx, w.c.pool, func(tx pgx.Tx) error {
+			return stopAfter(lease, func() error { return w.failure(tctx, tx, job.claim, he.err) })
+		})
+	}
+	if errors.Is(err, ErrStaleClaim) {
+		lease.lose(LossStale, ErrStaleClaim)
+	}
+	// Any other failed terminal write stops the heartbeat too: the claim then
+	// lapses at its expiry and a reclaim uses up an attempt, so a job whose
+	// terminal write keeps failing cannot loop forever.
+	lease.Stop()
+}
+
+// stopAfter makes a terminal write while the lease is still trusted and
+// stops the heartbeat after it succeeded, before the transaction commits.
+func stopAfter(lease *Lease, write func() error) error {
+	if lease.Err() != nil {
+		return errAbandoned
+	}
+	if err := write(); err != nil {
+		return err
+	}
+	lease.Stop()
+	return nil
+}
+
+// protect runs a handler, turning a panic into a retry.
+func (w *Worker) protect(job Job, run func() error) (err error) {
+	defer func() {
+		if recover() != nil {
+			err = Retry(w.cfg.RetryDelay(job.Attempt()), ReasonHandlerPanic, nil)
+		}
+	}()
+	return run()
+}
+
+// failure makes the terminal write for a handler error.
+func (w *Worker) failure(ctx context.Context, tx pgx.Tx, claim Claim, herr error) error {
+	var permanent *PermanentError
+	if errors.As(herr, &permanent) {
+		return failJob(ctx, tx, claim, permanent.ReasonCode)
+	}
+	retry := &RetryError{Delay: w.cfg.RetryDelay(claim.attempt), ReasonCode: ReasonHandlerError}
+	errors.As(herr, &retry)
+	_, err := retryJob(ctx, tx, claim, retry.Delay, retry.ReasonCode)
+	return err
+}
