@@ -3,8 +3,9 @@
 -- has come, or RUNNING whose lease expired by database time), each with a new
 -- random token (only its sha256 is stored), attempt + 1 and fencing
 -- generation + 1. A job whose attempts are used up goes to FAILED
--- (attempts_exhausted) instead and does not count. Locks: the claimed rows,
--- FOR UPDATE SKIP LOCKED, so claimers never wait on each other. LF003 on bad input.
+-- (attempts_exhausted) instead and does not count. Expired claims are taken
+-- before due jobs. Locks: the claimed rows, FOR UPDATE SKIP LOCKED, so
+-- claimers never wait on each other. LF003 on bad input.
 CREATE FUNCTION durable_jobs.claim_next_jobs(p_queue_name text, p_worker_owner_id text, p_max_jobs integer)
 RETURNS TABLE (job_record_id bigint, lease_claim_token uuid, lease_fencing_generation bigint,
                lease_expires_at timestamptz, lease_renewal_interval interval, attempt_number integer,
@@ -21,7 +22,6 @@ DECLARE
     v_max_claim_lifetime interval;
     v_candidate record;
     v_claimed integer := 0;
-    v_found boolean;
     v_now timestamptz;
 BEGIN
     PERFORM durable_jobs.require_well_formed('queue_name', p_queue_name);
@@ -38,58 +38,67 @@ BEGIN
     LIMIT 1;
 
     LOOP
-        v_found := false;
-        FOR v_candidate IN
+        -- Expired claims first (reclaims), then due jobs; each probe walks its
+        -- own partial index in order and stops at the first unlocked row.
+        v_now := pg_catalog.clock_timestamp();
+        SELECT j.job_record_id AS candidate_id, j.job_status AS candidate_status,
+               j.attempt_number AS candidate_attempt, j.max_attempts AS candidate_max_attempts
+        INTO v_candidate
+        FROM durable_jobs.job_record j
+        WHERE j.queue_name = p_queue_name AND j.job_status = 'RUNNING' AND j.lease_expires_at <= v_now
+        ORDER BY j.lease_expires_at, j.job_record_id
+        LIMIT 1
+        FOR UPDATE OF j SKIP LOCKED;
+        IF NOT FOUND THEN
             SELECT j.job_record_id AS candidate_id, j.job_status AS candidate_status,
                    j.attempt_number AS candidate_attempt, j.max_attempts AS candidate_max_attempts
+            INTO v_candidate
             FROM durable_jobs.job_record j
-            WHERE j.queue_name = p_queue_name
-              AND ((j.job_status IN ('QUEUED', 'RETRY_SCHEDULED') AND j.run_after <= pg_catalog.clock_timestamp())
-                   OR (j.job_status = 'RUNNING' AND j.lease_expires_at <= pg_catalog.clock_timestamp()))
-            ORDER BY CASE WHEN j.job_status = 'RUNNING' THEN j.lease_expires_at ELSE j.run_after END, j.job_record_id
-            LIMIT p_max_jobs - v_claimed
-            FOR UPDATE OF j SKIP LOCKED
-        LOOP
-            v_found := true;
-            v_now := pg_catalog.clock_timestamp();
-            IF v_candidate.candidate_attempt >= v_candidate.candidate_max_attempts THEN
-                UPDATE durable_jobs.job_record j
-                SET job_status = 'FAILED', status_changed_at = v_now, lease_expires_at = NULL,
-                    failure_reason_code = 'attempts_exhausted'
-                WHERE j.job_record_id = v_candidate.candidate_id;
-                CONTINUE;
-            END IF;
+            WHERE j.queue_name = p_queue_name AND j.job_status IN ('QUEUED', 'RETRY_SCHEDULED')
+              AND j.run_after <= v_now
+            ORDER BY j.run_after, j.job_record_id
+            LIMIT 1
+            FOR UPDATE OF j SKIP LOCKED;
+            EXIT WHEN NOT FOUND;
+        END IF;
 
-            lease_claim_token := pg_catalog.gen_random_uuid();
+        IF v_candidate.candidate_attempt >= v_candidate.candidate_max_attempts THEN
             UPDATE durable_jobs.job_record j
-            SET job_status = 'RUNNING', status_changed_at = v_now,
-                attempt_number = j.attempt_number + 1,
-                lease_claim_digest = durable_jobs.claim_token_digest(lease_claim_token),
-                lease_owner_id = p_worker_owner_id,
-                lease_claimed_by_role = SESSION_USER,
-                lease_claimed_at = v_now,
-                lease_expires_at = v_now + v_lease_duration,
-                lease_claim_deadline = v_now + v_max_claim_lifetime,
-                lease_fencing_generation = j.lease_fencing_generation + 1,
-                lease_renewal_count = 0,
-                failure_reason_code = NULL
-            WHERE j.job_record_id = v_candidate.candidate_id
-            RETURNING j.job_record_id, j.lease_fencing_generation, j.lease_expires_at, j.attempt_number
-            INTO job_record_id, lease_fencing_generation, lease_expires_at, attempt_number;
+            SET job_status = 'FAILED', status_changed_at = v_now, lease_expires_at = NULL,
+                failure_reason_code = 'attempts_exhausted'
+            WHERE j.job_record_id = v_candidate.candidate_id;
+            CONTINUE;
+        END IF;
 
-            IF v_candidate.candidate_status = 'RUNNING' THEN
-                PERFORM durable_jobs.record_lease_outcome(p_queue_name, 'reclaim', 1);
-            END IF;
+        lease_claim_token := pg_catalog.gen_random_uuid();
+        UPDATE durable_jobs.job_record j
+        SET job_status = 'RUNNING', status_changed_at = v_now,
+            attempt_number = j.attempt_number + 1,
+            lease_claim_digest = durable_jobs.claim_token_digest(lease_claim_token),
+            lease_owner_id = p_worker_owner_id,
+            lease_claimed_by_role = SESSION_USER,
+            lease_claimed_at = v_now,
+            lease_expires_at = v_now + v_lease_duration,
+            lease_claim_deadline = v_now + v_max_claim_lifetime,
+            lease_fencing_generation = j.lease_fencing_generation + 1,
+            lease_renewal_count = 0,
+            failure_reason_code = NULL
+        WHERE j.job_record_id = v_candidate.candidate_id
+        RETURNING j.job_record_id, j.lease_fencing_generation, j.lease_expires_at, j.attempt_number
+        INTO job_record_id, lease_fencing_generation, lease_expires_at, attempt_number;
 
-            SELECT pr.job_payload INTO job_payload
-            FROM durable_jobs.job_payload_record pr
-            WHERE pr.job_record_id = v_candidate.candidate_id;
-            lease_renewal_interval := v_renewal_interval;
-            database_time := v_now;
-            v_claimed := v_claimed + 1;
-            RETURN NEXT;
-        END LOOP;
-        EXIT WHEN NOT v_found OR v_claimed >= p_max_jobs;
+        IF v_candidate.candidate_status = 'RUNNING' THEN
+            PERFORM durable_jobs.record_lease_outcome(p_queue_name, 'reclaim', 1);
+        END IF;
+
+        SELECT pr.job_payload INTO job_payload
+        FROM durable_jobs.job_payload_record pr
+        WHERE pr.job_record_id = v_candidate.candidate_id;
+        lease_renewal_interval := v_renewal_interval;
+        database_time := v_now;
+        v_claimed := v_claimed + 1;
+        RETURN NEXT;
+        EXIT WHEN v_claimed >= p_max_jobs;
     END LOOP;
 END;
 $function$;
