@@ -3,7 +3,7 @@
 -- and STYLE.md promise. Catalog checks only; nothing here writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(151);
+SELECT plan(153);
 
 -- Schema, type, tables -------------------------------------------------------
 
@@ -49,7 +49,7 @@ SELECT columns_are('durable_jobs', 'control_evidence_record',
           'changed_by_role', 'recorded_at'],
     'control_evidence_record has exactly its evidence columns');
 SELECT columns_are('durable_jobs', 'lease_outcome_tally',
-    ARRAY['tally_minute', 'queue_name', 'outcome_kind', 'tally_shard', 'outcome_count'],
+    ARRAY['tally_slot', 'tally_minute', 'queue_name', 'outcome_kind', 'tally_shard', 'outcome_count'],
     'lease_outcome_tally has exactly its bounded tally columns');
 
 SELECT col_type_is('durable_jobs', 'job_record', 'lease_claim_digest', 'bytea',
@@ -81,8 +81,8 @@ SELECT indexes_are('durable_jobs', 'queue_lease_policy', ARRAY['queue_lease_poli
     'queue_lease_policy has only its primary key');
 SELECT indexes_are('durable_jobs', 'control_evidence_record', ARRAY['control_evidence_record_pkey'],
     'control_evidence_record has only its primary key');
-SELECT indexes_are('durable_jobs', 'lease_outcome_tally', ARRAY['lease_outcome_tally_pkey'],
-    'lease_outcome_tally has only its primary key');
+SELECT indexes_are('durable_jobs', 'lease_outcome_tally', ARRAY['lease_outcome_tally_pkey', 'lease_outcome_tally_recent'],
+    'lease_outcome_tally has its primary key and an index on the tally minute for recent-window reads');
 
 SELECT has_index('durable_jobs', 'job_record', 'job_record_idempotency_key_unique',
     ARRAY['queue_name', 'idempotency_key_digest'],
@@ -130,12 +130,13 @@ SELECT set_eq(
              ('durable_jobs.control_evidence_record', 'control_evidence_record_pkey', 'p'),
              ('durable_jobs.control_evidence_record', 'control_evidence_record_kind', 'c'),
              ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_pkey', 'p'),
+             ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_slot_range', 'c'),
              ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_kind', 'c'),
              ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_shard_range', 'c'),
              ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_count_positive', 'c')$$,
     'every constraint of the bundle has its chosen name, and there are no unnamed extras');
-SELECT col_is_pk('durable_jobs', 'lease_outcome_tally', ARRAY['tally_minute', 'queue_name', 'outcome_kind', 'tally_shard'],
-    'a tally row is one minute, queue, outcome kind and shard');
+SELECT col_is_pk('durable_jobs', 'lease_outcome_tally', ARRAY['tally_slot', 'queue_name', 'outcome_kind', 'tally_shard'],
+    'a tally row is one retention slot (minute modulo 30 days), queue, outcome kind and shard');
 SELECT fk_ok('durable_jobs', 'job_payload_record', 'job_record_id', 'durable_jobs', 'job_record', 'job_record_id',
     'every payload belongs to a job_record');
 SELECT fk_ok('durable_jobs', 'job_outcome_ledger', 'job_record_id', 'durable_jobs', 'job_record', 'job_record_id',
@@ -146,8 +147,13 @@ SELECT throws_ok(
     '23514', NULL,
     'a RUNNING job without a claim digest, owner, role, expiry and deadline is refused by the table itself');
 SELECT throws_ok(
-    $$INSERT INTO durable_jobs.lease_outcome_tally VALUES (date_trunc('minute', now()), 'q', 'reclaim', 16, 1)$$,
+    $$INSERT INTO durable_jobs.lease_outcome_tally (tally_slot, tally_minute, queue_name, outcome_kind, tally_shard, outcome_count)
+      VALUES (0, date_trunc('minute', now()), 'q', 'reclaim', 16, 1)$$,
     '23514', NULL, 'a tally shard outside 0 to 15 is refused, so tallies stay bounded');
+SELECT throws_ok(
+    $$INSERT INTO durable_jobs.lease_outcome_tally (tally_slot, tally_minute, queue_name, outcome_kind, tally_shard, outcome_count)
+      VALUES (43200, date_trunc('minute', now()), 'q', 'reclaim', 0, 1)$$,
+    '23514', NULL, 'a tally slot outside 0 to 43199 (30 days of minutes) is refused, so retention stays bounded');
 
 SELECT triggers_are('durable_jobs', 'control_evidence_record',
     ARRAY['control_evidence_record_append_only', 'control_evidence_record_no_truncate'],
@@ -175,7 +181,7 @@ SELECT ok(col_description('durable_jobs.lease_outcome_tally'::regclass,
               (SELECT attnum FROM pg_attribute WHERE attrelid = 'durable_jobs.lease_outcome_tally'::regclass
                AND attname = c)) IS NOT NULL,
           'lease_outcome_tally.' || c || ' carries a comment that says what it means')
-FROM unnest(ARRAY['queue_name', 'tally_shard']) AS c;
+FROM unnest(ARRAY['tally_slot', 'queue_name', 'tally_shard']) AS c;
 
 -- The default policy row -------------------------------------------------------------
 
