@@ -1,0 +1,361 @@
+-- 08_policy: set_queue_lease_policy (boundaries, LF002 for every invalid
+-- value with nothing changed, effect on the next claim or renewal only),
+-- record_deployment_version, and the auditor read functions.
+BEGIN;
+CREATE EXTENSION IF NOT EXISTS pgtap;
+SELECT plan(82);
+
+-- Fixtures -------------------------------------------------------------------
+
+CREATE TEMP TABLE t08_claim (
+    claim_label      text PRIMARY KEY,
+    job_id           bigint NOT NULL,
+    claim_token      uuid NOT NULL,
+    owner_id         text NOT NULL,
+    lease_expires_at timestamptz NOT NULL,
+    claimed_at       timestamptz NOT NULL,
+    renewal_interval interval NOT NULL
+);
+CREATE TEMP TABLE t08_mark (mark_label text PRIMARY KEY, mark_value text NOT NULL);
+GRANT ALL ON t08_claim, t08_mark TO PUBLIC;
+
+-- Claim the next job of p_queue_name as worker-t08 and keep the claim.
+CREATE FUNCTION pg_temp.t08_claim(p_claim_label text, p_queue_name text)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    v_claim record;
+BEGIN
+    SELECT * INTO STRICT v_claim FROM durable_jobs.claim_next_job(p_queue_name, 'worker-t08');
+    INSERT INTO t08_claim VALUES (p_claim_label, v_claim.job_record_id, v_claim.lease_claim_token, 'worker-t08',
+                                  v_claim.lease_expires_at, v_claim.database_time, v_claim.lease_renewal_interval);
+    RETURN v_claim.job_record_id;
+END $$;
+
+-- Everything a rejected policy change could have touched.
+CREATE FUNCTION pg_temp.t08_policy_state()
+RETURNS text LANGUAGE sql AS $$
+    SELECT coalesce(string_agg(row(p.*)::text, ';' ORDER BY p.queue_name), '')
+        || ' evidence=' || (SELECT count(*) FROM durable_jobs.control_evidence_record)
+    FROM durable_jobs.queue_lease_policy p;
+$$;
+
+-- Accepted boundaries --------------------------------------------------------
+
+SELECT lives_ok($$SELECT durable_jobs.set_queue_lease_policy('t08.lower', interval '1 second',
+                    interval '100 milliseconds', interval '1 second', true, 'lower bounds')$$,
+                'a policy at every lower bound is accepted (1 s lease, 100 ms renewal, lifetime = lease)');
+SELECT results_eq(
+    $$SELECT lease_duration, renewal_interval, max_claim_lifetime, renewal_enabled, changed_by_role
+      FROM durable_jobs.queue_lease_policies() WHERE queue_name = 't08.lower'$$,
+    $$VALUES (interval '1 second', interval '100 milliseconds', interval '1 second', true, (session_user::text COLLATE "default"))$$,
+    'the lower-bound policy is stored as given, changed by the session user');
+SELECT lives_ok($$SELECT durable_jobs.set_queue_lease_policy('t08.upper', interval '24 hours',
+                    interval '8 hours', interval '7 days', false, 'upper bounds')$$,
+                'a policy at every upper bound is accepted (24 h lease, renewal = lease / 3, 7 day lifetime)');
+SELECT results_eq(
+    $$SELECT lease_duration, renewal_interval, max_claim_lifetime, renewal_enabled
+      FROM durable_jobs.queue_lease_policies() WHERE queue_name = 't08.upper'$$,
+    $$VALUES (interval '24 hours', interval '8 hours', interval '7 days', false)$$,
+    'the upper-bound policy is stored as given');
+SELECT lives_ok($$SELECT durable_jobs.set_queue_lease_policy('t08.upper', interval '3 seconds',
+                    interval '1 second', interval '3 seconds', true, 'replace')$$,
+                'a queue''s policy can be replaced (renewal exactly lease / 3)');
+SELECT results_eq(
+    $$SELECT lease_duration, renewal_interval, max_claim_lifetime, renewal_enabled
+      FROM durable_jobs.queue_lease_policies() WHERE queue_name = 't08.upper'$$,
+    $$VALUES (interval '3 seconds', interval '1 second', interval '3 seconds', true)$$,
+    'a replaced policy holds the new values only (one row per queue)');
+SELECT is((SELECT count(*) FROM durable_jobs.queue_lease_policies() WHERE queue_name = 't08.upper'), 1::bigint,
+          'a replaced policy is still one row');
+
+SET LOCAL ROLE durable_job_operator;
+SELECT lives_ok($$SELECT durable_jobs.set_queue_lease_policy('t08.by_operator', interval '2 seconds',
+                    interval '500 milliseconds', interval '1 minute', true, 'operator change')$$,
+                'an operator may set a lease policy');
+RESET ROLE;
+SET LOCAL ROLE durable_job_worker;
+SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t08.by_worker', interval '2 seconds',
+                     interval '500 milliseconds', interval '1 minute', true, 'worker change')$$,
+                 '42501', NULL, 'a worker cannot set a lease policy');
+RESET ROLE;
+
+-- Rejected values: LF002 and nothing changed ---------------------------------
+
+INSERT INTO t08_mark VALUES ('policy_state', pg_temp.t08_policy_state());
+CREATE TEMP TABLE t08_invalid (case_order serial, case_text text NOT NULL, queue_name text, lease_duration interval,
+                               renewal_interval interval, max_claim_lifetime interval, renewal_enabled boolean,
+                               change_reason text);
+INSERT INTO t08_invalid (case_text, queue_name, lease_duration, renewal_interval, max_claim_lifetime,
+                         renewal_enabled, change_reason) VALUES
+    ('a lease under 1 second',             't08.upper', '999 milliseconds', '100 milliseconds', '1 minute', true, 'r'),
+    ('a lease over 24 hours',              't08.upper', '24 hours 1 second', '1 hour', '7 days', true, 'r'),
+    ('a renewal interval under 100 ms',    't08.upper', '3 seconds', '99 milliseconds', '1 minute', true, 'r'),
+    ('a renewal interval over lease / 3',  't08.upper', '3 seconds', '1001 milliseconds', '1 minute', true, 'r'),
+    ('a zero renewal interval',            't08.upper', '3 seconds', '0', '1 minute', true, 'r'),
+    ('a negative lease',                   't08.upper', '-30 seconds', '100 milliseconds', '1 minute', true, 'r'),
+    ('a lifetime shorter than the lease',  't08.upper', '3 seconds', '1 second', '2999 milliseconds', true, 'r'),
+    ('a lifetime over 7 days',             't08.upper', '3 seconds', '1 second', '7 days 1 second', true, 'r'),
+    ('a NULL lease',                       't08.upper', NULL, '1 second', '1 minute', true, 'r'),
+    ('a NULL renewal interval',            't08.upper', '3 seconds', NULL, '1 minute', true, 'r'),
+    ('a NULL lifetime',                    't08.upper', '3 seconds', '1 second', NULL, true, 'r'),
+    ('a NULL renewal switch',              't08.upper', '3 seconds', '1 second', '1 minute', NULL, 'r'),
+    ('a NULL reason',                      't08.upper', '3 seconds', '1 second', '1 minute', true, NULL),
+    ('an empty reason',                    't08.upper', '3 seconds', '1 second', '1 minute', true, ''),
+    ('a reason of spaces only',            't08.upper', '3 seconds', '1 second', '1 minute', true, '   '),
+    ('a reason of tabs and newlines only', 't08.upper', '3 seconds', '1 second', '1 minute', true, E'\t\n '),
+    ('a reason over 500 characters',       't08.upper', '3 seconds', '1 second', '1 minute', true, repeat('r', 501)),
+    ('an uppercase queue name',            't08.Upper', '3 seconds', '1 second', '1 minute', true, 'r'),
+    ('a 64-character queue name',          't' || repeat('x', 63), '3 seconds', '1 second', '1 minute', true, 'r'),
+    ('an empty queue name',                '', '3 seconds', '1 second', '1 minute', true, 'r'),
+    ('a queue name with a leading digit',  '8t08', '3 seconds', '1 second', '1 minute', true, 'r'),
+    ('a queue name with a space',          't08 upper', '3 seconds', '1 second', '1 minute', true, 'r'),
+    ('a NULL queue name',                  NULL, '3 seconds', '1 second', '1 minute', true, 'r'),
+    ('a new queue with an invalid lease',  't08.never', '0', '100 milliseconds', '1 minute', true, 'r'),
+    ('an invalid default policy',          '*', '3 seconds', '2 seconds', '1 minute', true, 'r');
+SELECT throws_ok(
+    format('SELECT durable_jobs.set_queue_lease_policy(%L, %L::interval, %L::interval, %L::interval, %L::boolean, %L)',
+           queue_name, lease_duration, renewal_interval, max_claim_lifetime, renewal_enabled, change_reason),
+    'LF002', NULL, format('set_queue_lease_policy rejects %s with LF002', case_text))
+FROM t08_invalid ORDER BY case_order;
+SELECT is(pg_temp.t08_policy_state(), (SELECT mark_value FROM t08_mark WHERE mark_label = 'policy_state'),
+          'rejected policy changes leave every policy row and the evidence count as they were');
+SELECT is_empty($$SELECT 1 FROM durable_jobs.queue_lease_policies() WHERE queue_name = 't08.never'$$,
+                'a rejected policy for a new queue creates no row');
+SELECT results_eq(
+    $$SELECT lease_duration, renewal_interval, max_claim_lifetime, renewal_enabled
+      FROM durable_jobs.queue_lease_policies() WHERE queue_name = '*'$$,
+    $$VALUES (interval '30 seconds', interval '10 seconds', interval '24 hours', true)$$,
+    'the bundle''s default policy is 30 s lease, 10 s renewal, 24 h lifetime, renewal enabled');
+
+-- A policy change affects the next claim or renewal, never a granted expiry --
+
+DO $$ BEGIN
+    PERFORM durable_jobs.set_queue_lease_policy('t08.change', interval '10 minutes', interval '1 minute',
+                                                interval '1 hour', true, 'before');
+    PERFORM durable_jobs.enqueue_job('t08.change', '{}');
+    PERFORM durable_jobs.enqueue_job('t08.change', '{}');
+    PERFORM pg_temp.t08_claim('first', 't08.change');
+    PERFORM durable_jobs.set_queue_lease_policy('t08.change', interval '2 minutes', interval '30 seconds',
+                                                interval '1 hour', true, 'shorter lease');
+    PERFORM pg_temp.t08_claim('second', 't08.change');
+END $$;
+SELECT is(lease_expires_at - claimed_at, interval '10 minutes', 'a claim gets the lease duration in force at claim time')
+FROM t08_claim WHERE claim_label = 'first';
+SELECT is((SELECT s.lease_expires_at FROM durable_jobs.job_lifecycle_state(job_id) s), lease_expires_at,
+          'a shorter lease policy does not shorten an expiry already granted')
+FROM t08_claim WHERE claim_label = 'first';
+SELECT results_eq(
+    format('SELECT %L::timestamptz - %L::timestamptz, %L::interval', lease_expires_at, claimed_at, renewal_interval),
+    $$VALUES (interval '2 minutes', interval '30 seconds')$$,
+    'the next claim after a policy change gets the new lease duration and renewal interval')
+FROM t08_claim WHERE claim_label = 'second';
+SELECT results_eq(
+    format('SELECT renewal_outcome, lease_expires_at FROM durable_jobs.renew_job_lease(%s, %L, %L)',
+           job_id, claim_token, owner_id),
+    format('VALUES (''renewed'', %L::timestamptz)', lease_expires_at),
+    'a renewal under a shorter lease never moves the granted expiry earlier')
+FROM t08_claim WHERE claim_label = 'first';
+DO $$ BEGIN
+    PERFORM durable_jobs.set_queue_lease_policy('t08.change', interval '20 minutes', interval '5 minutes',
+                                                interval '7 days', true, 'longer lease');
+END $$;
+-- (The expiry is computed a moment before the reported database_time, so the
+-- difference is a hair under the lease duration.)
+SELECT ok((SELECT r.lease_expires_at - r.database_time BETWEEN interval '19 minutes 59 seconds' AND interval '20 minutes'
+           FROM durable_jobs.renew_job_lease(job_id, claim_token, owner_id) r),
+          'the next renewal after a policy change uses the new lease duration')
+FROM t08_claim WHERE claim_label = 'first';
+DO $$ BEGIN
+    PERFORM durable_jobs.set_queue_lease_policy('t08.change', interval '24 hours', interval '1 hour',
+                                                interval '7 days', true, 'longest lease');
+END $$;
+SELECT is((SELECT r.lease_expires_at FROM durable_jobs.renew_job_lease(job_id, claim_token, owner_id) r),
+          claimed_at + interval '1 hour',
+          'a renewal never passes the claim time plus the max claim lifetime in force at claim time')
+FROM t08_claim WHERE claim_label = 'first';
+DO $$ BEGIN
+    PERFORM durable_jobs.set_queue_lease_policy('t08.change', interval '24 hours', interval '1 hour',
+                                                interval '7 days', false, 'renewal off');
+END $$;
+SELECT results_eq(
+    format('SELECT renewal_outcome, lease_expires_at FROM durable_jobs.renew_job_lease(%s, %L, %L)',
+           job_id, claim_token, owner_id),
+    format('VALUES (''renewal_disabled''::text, %L::timestamptz)', lease_expires_at),
+    'after renewal is switched off, the next renewal is renewal_disabled with the expiry unchanged')
+FROM t08_claim WHERE claim_label = 'second';
+
+-- '*' is the default for queues without their own policy.
+SELECT lives_ok($$SELECT durable_jobs.set_queue_lease_policy('*', interval '45 seconds', interval '15 seconds',
+                    interval '2 hours', true, 'new default')$$,
+                'the default policy ''*'' can be set');
+DO $$ BEGIN
+    PERFORM durable_jobs.enqueue_job('t08.default', '{}');
+    PERFORM pg_temp.t08_claim('default', 't08.default');
+END $$;
+SELECT results_eq(
+    format('SELECT %L::timestamptz - %L::timestamptz, %L::interval', lease_expires_at, claimed_at, renewal_interval),
+    $$VALUES (interval '45 seconds', interval '15 seconds')$$,
+    'a queue without its own policy is claimed under the new default policy')
+FROM t08_claim WHERE claim_label = 'default';
+
+-- record_deployment_version --------------------------------------------------
+
+INSERT INTO t08_mark SELECT 'evidence_before_deploy', count(*)::text FROM durable_jobs.control_evidence_record;
+SELECT lives_ok($$SELECT durable_jobs.record_deployment_version('v1.4.0+build.27_rc-1', 'release 1.4.0')$$,
+                'record_deployment_version accepts a well-formed version and reason');
+SELECT results_eq(
+    $$SELECT evidence_kind, queue_name, previous_values, new_values, change_reason, changed_by_role
+      FROM durable_jobs.control_evidence_record ORDER BY evidence_record_id DESC LIMIT 1$$,
+    $$VALUES ('deployment_recorded', NULL::text, NULL::jsonb, '{"deployment_version": "v1.4.0+build.27_rc-1"}'::jsonb,
+              'release 1.4.0', (session_user::text COLLATE "default"))$$,
+    'record_deployment_version appends deployment_recorded evidence with the version, reason and session user');
+SELECT lives_ok(format('SELECT durable_jobs.record_deployment_version(%L, %L)', 'A' || repeat('9', 63), repeat('r', 500)),
+                'record_deployment_version accepts a 64-character version and a 500-character reason');
+INSERT INTO t08_mark SELECT 'evidence_after_deploy', count(*)::text FROM durable_jobs.control_evidence_record;
+SELECT throws_ok(format('SELECT durable_jobs.record_deployment_version(%L, ''r'')', v), 'LF003', NULL,
+                 format('record_deployment_version rejects %s with LF003', t))
+FROM (VALUES (NULL, 'a NULL version'), ('', 'an empty version'), ('-1.0', 'a version with a leading dash'),
+             ('1.0 beta', 'a version with a space'), ('v1/0', 'a version with a slash'),
+             ('A' || repeat('9', 64), 'a 65-character version')) AS bad(v, t);
+SELECT throws_ok(format('SELECT durable_jobs.record_deployment_version(''1.0.0'', %L)', r), 'LF003', NULL,
+                 format('record_deployment_version rejects %s with LF003', t))
+FROM (VALUES (NULL, 'a NULL reason'), ('', 'an empty reason'), ('   ', 'a reason of spaces only'),
+             (E'\t\n ', 'a reason of tabs and newlines only'),
+             (repeat('r', 501), 'a reason over 500 characters')) AS bad(r, t);
+SELECT is((SELECT count(*)::text FROM durable_jobs.control_evidence_record),
+          (SELECT mark_value FROM t08_mark WHERE mark_label = 'evidence_after_deploy'),
+          'rejected deployment versions append no evidence');
+SET LOCAL ROLE durable_job_operator;
+SELECT throws_ok($$SELECT durable_jobs.record_deployment_version('1.0.0', 'operator')$$, '42501', NULL,
+                 'record_deployment_version is not executable by an operator (deploying role only)');
+RESET ROLE;
+
+-- Auditor functions ----------------------------------------------------------
+
+DO $$ BEGIN
+    -- t08.health: one lease that will expire within the renewal interval of a
+    -- later, longer policy, and one claimed under that policy that will not.
+    PERFORM durable_jobs.set_queue_lease_policy('t08.health', interval '30 seconds', interval '10 seconds',
+                                                interval '1 hour', true, 'health');
+    PERFORM durable_jobs.enqueue_job('t08.health', '{}');
+    PERFORM durable_jobs.enqueue_job('t08.health', '{}');
+    PERFORM pg_temp.t08_claim('health_soon', 't08.health');
+    PERFORM durable_jobs.set_queue_lease_policy('t08.health', interval '24 hours', interval '8 hours',
+                                                interval '7 days', true, 'health longer');
+    PERFORM pg_temp.t08_claim('health_later', 't08.health');
+    -- t08.expiry: two 1 s leases, left to expire.
+    PERFORM durable_jobs.set_queue_lease_policy('t08.expiry', interval '1 second', interval '300 milliseconds',
+                                                interval '1 minute', true, 'expiry');
+    PERFORM durable_jobs.enqueue_job('t08.expiry', '{}');
+    PERFORM durable_jobs.enqueue_job('t08.expiry', '{}');
+    PERFORM pg_temp.t08_claim('expiry_reclaimed', 't08.expiry');
+    PERFORM pg_temp.t08_claim('expiry_left', 't08.expiry');
+    -- t08.totals: two QUEUED, one SUCCEEDED, one CANCELLED.
+    PERFORM durable_jobs.enqueue_job('t08.totals', '{}') FROM generate_series(1, 4);
+    PERFORM pg_temp.t08_claim('totals_done', 't08.totals');
+    PERFORM durable_jobs.complete_job(job_id, claim_token, owner_id) FROM t08_claim WHERE claim_label = 'totals_done';
+    PERFORM pg_temp.t08_claim('totals_cancelled', 't08.totals');
+    PERFORM durable_jobs.cancel_job(job_id) FROM t08_claim WHERE claim_label = 'totals_cancelled';
+    PERFORM pg_sleep(1.1);
+END $$;
+-- One reclaim (the first expired lease) and one stale renewal (its old token).
+SELECT is((SELECT job_record_id FROM durable_jobs.claim_next_job('t08.expiry', 'worker-t08-b')), job_id,
+          'the earliest expired lease is reclaimed first')
+FROM t08_claim WHERE claim_label = 'expiry_reclaimed';
+SELECT is((SELECT renewal_outcome FROM durable_jobs.renew_job_lease(job_id, claim_token, owner_id)), 'stale',
+          'renewing a reclaimed claim is stale')
+FROM t08_claim WHERE claim_label = 'expiry_reclaimed';
+
+SET LOCAL ROLE durable_job_auditor;
+INSERT INTO t08_mark SELECT 'health_before', clock_timestamp()::text;
+CREATE TEMP TABLE t08_health AS SELECT * FROM durable_jobs.lease_health_by_queue();
+INSERT INTO t08_mark SELECT 'health_after', clock_timestamp()::text;
+SELECT results_eq(
+    $$SELECT running_jobs, expiring_within_interval, expired_awaiting_reclaim, reclaims_last_hour,
+             stale_renewals_last_hour FROM t08_health WHERE queue_name = 't08.health'$$,
+    $$VALUES (2::bigint, 1::bigint, 0::bigint, 0::bigint, 0::bigint)$$,
+    'lease_health_by_queue counts running leases and those expiring within the renewal interval');
+SELECT results_eq(
+    $$SELECT running_jobs, expiring_within_interval, expired_awaiting_reclaim, reclaims_last_hour,
+             stale_renewals_last_hour FROM t08_health WHERE queue_name = 't08.expiry'$$,
+    $$VALUES (2::bigint, 0::bigint, 1::bigint, 1::bigint, 1::bigint)$$,
+    'lease_health_by_queue counts expired leases awaiting reclaim, reclaims and stale renewals in the last hour');
+SELECT ok(oldest_lease_age >= interval '1.1 seconds' AND oldest_lease_age < interval '1 minute',
+          'lease_health_by_queue reports the age of the oldest running claim')
+FROM t08_health WHERE queue_name = 't08.expiry';
+SELECT results_eq(
+    $$SELECT running_jobs, expiring_within_interval, expired_awaiting_reclaim, reclaims_last_hour,
+             stale_renewals_last_hour, oldest_lease_age FROM t08_health WHERE queue_name = 't08.lower'$$,
+    $$VALUES (0::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint, NULL::interval)$$,
+    'lease_health_by_queue shows a queue that has a policy but no job, with zeros');
+SELECT results_eq(
+    $$SELECT running_jobs, expired_awaiting_reclaim FROM t08_health WHERE queue_name = 't08.totals'$$,
+    $$VALUES (0::bigint, 0::bigint)$$,
+    'lease_health_by_queue shows a queue that has jobs but no policy of its own');
+SELECT is((SELECT count(*) FROM t08_health WHERE queue_name IN ('t08.health', 't08.expiry', 't08.totals', '*')),
+          4::bigint, 'lease_health_by_queue has one row per queue, the default ''*'' included');
+SELECT is((SELECT count(DISTINCT database_time) FROM t08_health), 1::bigint,
+          'lease_health_by_queue reads every queue at one database time');
+SELECT ok((SELECT bool_and(database_time BETWEEN (SELECT mark_value::timestamptz FROM t08_mark WHERE mark_label = 'health_before')
+                                             AND (SELECT mark_value::timestamptz FROM t08_mark WHERE mark_label = 'health_after'))
+           FROM t08_health),
+          'lease_health_by_queue''s database_time is the clock time it was read at');
+
+SELECT results_eq(
+    $$SELECT queue_name, lease_duration, renewal_interval, max_claim_lifetime, renewal_enabled, changed_by_role
+      FROM durable_jobs.queue_lease_policies() WHERE queue_name IN ('*', 't08.change', 't08.lower')$$,
+    $$VALUES ('*', interval '45 seconds', interval '15 seconds', interval '2 hours', true, (session_user::text COLLATE "default")),
+             ('t08.change', interval '24 hours', interval '1 hour', interval '7 days', false, (session_user::text COLLATE "default")),
+             ('t08.lower', interval '1 second', interval '100 milliseconds', interval '1 second', true, (session_user::text COLLATE "default"))$$,
+    'queue_lease_policies lists every queue''s policy, ordered by queue name');
+SELECT ok((SELECT bool_and(changed_at <= clock_timestamp() AND changed_at >= now())
+           FROM durable_jobs.queue_lease_policies() WHERE queue_name LIKE 't08.%'),
+          'queue_lease_policies shows when each policy was changed, by database time');
+
+SELECT results_eq(
+    format('SELECT outcome_kind, outcome_count FROM durable_jobs.lease_outcome_totals(%L) WHERE queue_name = ''t08.expiry''',
+           now()),
+    $$VALUES ('reclaim', 1::bigint), ('stale_renewal', 1::bigint)$$,
+    'lease_outcome_totals sums reclaims and stale renewals per queue since a time');
+SELECT results_eq(
+    $$SELECT outcome_kind, outcome_count FROM durable_jobs.lease_outcome_totals(NULL) WHERE queue_name = 't08.expiry'$$,
+    $$VALUES ('reclaim', 1::bigint), ('stale_renewal', 1::bigint)$$,
+    'lease_outcome_totals with a NULL start sums every tally');
+SELECT is_empty(
+    $$SELECT 1 FROM durable_jobs.lease_outcome_totals(clock_timestamp() + interval '2 minutes')
+      WHERE queue_name = 't08.expiry'$$,
+    'lease_outcome_totals counts nothing recorded before its start');
+
+SELECT results_eq(
+    $$SELECT job_status, job_count FROM durable_jobs.job_status_totals() WHERE queue_name = 't08.totals'$$,
+    $$VALUES ('QUEUED', 2::bigint), ('SUCCEEDED', 1::bigint), ('CANCELLED', 1::bigint)$$,
+    'job_status_totals counts each queue''s jobs per status');
+SELECT results_eq(
+    $$SELECT job_status, job_count FROM durable_jobs.job_status_totals() WHERE queue_name = 't08.expiry'$$,
+    $$VALUES ('RUNNING', 2::bigint)$$,
+    'job_status_totals counts expired-but-unreclaimed jobs as RUNNING');
+
+SELECT results_eq(
+    $$SELECT migration_version FROM durable_jobs.bundle_migration_version()$$,
+    $$VALUES (2)$$,
+    'bundle_migration_version is 2');
+SELECT ok((SELECT applied_at <= now() FROM durable_jobs.bundle_migration_version()),
+          'bundle_migration_version says when the migration was applied');
+RESET ROLE;
+
+-- No auditor function returns a payload, token, digest, owner, idempotency key or job id.
+SELECT is(
+    ARRAY(SELECT p.proname || '.' || a.arg_name
+          FROM pg_proc p, unnest(p.proargnames, p.proargmodes) AS a(arg_name, arg_mode)
+          WHERE p.oid IN ('durable_jobs.lease_health_by_queue()'::regprocedure,
+                          'durable_jobs.queue_lease_policies()'::regprocedure,
+                          'durable_jobs.control_evidence_history(timestamptz)'::regprocedure,
+                          'durable_jobs.lease_outcome_totals(timestamptz)'::regprocedure,
+                          'durable_jobs.job_status_totals()'::regprocedure,
+                          'durable_jobs.bundle_migration_version()'::regprocedure)
+            AND a.arg_mode = 't' AND a.arg_name ~ '(payload|token|digest|owner|idempotency|job_record_id)'),
+    ARRAY[]::text[],
+    'no auditor function has a payload, token, digest, owner, idempotency key or job id column');
+
+SELECT * FROM finish();
+ROLLBACK;
