@@ -1,0 +1,118 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestHelpReadsClearlyAndExitsZero(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}} {
+		r := leasectl(t, args...)
+		requireCode(t, exitOK, r, args)
+		for _, want := range []string{"Usage:", "migrate", "policy", "audit", "health", "evidence", "deployment",
+			"--database-url", "PGHOST", "--output text|json", "64 usage error"} {
+			require.Contains(t, r.stdout, want, args)
+		}
+		require.Empty(t, r.stderr)
+	}
+	for cmd, wants := range map[string][]string{
+		"migrate":    {"leasectl migrate up", "--drop-roles", "status", "nothing"},
+		"policy":     {"policy show", "policy set", "--reason", "100ms <= renewal interval <= lease duration / 3"},
+		"audit":      {"AUDIT-SEARCH-PATH", "AUDIT-MIGRATION-VERSION", "pg_catalog, pg_temp", "Exit code"},
+		"health":     {"AWAITING RECLAIM", "lease_health_by_queue", "no job id"},
+		"evidence":   {"--format markdown|json", "--since", "LF-", "CSAP"},
+		"deployment": {"deployment record --version V --reason TEXT", "record_deployment_version"},
+	} {
+		for _, args := range [][]string{{cmd, "--help"}, {"help", cmd}} {
+			r := leasectl(t, args...)
+			requireCode(t, exitOK, r, args)
+			for _, want := range wants {
+				require.Contains(t, r.stdout, want, args)
+			}
+		}
+	}
+	// Help after an action lists the flags too.
+	for _, args := range [][]string{
+		{"migrate", "up", "--help"}, {"migrate", "down", "-h"}, {"migrate", "status", "--help"},
+		{"policy", "show", "--help"}, {"policy", "set", "--help"}, {"deployment", "record", "--help"},
+		{"audit", "--help"}, {"health", "--help"}, {"evidence", "--help"},
+	} {
+		r := leasectl(t, args...)
+		requireCode(t, exitOK, r, args)
+		require.Contains(t, r.stdout, "Flags:", args)
+		require.Contains(t, r.stdout, "-database-url", args)
+	}
+}
+
+func TestUsageErrorsExit64WithOneLine(t *testing.T) {
+	t.Parallel()
+	cases := [][]string{
+		{},
+		{"frobnicate"},
+		{"help", "frobnicate"},
+		{"migrate"},
+		{"migrate", "sideways"},
+		{"migrate", "up", "--to", "x"},
+		{"migrate", "up", "--to", "999"},
+		{"migrate", "down", "--to", "-1"},
+		{"migrate", "down", "--drop-roles"},
+		{"migrate", "down", "--to", "1", "--drop-roles"},
+		{"migrate", "status", "--output", "yaml"},
+		{"migrate", "status", "--to", "1"},
+		{"migrate", "up", "extra"},
+		{"policy"},
+		{"policy", "remove"},
+		{"policy", "show", "--output", "yaml"},
+		{"policy", "set", "--reason", "r"},
+		{"policy", "set", "--queue", "billing"},
+		{"policy", "set", "--queue", "billing", "--reason", "r", "--lease-duration", "long"},
+		{"policy", "set", "--queue", "billing", "--reason", "r", "--output", "xml"},
+		{"audit", "--output", "yaml"},
+		{"audit", "--bogus"},
+		{"health", "--output", "csv"},
+		{"evidence", "--format", "pdf"},
+		{"evidence", "--output", "yaml"},
+		{"evidence", "--since", "last tuesday"},
+		{"evidence", "--since", "-5h"},
+		{"deployment"},
+		{"deployment", "undo"},
+		{"deployment", "record", "--version", "1.0"},
+		{"deployment", "record", "--version", "1.0", "--reason", "r", "--output", "yaml"},
+	}
+	for _, args := range cases {
+		r := leasectl(t, args...)
+		requireCode(t, exitUsage, r, args)
+		if len(args) == 0 {
+			require.Contains(t, r.stderr, "Usage:")
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		require.Len(t, lines, 1, "%v: %s", args, r.stderr)
+		require.True(t, strings.HasPrefix(lines[0], "error: usage: "), "%v: %s", args, r.stderr)
+		require.Empty(t, r.stdout, args)
+	}
+}
+
+func TestConnectionFailureIsOneErrorLineAndExit1(t *testing.T) {
+	t.Parallel()
+	url := closedPortURL(t)
+	for _, args := range [][]string{
+		{"migrate", "up"}, {"migrate", "status"}, {"policy", "show"},
+		{"policy", "set", "--queue", "billing", "--reason", "r"}, {"audit"}, {"health"}, {"evidence"},
+		{"deployment", "record", "--version", "1.0", "--reason", "r"},
+	} {
+		r := leasectl(t, append(args, "--database-url", url)...)
+		requireCode(t, exitError, r, args)
+		require.True(t, strings.HasPrefix(r.stderr, "error: connect to database: "), "%v: %s", args, r.stderr)
+		require.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
+	}
+	r := leasectl(t, "health", "--database-url", "postgres://%zz")
+	requireCode(t, exitError, r)
+	require.True(t, strings.HasPrefix(r.stderr, "error: connect to database: "), r.stderr)
+	r = leasectl(t, "migrate", "status", "--database-url", "postgres://%zz")
+	requireCode(t, exitError, r)
+	require.True(t, strings.HasPrefix(r.stderr, "error: connect to database: "), r.stderr)
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mightyetl/leasefence/goclient"
+)
+
+// applicationName is the application_name leasectl's connections report.
+const applicationName = "leasectl"
+
+// statementTimeout bounds every statement of the data commands. Migrations
+// run without a statement timeout.
+const statementTimeout = 30 * time.Second
+
+// commonFlags are the flags every command that talks to the database takes.
+type commonFlags struct {
+	databaseURL string
+	output      string
+}
+
+// addCommonFlags registers --database-url and, when withOutput is true,
+// --output on fs.
+func addCommonFlags(fs *flag.FlagSet, withOutput bool) *commonFlags {
+	c := &commonFlags{output: "text"}
+	fs.StringVar(&c.databaseURL, "database-url", "",
+		"PostgreSQL URL or keyword/value string; empty uses PGHOST, PGPORT, PGDATABASE, PGUSER, PGPASSWORD, ...")
+	if withOutput {
+		fs.StringVar(&c.output, "output", "text", "output format: text or json")
+	}
+	return c
+}
+
+// checkOutput returns an error when --output is neither text nor json.
+func (c *commonFlags) checkOutput() error {
+	if c.output != "text" && c.output != "json" {
+		return fmt.Errorf("--output must be text or json, not %q", c.output)
+	}
+	return nil
+}
+
+// json reports whether --output json was asked for.
+func (c *commonFlags) json() bool { return c.output == "json" }
+
+// connectPool opens a pool to the database and checks that it answers.
+func connectPool(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
+	cfg, err := goclient.ParsePoolConfig(databaseURL, statementTimeout)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = applicationName
+	cfg.MaxConns = 2
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
+// connectConn opens one connection without a statement timeout, for
+// migrations.
+func connectConn(ctx context.Context, databaseURL string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RuntimeParams["application_name"] = applicationName
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
+// session is an open pool with a leasefence client over it.
+type session struct {
+	pool   *pgxpool.Pool
+	client *goclient.Client
+}
+
+// openSession connects and builds the client the data commands use.
+func openSession(ctx context.Context, databaseURL string) (*session, error) {
+	pool, err := connectPool(ctx, databaseURL)
+	if err != nil {
+		return nil, err
+	}
+	client, err := goclient.New(pool)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &session{pool: pool, client: client}, nil
+}
+
+// close releases the client and the pool.
+func (s *session) close() {
+	_ = s.client.Close()
+	s.pool.Close()
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Exit codes of leasectl.
+const (
+	exitOK       = 0
+	exitError    = 1
+	exitFindings = 2
+	exitUsage    = 64
+)
+
+// command is one leasectl subcommand.
+type command struct {
+	summary string
+	run     func(ctx context.Context, env *cliEnv, args []string) int
+}
+
+// commands lists every subcommand. The demo command lives in demo.go.
+var commands = map[string]command{
+	"migrate":    {"apply, revert or inspect the migration bundle", runMigrate},
+	"policy":     {"show or set queue lease policies", runPolicy},
+	"audit":      {"check the live database against the contract (exit 2 on findings)", runAudit},
+	"health":     {"show lease health per queue", runHealth},
+	"evidence":   {"write the control-evidence report (Markdown or JSON)", runEvidence},
+	"deployment": {"record a deployed application version as control evidence", runDeployment},
+	"demo":       {"run the lease demo", runDemo},
+}
+
+const mainUsage = `leasectl operates a leasefence database: durable-job leases that PostgreSQL
+fences and renews.
+
+Usage:
+  leasectl <command> [arguments] [flags]
+
+Commands:
+%s
+Connection:
+  Every command takes --database-url URL (for example
+  postgres://user@host:5432/db?sslmode=verify-full). When it is empty, the
+  standard PostgreSQL variables are used: PGHOST, PGPORT, PGDATABASE,
+  PGUSER, PGPASSWORD, PGSSLMODE and the others libpq knows.
+
+Output:
+  Commands that print data take --output text|json (text is the default).
+
+Exit codes:
+  0 success, 1 error, 2 audit findings, 64 usage error.
+
+Run "leasectl <command> --help" for a command's own flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// cliEnv is what every command writes to.
+type cliEnv struct {
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// run is leasectl without the process around it: it returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	env := &cliEnv{stdout: stdout, stderr: stderr}
+	if len(args) == 0 {
+		fmt.Fprint(stderr, mainHelp())
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help", "help":
+		if len(args) > 1 {
+			if cmd, ok := commands[args[1]]; ok {
+				return cmd.run(ctx, env, []string{"--help"})
+			}
+			return env.usageError("unknown command %q", args[1])
+		}
+		fmt.Fprint(stdout, mainHelp())
+		return exitOK
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		return env.usageError("unknown command %q", name)
+	}
+	return cmd.run(ctx, env, args[1:])
+}
+
+// mainHelp is the text of "leasectl --help".
+func mainHelp() string {
+	names := make([]string, 0, len(commands))
+	for name := range commands {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, name := range names {
+		fmt.Fprintf(&b, "  %-11s %s\n", name, commands[name].summary)
+	}
+	return fmt.Sprintf(mainUsage, b.String())
+}
+
+// usageError prints a one-line usage error and returns exitUsage.
+func (e *cliEnv) usageError(format string, args ...any) int {
+	fmt.Fprintf(e.stderr, "error: usage: %s (run \"leasectl --help\")\n", fmt.Sprintf(format, args...))
+	return exitUsage
+}
+
+// fail prints "error: <doing>: <cause>" and PostgreSQL's DETAIL and HINT,
+// and returns exitError.
+func (e *cliEnv) fail(doing string, err error) int {
+	fmt.Fprint(e.stderr, formatError(doing, err))
+	return exitError
+}
+
+// formatError renders an error the way leasectl prints it. A PostgreSQL
+// error shows its own message and SQLSTATE and then its DETAIL and HINT on
+// their own lines.
+func formatError(doing string, err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		var b strings.Builder
+		fmt.Fprintf(&b, "error: %s: %s (SQLSTATE %s)\n", doing, oneLine(pgErr.Message), pgErr.Code)
+		if pgErr.Detail != "" {
+			fmt.Fprintf(&b, "DETAIL: %s\n", oneLine(pgErr.Detail))
+		}
+		if pgErr.Hint != "" {
+			fmt.Fprintf(&b, "HINT: %s\n", oneLine(pgErr.Hint))
+		}
+		return b.String()
+	}
+	return fmt.Sprintf("error: %s: %s\n", doing, oneLine(err.Error()))
+}
+
+// oneLine joins a multi-line text into one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// newFlagSet returns a flag set for a subcommand that reports errors to
+// parseFlags instead of printing them or exiting.
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// parseFlags parses args into fs. It returns done=true with the exit code
+// when the caller must stop: help was asked for (0, help on stdout), or the
+// flags were wrong (64). Positional arguments are refused.
+func parseFlags(env *cliEnv, fs *flag.FlagSet, usage string, args []string) (done bool, code int) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(env.stdout, usage)
+			fmt.Fprintln(env.stdout, "\nFlags:")
+			fs.SetOutput(env.stdout)
+			fs.PrintDefaults()
+			return true, exitOK
+		}
+		return true, env.usageError("%s: %s", fs.Name(), err)
+	}
+	if fs.NArg() > 0 {
+		return true, env.usageError("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return false, exitOK
+}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mightyetl/leasefence/internal/testdb"
+	sqlbundle "github.com/mightyetl/leasefence/sql"
+)
+
+// schemaExists reports whether schema durable_jobs exists in the database.
+func schemaExists(t *testing.T, pool *pgxpool.Pool) bool {
+	t.Helper()
+	var exists bool
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT to_regnamespace('durable_jobs') IS NOT NULL`).Scan(&exists))
+	return exists
+}
+
+// versionOf reads the bundle version from the version table.
+func versionOf(t *testing.T, pool *pgxpool.Pool) int32 {
+	t.Helper()
+	var v int32
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT version FROM `+sqlbundle.VersionTable).Scan(&v))
+	return v
+}
+
+// bundleRoles lists the roles whose names start with durable_job_.
+func bundleRoles(t *testing.T, pool *pgxpool.Pool) []string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(),
+		`SELECT rolname FROM pg_roles WHERE rolname LIKE 'durable\_job\_%' ORDER BY 1`)
+	require.NoError(t, err)
+	var names []string
+	for rows.Next() {
+		var n string
+		require.NoError(t, rows.Scan(&n))
+		names = append(names, n)
+	}
+	require.NoError(t, rows.Err())
+	return names
+}
+
+func TestMigrateUpDownStatusOnAnEmptyDatabase(t *testing.T) {
+	t.Parallel()
+	db := testdb.NewEmpty(t)
+	pool := db.Pool(t)
+	newest := sqlbundle.NewestVersion()
+
+	r := leasectl(t, "migrate", "status", "--database-url", db.URL)
+	requireCode(t, exitOK, r)
+	require.Contains(t, r.stdout, "current version: 0")
+	require.Contains(t, r.stdout, fmt.Sprintf("newest version:  %d", newest))
+	require.Contains(t, r.stdout, "to apply: run leasectl migrate up")
+	var exists bool
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT to_regclass($1) IS NOT NULL`,
+		sqlbundle.VersionTable).Scan(&exists))
+	require.False(t, exists, "status must not create the version table")
+
+	r = leasectl(t, "migrate", "up", "--database-url", db.URL)
+	requireCode(t, exitOK, r)
+	require.Contains(t, r.stdout, "up 001_")
+	require.Contains(t, r.stdout, fmt.Sprintf("migrated from version 0 to version %d", newest))
+	require.True(t, schemaExists(t, pool))
+	require.Equal(t, newest, versionOf(t, pool))
+
+	// up on an up-to-date database changes nothing: no migration runs and
+	// no evidence is appended.
+	var evidenceBefore, evidenceAfter int
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM durable_jobs.control_evidence_record`).Scan(&evidenceBefore))
+	r = leasectl(t, "migrate", "up", "--database-url", db.URL)
+	requireCode(t, exitOK, r)
+	require.Equal(t, fmt.Sprintf("already at version %d; nothing to do\n", newest), r.stdout)
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM durable_jobs.control_evidence_record`).Scan(&evidenceAfter))
+	require.Equal(t, evidenceBefore, evidenceAfter)
+
+	r = leasectl(t, "migrate", "status", "--output", "json", "--database-url", db.URL)
+	requireCode(t, exitOK, r)
+	var status map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &status))
+	require.Equal(t, map[string]any{"current_version": float64(newest), "newest_version": float64(newest),
+		"up_to_date": true}, status)
+	r = leasectl(t, "migrate", "status", "--database-url", db.URL)
+	requireCode(t, exitOK, r)
+	require.Contains(t, r.stdout, "state:           up to date")
+
+	// down steps back exactly one migration.
+	r = leasectl(t, "migrate", "down", "--database-url", db.URL)
+	requireCode(t, exitOK, r)
+	require.Contains(t, r.stdout, fmt.Sprintf("migrated from version %d to version %d", newest, newest-1))
+	require.Equal(t, newest-1, versionOf(t, pool))
+
+	// up --to below the current version is refused; down --to above it too.
+	r = leasectl(t, "migrate", "up", "--to", "0", "--database-url", db.URL)
+	requireCode(t, exitUsage, r)
+	require.Contains(t, r.stderr, "use migrate down")
+	r = leasectl(t, "migrate", "down", "--to", fmt.Sprint(newest), "--database-url", db.URL)
+	requireCode(t, exitUsage, r)
+	require.Contains(t, r.stderr, "use migrate up")
+
+	// down --to 0 removes the schema but keeps the roles and the version table.
+	r = leasectl(t, "migrate", "down", "--to", "0", "--database-url", db.URL)
+	requireCode(t, exitOK, r)
+	require.Contains(t, r.stdout, "down 001_")
+	require.False(t, schemaExists(t, pool))
+	require.Equal(t, int32(0), versionOf(t, pool))
+	require.Contains(t, bundleRoles(t, pool), "durable_job_worker")
+	r = leasectl(t, "migrate", "down", "--database-url", db.URL)
+	requireCode(t, exitOK, r)
+	require.Equal(t, "already at version 0; nothing to do\n", r.stdout)
+
+	// A database ahead of this binary is reported as such.
+	_, err := pool.Exec(context.Background(), `UPDATE `+sqlbundle.VersionTable+` SET version = 999`)
+	require.NoError(t, err)
+	r = leasectl(t, "migrate", "status", "--database-url", db.URL)
+	requireCode(t, exitOK, r)
+	require.Contains(t, r.stdout, "newer than this leasectl")
+	_, err = pool.Exec(context.Background(), `UPDATE `+sqlbundle.VersionTable+` SET version = 0`)
+	require.NoError(t, err)
+
+	// up --to 1 then up again reaches the newest version.
+	r = leasectl(t, "migrate", "up", "--to", "1", "--database-url", db.URL)
+	requireCode(t, exitOK, r)
+	require.Equal(t, int32(1), versionOf(t, pool))
+	r = leasectl(t, "migrate", "up", "--database-url", db.URL)
+	requireCode(t, exitOK, r)
+	require.Equal(t, newest, versionOf(t, pool))
+}
+
+func TestMigrateReadsPGVariablesWhenNoURLIsGiven(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	u, err := url.Parse(db.URL)
+	require.NoError(t, err)
+	password, _ := u.User.Password()
+	env := []string{"PGHOST=" + u.Hostname(), "PGPORT=" + u.Port(), "PGUSER=" + u.User.Username(),
+		"PGPASSWORD=" + password, "PGDATABASE=" + strings.TrimPrefix(u.Path, "/"), "PGSSLMODE=disable"}
+	r := leasectlEnv(t, env, "migrate", "status")
+	requireCode(t, exitOK, r)
+	require.Contains(t, r.stdout, "up to date")
+	r = leasectlEnv(t, env, "health")
+	requireCode(t, exitOK, r)
+	require.Contains(t, r.stdout, "QUEUE")
+}
+
+func TestMigrateFailuresSayWhatFailed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	// A login without privileges cannot read the version table.
+	db := testdb.New(t)
+	worker := db.LoginURL(t, "durable_job_worker")
+	r := leasectl(t, "migrate", "status", "--database-url", worker)
+	requireCode(t, exitError, r)
+	require.Contains(t, r.stderr, "error: read current version: permission denied")
+	require.Contains(t, r.stderr, "(SQLSTATE 42501)")
+	r = leasectl(t, "migrate", "up", "--database-url", worker)
+	requireCode(t, exitError, r)
+	require.Contains(t, r.stderr, "error: read current version: ")
+
+	// Nor create it in an empty database.
+	empty := testdb.NewEmpty(t)
+	r = leasectl(t, "migrate", "up", "--database-url", empty.LoginURL(t, "durable_job_worker"))
+	requireCode(t, exitError, r)
+	require.Contains(t, r.stderr, "error: prepare migrator: ")
+
+	// A migration that fails says which step, with PostgreSQL's SQLSTATE,
+	// and leaves the version where it was.
+	blocked := testdb.NewEmpty(t)
+	pool := blocked.Pool(t)
+	_, err := pool.Exec(ctx, `CREATE SCHEMA durable_jobs`)
+	require.NoError(t, err)
+	r = leasectl(t, "migrate", "up", "--database-url", blocked.URL)
+	requireCode(t, exitError, r)
+	require.Contains(t, r.stderr, fmt.Sprintf("error: migrate up to version %d: ", sqlbundle.NewestVersion()))
+	require.Contains(t, r.stderr, "(SQLSTATE 42P06)")
+	require.Equal(t, int32(0), versionOf(t, pool))
+}
+
+func TestMigrateDownDropRolesRemovesEveryBundleRole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, db := testdb.OwnCluster(t)
+	pool := db.Pool(t)
+	require.Contains(t, bundleRoles(t, pool), "durable_job_renewal_owner")
+
+	// The template database of this cluster still uses the roles, so
+	// PostgreSQL refuses to drop them: nothing is dropped and DETAIL says why.
+	r := leasectl(t, "migrate", "down", "--to", "0", "--drop-roles", "--database-url", db.URL)
+	requireCode(t, exitError, r)
+	require.Contains(t, r.stderr, "error: drop roles: ")
+	require.Contains(t, r.stderr, "DETAIL: ")
+	require.False(t, schemaExists(t, pool))
+	require.Contains(t, bundleRoles(t, pool), "durable_job_renewal_owner")
+
+	// Once no database uses them, down --to 0 --drop-roles drops them all.
+	// (This cluster is the test's own, so opening its template is harmless.)
+	_, err := pool.Exec(ctx, `ALTER DATABASE `+testdb.TemplateName+` WITH ALLOW_CONNECTIONS true`)
+	require.NoError(t, err)
+	u, err := url.Parse(db.URL)
+	require.NoError(t, err)
+	u.Path = "/" + testdb.TemplateName
+	r = leasectl(t, "migrate", "down", "--to", "0", "--database-url", u.String())
+	requireCode(t, exitOK, r)
+	r = leasectl(t, "migrate", "down", "--to", "0", "--drop-roles", "--database-url", db.URL)
+	requireCode(t, exitOK, r)
+	require.Contains(t, r.stdout, "already at version 0")
+	require.Contains(t, r.stdout, "dropped ")
+	require.Empty(t, bundleRoles(t, pool))
+
+	// And the bundle installs again from nothing, roles included.
+	r = leasectl(t, "migrate", "up", "--database-url", db.URL)
+	requireCode(t, exitOK, r)
+	require.Contains(t, bundleRoles(t, pool), "durable_job_worker")
+	require.True(t, schemaExists(t, pool))
+}

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strconv"
+
+	"github.com/mightyetl/leasefence/goclient"
+)
+
+const policyUsage = `Usage:
+  leasectl policy show [--output text|json] [--database-url URL]
+  leasectl policy set --queue NAME --reason TEXT
+                      [--lease-duration D] [--renewal-interval D]
+                      [--max-claim-lifetime D] [--renewal-enabled=true|false]
+                      [--output text|json] [--database-url URL]
+
+show lists every queue's lease policy, the default "*" first among equals
+(it applies to every queue without a policy of its own). Needs a login
+granted durable_job_auditor (or durable_job_operator).
+
+set changes one queue's policy (use --queue '*' for the default). Durations
+are written like 30s, 1m30s, 500ms, 24h. A setting you leave out keeps the
+queue's current value (its own, or the default's when it has none). The
+database checks the result and refuses it as a whole when
+  1s <= lease duration <= 24h,
+  100ms <= renewal interval <= lease duration / 3,
+  lease duration <= max claim lifetime <= 7 days (168h)
+does not hold or the reason is blank; then nothing changes and leasectl
+prints the database's reason and exits 1. An accepted change is recorded as
+control evidence with the reason and your database role. It affects the
+next claim or renewal, never a lease already granted. Needs a login granted
+durable_job_operator.
+`
+
+// runPolicy is "leasectl policy".
+func runPolicy(ctx context.Context, env *cliEnv, args []string) int {
+	if len(args) == 0 {
+		return env.usageError("policy: say show or set")
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		fmt.Fprint(env.stdout, policyUsage)
+		return exitOK
+	case "show":
+		return policyShow(ctx, env, args[1:])
+	case "set":
+		return policySet(ctx, env, args[1:])
+	}
+	return env.usageError("policy: unknown action %q (want show or set)", args[0])
+}
+
+// policyJSON is one policy in JSON output.
+type policyJSON struct {
+	Queue                   string  `json:"queue"`
+	LeaseDurationSeconds    float64 `json:"lease_duration_seconds"`
+	RenewalIntervalSeconds  float64 `json:"renewal_interval_seconds"`
+	MaxClaimLifetimeSeconds float64 `json:"max_claim_lifetime_seconds"`
+	RenewalEnabled          bool    `json:"renewal_enabled"`
+	ChangedAt               string  `json:"changed_at"`
+	ChangedByRole           string  `json:"changed_by_role"`
+}
+
+func toPolicyJSON(p goclient.LeasePolicy) policyJSON {
+	return policyJSON{p.Queue, seconds(p.LeaseDuration), seconds(p.RenewalInterval), seconds(p.MaxClaimLifetime),
+		p.RenewalEnabled, formatTime(p.ChangedAt), p.ChangedByRole}
+}
+
+// printPolicies prints policies as a table or JSON.
+func printPolicies(env *cliEnv, asJSON bool, policies []goclient.LeasePolicy) {
+	if asJSON {
+		out := make([]policyJSON, 0, len(policies))
+		for _, p := range policies {
+			out = append(out, toPolicyJSON(p))
+		}
+		_ = writeJSON(env.stdout, out)
+		return
+	}
+	tw := newTable(env.stdout)
+	printf(tw, "QUEUE\tLEASE\tRENEWAL INTERVAL\tMAX CLAIM LIFETIME\tRENEWAL ENABLED\tCHANGED AT\tCHANGED BY\n")
+	for _, p := range policies {
+		printf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Queue, formatDuration(p.LeaseDuration),
+			formatDuration(p.RenewalInterval), formatDuration(p.MaxClaimLifetime), formatBool(p.RenewalEnabled),
+			formatTime(p.ChangedAt), p.ChangedByRole)
+	}
+	_ = tw.Flush()
+}
+
+func policyShow(ctx context.Context, env *cliEnv, args []string) int {
+	fs := newFlagSet("policy show")
+	common := addCommonFlags(fs, true)
+	if done, code := parseFlags(env, fs, policyUsage, args); done {
+		return code
+	}
+	if err := common.checkOutput(); err != nil {
+		return env.usageError("policy show: %s", err)
+	}
+	s, err := openSession(ctx, common.databaseURL)
+	if err != nil {
+		return env.fail("connect to database", err)
+	}
+	defer s.close()
+	policies, err := s.client.QueueLeasePolicies(ctx)
+	if err != nil {
+		return env.fail("read lease policies", err)
+	}
+	printPolicies(env, common.json(), policies)
+	return exitOK
+}
+
+func policySet(ctx context.Context, env *cliEnv, args []string) int {
+	fs := newFlagSet("policy set")
+	common := addCommonFlags(fs, true)
+	queue := fs.String("queue", "", "queue name, or '*' for the default policy (required)")
+	reason := fs.String("reason", "", "why the policy changes; kept in the control evidence (required)")
+	lease := fs.Duration("lease-duration", 0, "lease granted by each claim and renewal, e.g. 30s")
+	interval := fs.Duration("renewal-interval", 0, "how often workers renew, at most a third of the lease, e.g. 10s")
+	lifetime := fs.Duration("max-claim-lifetime", 0, "longest time renewals may keep one claim, e.g. 24h")
+	enabled := fs.Bool("renewal-enabled", true, "whether workers may renew leases on this queue")
+	if done, code := parseFlags(env, fs, policyUsage, args); done {
+		return code
+	}
+	if err := common.checkOutput(); err != nil {
+		return env.usageError("policy set: %s", err)
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if !given["queue"] {
+		return env.usageError("policy set: --queue is required")
+	}
+	if !given["reason"] {
+		return env.usageError("policy set: --reason is required")
+	}
+
+	s, err := openSession(ctx, common.databaseURL)
+	if err != nil {
+		return env.fail("connect to database", err)
+	}
+	defer s.close()
+	change := goclient.LeasePolicyChange{Queue: *queue, LeaseDuration: *lease, RenewalInterval: *interval,
+		MaxClaimLifetime: *lifetime, RenewalEnabled: *enabled, Reason: *reason}
+	if !given["lease-duration"] || !given["renewal-interval"] || !given["max-claim-lifetime"] || !given["renewal-enabled"] {
+		policies, err := s.client.QueueLeasePolicies(ctx)
+		if err != nil {
+			return env.fail("read the current lease policy", err)
+		}
+		current, ok := effectivePolicy(policies, *queue)
+		if !ok {
+			return env.fail("read the current lease policy", fmt.Errorf("no policy for queue %s and no default '*'; give every setting", strconv.Quote(*queue)))
+		}
+		if !given["lease-duration"] {
+			change.LeaseDuration = current.LeaseDuration
+		}
+		if !given["renewal-interval"] {
+			change.RenewalInterval = current.RenewalInterval
+		}
+		if !given["max-claim-lifetime"] {
+			change.MaxClaimLifetime = current.MaxClaimLifetime
+		}
+		if !given["renewal-enabled"] {
+			change.RenewalEnabled = current.RenewalEnabled
+		}
+	}
+	if err := s.client.SetQueueLeasePolicy(ctx, change); err != nil {
+		return env.fail(fmt.Sprintf("set lease policy of queue %s", strconv.Quote(*queue)), err)
+	}
+	policies, err := s.client.QueueLeasePolicies(ctx)
+	if err != nil {
+		return env.fail("read lease policies", err)
+	}
+	var updated []goclient.LeasePolicy
+	for _, p := range policies {
+		if p.Queue == *queue {
+			updated = append(updated, p)
+		}
+	}
+	if common.json() {
+		printPolicies(env, true, updated)
+		return exitOK
+	}
+	printf(env.stdout, "lease policy of queue %s set: lease %s, renewal interval %s, max claim lifetime %s, renewal enabled %s\n",
+		*queue, formatDuration(change.LeaseDuration), formatDuration(change.RenewalInterval),
+		formatDuration(change.MaxClaimLifetime), formatBool(change.RenewalEnabled))
+	return exitOK
+}
+
+// effectivePolicy returns the policy that applies to queue: its own, or the
+// default "*".
+func effectivePolicy(policies []goclient.LeasePolicy, queue string) (goclient.LeasePolicy, bool) {
+	var fallback *goclient.LeasePolicy
+	for i, p := range policies {
+		if p.Queue == queue {
+			return p, true
+		}
+		if p.Queue == "*" {
+			fallback = &policies[i]
+		}
+	}
+	if fallback == nil {
+		return goclient.LeasePolicy{}, false
+	}
+	return *fallback, true
+}

@@ -1,0 +1,248 @@
+package goclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// This file holds the operator and auditor calls: lease policy, deployment
+// evidence, lease health and control evidence. Every one is payload-blind:
+// the functions it calls never return a payload, claim token, owner id,
+// idempotency key or job id, so neither do these methods.
+
+// LeasePolicy is the lease policy of one queue as the database holds it.
+// The queue "*" is the default for queues without a policy of their own.
+type LeasePolicy struct {
+	// Queue is the queue name, or "*" for the default policy.
+	Queue string
+	// LeaseDuration is how long a claim or renewal grants, counted from the
+	// database time of that claim or renewal.
+	LeaseDuration time.Duration
+	// RenewalInterval is how often a worker should renew (at most a third of
+	// LeaseDuration).
+	RenewalInterval time.Duration
+	// MaxClaimLifetime caps how long renewals can keep one claim alive.
+	MaxClaimLifetime time.Duration
+	// RenewalEnabled is false when renewals are switched off: claims then run
+	// out at the expiry they already have.
+	RenewalEnabled bool
+	// ChangedAt is the database time of the last change.
+	ChangedAt time.Time
+	// ChangedByRole is the database login role that made the last change.
+	ChangedByRole string
+}
+
+// LeasePolicyChange is the input of SetQueueLeasePolicy. The database checks
+// every value and refuses the whole change (ErrInvalidPolicy) when one is
+// out of bounds: 1 s <= LeaseDuration <= 24 h, 100 ms <= RenewalInterval <=
+// LeaseDuration/3, LeaseDuration <= MaxClaimLifetime <= 7 days, and Reason
+// not blank (at most 500 characters).
+type LeasePolicyChange struct {
+	// Queue is the queue to set, or "*" for the default policy.
+	Queue string
+	// LeaseDuration is the new lease duration.
+	LeaseDuration time.Duration
+	// RenewalInterval is the new renewal interval.
+	RenewalInterval time.Duration
+	// MaxClaimLifetime is the new maximum claim lifetime.
+	MaxClaimLifetime time.Duration
+	// RenewalEnabled switches renewals on or off for the queue.
+	RenewalEnabled bool
+	// Reason says why the change is made; it is kept in the control evidence.
+	Reason string
+}
+
+// QueueLeaseHealth is the lease health of one queue at one database time.
+// Every field is a count or a duration: no job ids, owners or payloads.
+type QueueLeaseHealth struct {
+	// Queue is the queue name ("*" collects stale renewals of unknown jobs).
+	Queue string
+	// RunningJobs is how many jobs are RUNNING, expired leases included.
+	RunningJobs int64
+	// ExpiringWithinInterval is how many live leases expire within one
+	// renewal interval of DatabaseTime.
+	ExpiringWithinInterval int64
+	// ExpiredAwaitingReclaim is how many RUNNING jobs have an expired lease
+	// and wait for another worker to reclaim them.
+	ExpiredAwaitingReclaim int64
+	// ReclaimsLastHour is how many expired leases were reclaimed in the last hour.
+	ReclaimsLastHour int64
+	// StaleRenewalsLastHour is how many renewals were stale in the last hour.
+	StaleRenewalsLastHour int64
+	// OldestLeaseAge is the age of the oldest running claim, or nil when the
+	// queue has no running job.
+	OldestLeaseAge *time.Duration
+	// DatabaseTime is the database clock when the health was read.
+	DatabaseTime time.Time
+}
+
+// EvidenceRecord is one append-only control-evidence record: a migration,
+// a lease policy or enablement change, or a recorded deployment.
+type EvidenceRecord struct {
+	// ID is the record's number; it increases with every record.
+	ID int64
+	// Kind is one of migration_applied, migration_reverted,
+	// lease_policy_changed, renewal_enablement_changed, deployment_recorded.
+	Kind string
+	// Queue is the queue a policy record is about; empty for other kinds.
+	Queue string
+	// PreviousValues is the JSON object of values before the change, or nil.
+	PreviousValues json.RawMessage
+	// NewValues is the JSON object of values after the change.
+	NewValues json.RawMessage
+	// Reason is the operator's reason for the change, as given.
+	Reason string
+	// ChangedByRole is the database login role that made the change.
+	ChangedByRole string
+	// RecordedAt is the database time the record was written.
+	RecordedAt time.Time
+}
+
+// LeaseOutcomeTotal is how often a rare lease outcome happened on a queue.
+type LeaseOutcomeTotal struct {
+	// Queue is the queue name ("*" for stale renewals of unknown jobs).
+	Queue string
+	// Outcome is "stale_renewal" or "reclaim".
+	Outcome string
+	// Count is the number of such outcomes in the period asked for.
+	Count int64
+}
+
+// JobStatusTotal is how many jobs a queue holds in one status.
+type JobStatusTotal struct {
+	// Queue is the queue name.
+	Queue string
+	// Status is one of QUEUED, RUNNING, RETRY_SCHEDULED, SUCCEEDED, FAILED, CANCELLED.
+	Status string
+	// Count is the number of jobs.
+	Count int64
+}
+
+// MigrationVersion is the bundle version a database was last migrated to.
+type MigrationVersion struct {
+	// Version is the migration number; 0 when no migration evidence exists.
+	Version int32
+	// AppliedAt is the database time of that migration (zero when Version is 0).
+	AppliedAt time.Time
+}
+
+// SetQueueLeasePolicy sets one queue's lease policy (operator role). The
+// change and its reason are recorded as control evidence by the database.
+// A refused change returns an error matching ErrInvalidPolicy, and nothing
+// changes.
+func (c *Client) SetQueueLeasePolicy(ctx context.Context, change LeasePolicyChange) error {
+	_, err := c.pool.Exec(ctx,
+		`SELECT durable_jobs.set_queue_lease_policy($1, $2, $3, $4, $5, $6)`,
+		change.Queue, change.LeaseDuration, change.RenewalInterval, change.MaxClaimLifetime,
+		change.RenewalEnabled, change.Reason)
+	return translateError(err)
+}
+
+// QueueLeasePolicies returns every queue's lease policy, the default "*"
+// included, ordered by queue name (auditor role).
+func (c *Client) QueueLeasePolicies(ctx context.Context) ([]LeasePolicy, error) {
+	rows, _ := c.pool.Query(ctx, `SELECT queue_name, lease_duration, renewal_interval, max_claim_lifetime,
+		renewal_enabled, changed_at, changed_by_role FROM durable_jobs.queue_lease_policies()`)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (LeasePolicy, error) {
+		var p LeasePolicy
+		err := row.Scan(&p.Queue, &p.LeaseDuration, &p.RenewalInterval, &p.MaxClaimLifetime,
+			&p.RenewalEnabled, &p.ChangedAt, &p.ChangedByRole)
+		return p, err
+	})
+	return out, translateError(err)
+}
+
+// RecordDeploymentVersion records that version of the application was
+// deployed, with reason, as control evidence (operator role). A malformed
+// version (^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$) or a blank reason returns an
+// error matching ErrInvalidArgument.
+func (c *Client) RecordDeploymentVersion(ctx context.Context, version, reason string) error {
+	_, err := c.pool.Exec(ctx, `SELECT durable_jobs.record_deployment_version($1, $2)`, version, reason)
+	return translateError(err)
+}
+
+// LeaseHealth returns the lease health of every queue that has a policy or
+// a job, ordered by queue name (auditor role).
+func (c *Client) LeaseHealth(ctx context.Context) ([]QueueLeaseHealth, error) {
+	rows, _ := c.pool.Query(ctx, `SELECT queue_name, running_jobs, expiring_within_interval,
+		expired_awaiting_reclaim, reclaims_last_hour, stale_renewals_last_hour, oldest_lease_age,
+		database_time FROM durable_jobs.lease_health_by_queue()`)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (QueueLeaseHealth, error) {
+		var h QueueLeaseHealth
+		err := row.Scan(&h.Queue, &h.RunningJobs, &h.ExpiringWithinInterval, &h.ExpiredAwaitingReclaim,
+			&h.ReclaimsLastHour, &h.StaleRenewalsLastHour, &h.OldestLeaseAge, &h.DatabaseTime)
+		return h, err
+	})
+	return out, translateError(err)
+}
+
+// ControlEvidence returns the control-evidence records written at or after
+// since, oldest first; a zero since returns all of them (auditor role).
+func (c *Client) ControlEvidence(ctx context.Context, since time.Time) ([]EvidenceRecord, error) {
+	rows, _ := c.pool.Query(ctx, `SELECT evidence_record_id, evidence_kind, COALESCE(queue_name, ''),
+		previous_values, new_values, change_reason, changed_by_role, recorded_at
+		FROM durable_jobs.control_evidence_history($1)`, optionalTime(since))
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (EvidenceRecord, error) {
+		var e EvidenceRecord
+		var previous, next []byte
+		err := row.Scan(&e.ID, &e.Kind, &e.Queue, &previous, &next, &e.Reason, &e.ChangedByRole, &e.RecordedAt)
+		if previous != nil {
+			e.PreviousValues = json.RawMessage(previous)
+		}
+		e.NewValues = json.RawMessage(next)
+		return e, err
+	})
+	return out, translateError(err)
+}
+
+// LeaseOutcomeTotals returns how many stale renewals and reclaims each queue
+// had since the given time (to the minute); a zero since counts everything
+// still kept (auditor role).
+func (c *Client) LeaseOutcomeTotals(ctx context.Context, since time.Time) ([]LeaseOutcomeTotal, error) {
+	rows, _ := c.pool.Query(ctx, `SELECT queue_name, outcome_kind, outcome_count
+		FROM durable_jobs.lease_outcome_totals($1)`, optionalTime(since))
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (LeaseOutcomeTotal, error) {
+		var t LeaseOutcomeTotal
+		err := row.Scan(&t.Queue, &t.Outcome, &t.Count)
+		return t, err
+	})
+	return out, translateError(err)
+}
+
+// JobStatusTotals returns how many jobs each queue holds in each status
+// (auditor role).
+func (c *Client) JobStatusTotals(ctx context.Context) ([]JobStatusTotal, error) {
+	rows, _ := c.pool.Query(ctx, `SELECT queue_name, job_status, job_count FROM durable_jobs.job_status_totals()`)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (JobStatusTotal, error) {
+		var t JobStatusTotal
+		err := row.Scan(&t.Queue, &t.Status, &t.Count)
+		return t, err
+	})
+	return out, translateError(err)
+}
+
+// BundleMigrationVersion returns the bundle version the database was last
+// migrated to and when, from the migration evidence (auditor role). Version
+// is 0 when there is no such evidence.
+func (c *Client) BundleMigrationVersion(ctx context.Context) (MigrationVersion, error) {
+	var v MigrationVersion
+	err := c.pool.QueryRow(ctx,
+		`SELECT migration_version, applied_at FROM durable_jobs.bundle_migration_version()`).
+		Scan(&v.Version, &v.AppliedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return MigrationVersion{}, nil
+	}
+	return v, translateError(err)
+}
+
+// optionalTime is nil (SQL NULL) for the zero time and t otherwise.
+func optionalTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
