@@ -71,7 +71,7 @@ SELECT col_default_is('durable_jobs', 'job_record', 'lease_fencing_generation', 
 
 SELECT indexes_are('durable_jobs', 'job_record',
     ARRAY['job_record_pkey', 'job_record_idempotency_key_unique', 'job_record_claimable_queue_order',
-          'job_record_running_lease_expiry'],
+          'job_record_running_by_queue'],
     'job_record has exactly its primary key, the idempotency index and the two claim-path indexes');
 SELECT indexes_are('durable_jobs', 'job_payload_record', ARRAY['job_payload_record_pkey'],
     'job_payload_record has only its primary key');
@@ -101,13 +101,13 @@ SELECT ok((SELECT pg_get_expr(i.indpred, i.indrelid) FROM pg_index i
           ~ 'QUEUED' AND (SELECT pg_get_expr(i.indpred, i.indrelid) FROM pg_index i
            WHERE i.indexrelid = 'durable_jobs.job_record_claimable_queue_order'::regclass) ~ 'RETRY_SCHEDULED',
           'the claimable-order index is partial on QUEUED and RETRY_SCHEDULED jobs');
-SELECT has_index('durable_jobs', 'job_record', 'job_record_running_lease_expiry',
-    ARRAY['queue_name', 'lease_expires_at', 'job_record_id'],
-    'running jobs are indexed by queue and lease expiry for reclaim');
+SELECT has_index('durable_jobs', 'job_record', 'job_record_running_by_queue',
+    ARRAY['queue_name'],
+    'running jobs are indexed by queue for reclaim, without lease_expires_at so renewals can be HOT updates');
 SELECT is((SELECT pg_get_expr(i.indpred, i.indrelid) FROM pg_index i
-           WHERE i.indexrelid = 'durable_jobs.job_record_running_lease_expiry'::regclass),
+           WHERE i.indexrelid = 'durable_jobs.job_record_running_by_queue'::regclass),
           '(job_status = ''RUNNING''::durable_jobs.job_status_kind)',
-          'the lease-expiry index is partial on RUNNING jobs');
+          'the running-jobs index is partial on RUNNING jobs');
 
 -- Named constraints ---------------------------------------------------------------
 

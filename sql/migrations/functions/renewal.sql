@@ -52,7 +52,8 @@ BEGIN
                     ELSE j.lease_expires_at END,
                 lease_renewal_count = j.lease_renewal_count + CASE WHEN c.policy_renewal_enabled THEN 1 ELSE 0 END
             FROM claim_input c
-            WHERE j.job_record_id = c.input_job_id
+            WHERE j.job_record_id = ANY (p_job_record_ids)  -- primary-key probe; the join alone plans a scan
+              AND j.job_record_id = c.input_job_id
               AND j.job_status = 'RUNNING'
               AND j.lease_claim_digest = c.input_digest
               AND j.lease_owner_id = p_worker_owner_id
