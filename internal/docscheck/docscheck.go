@@ -269,7 +269,8 @@ func MarkdownFiles(root string) ([]string, error) {
 }
 
 // LoadKnown collects every name a document may cite from the repository at
-// root: test functions from *_test.go files, identifiers from
+// root: test functions from *_test.go files (skipping the directories the go
+// tool ignores: names starting with "." or "_", testdata, vendor), identifiers from
 // internal/controls, the given metric names, alert rules from
 // deploy/prometheus/leasefence-alerts.yml, functions, tables and types from
 // sql/migrations, and roles from sql/migrations/roles.
@@ -292,7 +293,8 @@ func LoadKnown(root string, metricNames []string) (Known, error) {
 			return err
 		}
 		if d.IsDir() {
-			if path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules" || d.Name() == "vendor") {
+			if path != root && (strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_") ||
+				d.Name() == "testdata" || d.Name() == "node_modules" || d.Name() == "vendor") {
 				return filepath.SkipDir
 			}
 			return nil
