@@ -20,7 +20,9 @@
 //   - a control, audit check or evidence section identifier (LF-ACC-01,
 //     AUDIT-SEARCH-PATH, EVIDENCE-POLICY-HISTORY), anywhere in the text; it
 //     must be in the tables of internal/controls;
-//   - a metric name starting with leasefence_; it must be one the Prometheus
+//   - a metric name starting with leasefence_ (not right after a dot, so
+//     the version table public.leasefence_schema_version is not one); it
+//     must be one the Prometheus
 //     adapter exports (the _bucket, _sum and _count series of a histogram
 //     count as the histogram);
 //   - an alert name starting with Leasefence and a capital letter; it must be

@@ -42,9 +42,13 @@ const (
 // Reference is one citation found in a document: which file, which line
 // (counting from 1), what kind of thing and its name.
 type Reference struct {
+	// File is the document's repository-relative path.
 	File string
+	// Line is the line the citation is on, counting from 1.
 	Line int
+	// Kind says what sort of thing is cited.
 	Kind Kind
+	// Name is the cited name as written (a test name without its subtest).
 	Name string
 }
 
@@ -59,7 +63,7 @@ var (
 	controlRef     = regexp.MustCompile(`(?:^|[^A-Za-z0-9_-])(LF-[A-Z]{3}-[0-9]{2})\b`)
 	auditCheckRef  = regexp.MustCompile(`(?:^|[^A-Za-z0-9_-])(AUDIT(?:-[A-Z]+)+)\b`)
 	evidenceRef    = regexp.MustCompile(`(?:^|[^A-Za-z0-9_-])(EVIDENCE(?:-[A-Z]+)+)\b`)
-	metricRef      = regexp.MustCompile(`\bleasefence_[a-z0-9_]*[a-z0-9]\b`)
+	metricRef      = regexp.MustCompile(`(?:^|[^A-Za-z0-9_.])(leasefence_[a-z0-9_]*[a-z0-9])\b`)
 	alertRef       = regexp.MustCompile(`\bLeasefence[A-Z][A-Za-z0-9]*\b`)
 	sqlObjectRef   = regexp.MustCompile(`\bdurable_jobs\.([a-z_][a-z0-9_]*)`)
 	roleRef        = regexp.MustCompile(`\bdurable_job_[a-z_]*[a-z]\b`)
@@ -100,8 +104,8 @@ func Extract(file, text string) []Reference {
 		for _, m := range evidenceRef.FindAllStringSubmatch(line, -1) {
 			add(n, KindEvidenceSection, m[1])
 		}
-		for _, m := range metricRef.FindAllString(line, -1) {
-			add(n, KindMetric, m)
+		for _, m := range metricRef.FindAllStringSubmatch(line, -1) {
+			add(n, KindMetric, m[1])
 		}
 		for _, m := range alertRef.FindAllString(line, -1) {
 			add(n, KindAlert, m)
@@ -119,7 +123,9 @@ func Extract(file, text string) []Reference {
 // Known is what the repository really contains: the names a citation may
 // resolve to, by kind. Root is the repository root, used to resolve paths.
 type Known struct {
-	Root  string
+	// Root is the repository root directory.
+	Root string
+	// Names holds, per kind, the set of names that exist.
 	Names map[Kind]map[string]bool
 }
 

@@ -105,7 +105,7 @@ func TestExtractFindsEveryKindOfCitation(t *testing.T) {
 		"Audit AUDIT-SEARCH-PATH-CREATE, section EVIDENCE-POLICY-HISTORY.",
 		"Watch leasefence_renewals_total and leasefence_scheduler_lag_seconds_bucket.",
 		"Alert LeasefenceStaleClaimRate calls durable_jobs.renew_job_lease(...) as durable_job_worker.",
-		"Files: `sql/tests/`, `not a path/x`, TestNotInBackticks.",
+		"Files: `sql/tests/`, `not a path/x`, TestNotInBackticks, public.leasefence_schema_version.",
 	}, "\n")
 	var got []string
 	for _, r := range Extract("x.md", doc) {
