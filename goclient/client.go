@@ -310,3 +310,6 @@ func millis(d time.Duration) string {
 	}
 	return strconv.FormatInt(ms, 10) + "ms"
 }
+
+// WithRenewalPort sets Config.RenewalPort.
+func WithRenewalPort(port RenewalPort) Option { return func(c *Config) { c.RenewalPort = port } }

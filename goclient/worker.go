@@ -235,30 +235,30 @@ var errAbandoned = errors.New("leasefence: lease ended before the terminal write
 // process runs one job and makes its terminal write.
 func (w *Worker) process(lease *Lease, job Job) {
 	ctx := lease.Context()
-	// Terminal writes outlive the lease context (they are fenced by the
-	// database anyway), bounded by one lease duration.
-	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.c.cfg.LeaseDuration)
-	defer cancel()
-	complete := func(tx pgx.Tx) error {
-		return stopAfter(lease, func() error { return completeJob(tctx, tx, job.claim, nil) })
-	}
+	// Terminal writes outlive the lease context (the database fences them
+	// anyway); each is bounded by one lease duration from when it starts.
+	bg := context.WithoutCancel(ctx)
 	var err error
 	if w.cfg.TxHandler != nil {
-		err = pgx.BeginFunc(tctx, w.c.pool, func(tx pgx.Tx) error {
+		err = pgx.BeginFunc(bg, w.c.pool, func(tx pgx.Tx) error {
 			if herr := w.protect(job, func() error { return w.cfg.TxHandler(ctx, tx, job) }); herr != nil {
 				return &handlerError{herr}
 			}
-			return complete(tx)
+			tctx, cancel := context.WithTimeout(bg, w.c.cfg.LeaseDuration)
+			defer cancel()
+			return stopAfter(lease, func() error { return completeJob(tctx, tx, job.claim, nil) })
 		})
 	} else if herr := w.protect(job, func() error { return w.cfg.Handler(ctx, job) }); herr != nil {
 		err = &handlerError{herr}
 	} else {
-		err = pgx.BeginFunc(tctx, w.c.pool, complete)
+		err = w.writeTx(bg, lease, func(tctx context.Context, tx pgx.Tx) error {
+			return completeJob(tctx, tx, job.claim, nil)
+		})
 	}
 	var he *handlerError
 	if errors.As(err, &he) {
-		err = pgx.BeginFunc(tctx, w.c.pool, func(tx pgx.Tx) error {
-			return stopAfter(lease, func() error { return w.failure(tctx, tx, job.claim, he.err) })
+		err = w.writeTx(bg, lease, func(tctx context.Context, tx pgx.Tx) error {
+			return w.failure(tctx, tx, job.claim, he.err)
 		})
 	}
 	if errors.Is(err, ErrStaleClaim) {
@@ -268,6 +268,16 @@ func (w *Worker) process(lease *Lease, job Job) {
 	// lapses at its expiry and a reclaim uses up an attempt, so a job whose
 	// terminal write keeps failing cannot loop forever.
 	lease.Stop()
+}
+
+// writeTx makes a terminal write in a transaction of its own, bounded by
+// one lease duration.
+func (w *Worker) writeTx(bg context.Context, lease *Lease, write func(context.Context, pgx.Tx) error) error {
+	tctx, cancel := context.WithTimeout(bg, w.c.cfg.LeaseDuration)
+	defer cancel()
+	return pgx.BeginFunc(tctx, w.c.pool, func(tx pgx.Tx) error {
+		return stopAfter(lease, func() error { return write(tctx, tx) })
+	})
 }
 
 // stopAfter makes a terminal write while the lease is still trusted and

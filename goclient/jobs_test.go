@@ -1,0 +1,170 @@
+package goclient_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mightyetl/leasefence/goclient"
+)
+
+func TestClaimRenewCompleteThroughTheClient(t *testing.T) {
+	t.Parallel()
+	e := setup(t, shortPolicy)
+	ctx := context.Background()
+	ids := e.enqueue(1)
+	w := e.worker()
+
+	job := claim(t, w)
+	require.Equal(t, ids[0], job.ID())
+	require.Equal(t, testQueue, job.Queue())
+	require.Equal(t, 1, job.Attempt())
+	require.Equal(t, int64(1), job.FencingGeneration())
+	require.JSONEq(t, `{"order": 0, "customer_email": "kim@example.com"}`, string(job.Payload()))
+	require.Equal(t, shortPolicy.lease, job.LeaseExpiresAt().Sub(job.DatabaseTime()))
+	require.Equal(t, job.ID(), job.Claim().JobID())
+
+	r, err := w.Renew(ctx, job.Claim())
+	require.NoError(t, err)
+	require.Equal(t, goclient.RenewalRenewed, r.Outcome)
+	require.True(t, r.LeaseExpiresAt.After(job.LeaseExpiresAt()), "a renewal moves the expiry forward")
+	require.InDelta(t, shortPolicy.lease.Seconds(), r.Granted().Seconds(), 0.01)
+	require.Equal(t, int64(1), e.state(job.ID()).RenewalCount)
+
+	require.NoError(t, w.Complete(ctx, job.Claim(), []byte(`{"rows": 3}`)))
+	s := e.state(job.ID())
+	require.Equal(t, goclient.StatusSucceeded, s.Status)
+
+	r, err = w.Renew(ctx, job.Claim())
+	require.NoError(t, err)
+	require.Equal(t, goclient.RenewalStale, r.Outcome, "a finished job's claim is stale")
+	require.True(t, r.LeaseExpiresAt.IsZero())
+
+	err = w.Complete(ctx, job.Claim(), nil)
+	require.ErrorIs(t, err, goclient.ErrStaleClaim)
+	var pgErr *pgconn.PgError
+	require.True(t, errors.As(err, &pgErr), "the PostgreSQL error stays reachable")
+	require.Equal(t, goclient.SQLStateStaleClaim, pgErr.Code)
+	require.Contains(t, err.Error(), "SQLSTATE LF001")
+
+	_, err = w.Claim(ctx, testQueue)
+	require.ErrorIs(t, err, goclient.ErrNoJob)
+}
+
+func TestRetryFailReleaseCancelReplayAndState(t *testing.T) {
+	t.Parallel()
+	e := setup(t, shortPolicy)
+	ctx := context.Background()
+	w := e.worker()
+	operator := e.client(e.db.LoginPool(t, "durable_job_operator"))
+
+	// Retry: RETRY_SCHEDULED with its reason; FAILED once the attempts are used up.
+	id, err := e.producer.Enqueue(ctx, goclient.EnqueueParams{Queue: testQueue, Payload: []byte(`{}`), MaxAttempts: 2})
+	require.NoError(t, err)
+	job := claim(t, w)
+	status, err := w.Retry(ctx, job.Claim(), 0, "upstream_timeout")
+	require.NoError(t, err)
+	require.Equal(t, goclient.StatusRetryScheduled, status)
+	require.Equal(t, "upstream_timeout", e.state(id).FailureReasonCode)
+	job = claim(t, w)
+	require.Equal(t, 2, job.Attempt())
+	status, err = w.Retry(ctx, job.Claim(), 0, "upstream_timeout")
+	require.NoError(t, err)
+	require.Equal(t, goclient.StatusFailed, status, "the last attempt's retry fails the job")
+
+	// Replay (operator) brings it back with its attempts starting again.
+	replayed, err := operator.Replay(ctx, id)
+	require.NoError(t, err)
+	require.True(t, replayed)
+	s := e.state(id)
+	require.Equal(t, goclient.StatusQueued, s.Status)
+	require.Equal(t, 0, s.AttemptNumber)
+	require.Equal(t, 2, s.MaxAttempts)
+
+	// Fail.
+	job = claim(t, w)
+	require.NoError(t, w.Fail(ctx, job.Claim(), "bad_input"))
+	s = e.state(id)
+	require.Equal(t, goclient.StatusFailed, s.Status)
+	require.Equal(t, "bad_input", s.FailureReasonCode)
+	require.Error(t, w.Fail(ctx, job.Claim(), "bad_input"))
+	_, err = w.Retry(ctx, job.Claim(), 0, "x")
+	require.ErrorIs(t, err, goclient.ErrStaleClaim)
+
+	// Release gives the attempt back and makes the old claim stale.
+	replayed, err = operator.Replay(ctx, id)
+	require.NoError(t, err)
+	require.True(t, replayed)
+	job = claim(t, w)
+	released, err := w.Release(ctx, job.Claim())
+	require.NoError(t, err)
+	require.True(t, released)
+	s = e.state(id)
+	require.Equal(t, goclient.StatusQueued, s.Status)
+	require.Equal(t, 0, s.AttemptNumber)
+	released, err = w.Release(ctx, job.Claim())
+	require.NoError(t, err)
+	require.False(t, released, "a second release finds the claim stale")
+
+	// Cancel a running job: its claim is stale at once.
+	job = claim(t, w)
+	cancelled, err := e.producer.Cancel(ctx, id)
+	require.NoError(t, err)
+	require.True(t, cancelled)
+	require.ErrorIs(t, w.Complete(ctx, job.Claim(), nil), goclient.ErrStaleClaim)
+	require.Equal(t, goclient.StatusCancelled, e.state(id).Status)
+	cancelled, err = e.producer.Cancel(ctx, id)
+	require.NoError(t, err)
+	require.False(t, cancelled)
+	replayed, err = operator.Replay(ctx, id+1000)
+	require.NoError(t, err)
+	require.False(t, replayed)
+
+	_, err = e.producer.State(ctx, id+1000)
+	require.ErrorIs(t, err, goclient.ErrJobNotFound)
+}
+
+func TestEnqueueOptionsAndBadInput(t *testing.T) {
+	t.Parallel()
+	e := setup(t, shortPolicy)
+	ctx := context.Background()
+	w := e.worker()
+
+	first, err := e.producer.Enqueue(ctx, goclient.EnqueueParams{Queue: testQueue, Payload: []byte(`{"a":1}`), IdempotencyKey: "order-77"})
+	require.NoError(t, err)
+	again, err := e.producer.Enqueue(ctx, goclient.EnqueueParams{Queue: testQueue, Payload: []byte(`{"a":2}`), IdempotencyKey: "order-77"})
+	require.NoError(t, err)
+	require.Equal(t, first, again, "the same idempotency key returns the first job")
+	require.Equal(t, goclient.DefaultMaxAttempts, e.state(first).MaxAttempts)
+
+	later, err := e.producer.Enqueue(ctx, goclient.EnqueueParams{Queue: testQueue, Payload: []byte(`{}`),
+		RunAfter: e.dbNow().Add(time.Hour), MaxAttempts: 3})
+	require.NoError(t, err)
+	jobs, err := w.ClaimMany(ctx, testQueue, 10)
+	require.NoError(t, err)
+	require.Len(t, jobs, 1, "the job to run in an hour is not claimable yet")
+	require.Equal(t, first, jobs[0].ID())
+	require.Equal(t, 3, e.state(later).MaxAttempts)
+
+	_, err = e.producer.Enqueue(ctx, goclient.EnqueueParams{Queue: "Bad Queue", Payload: []byte(`{}`)})
+	require.ErrorIs(t, err, goclient.ErrInvalidArgument)
+	_, err = e.producer.Enqueue(ctx, goclient.EnqueueParams{Queue: testQueue})
+	require.ErrorIs(t, err, goclient.ErrInvalidArgument, "a missing payload is refused")
+	_, err = w.ClaimMany(ctx, testQueue, 0)
+	require.ErrorIs(t, err, goclient.ErrInvalidArgument)
+	_, err = w.Retry(ctx, jobs[0].Claim(), time.Second, "Not A Code")
+	require.ErrorIs(t, err, goclient.ErrInvalidArgument)
+	_, err = w.Enqueue(ctx, goclient.EnqueueParams{Queue: testQueue, Payload: []byte(`{}`)})
+	require.ErrorIs(t, err, goclient.ErrPermissionDenied, "a worker login cannot enqueue")
+	var dbErr *goclient.DatabaseError
+	require.True(t, errors.As(err, &dbErr))
+	require.Equal(t, goclient.SQLStatePermissionDenied, dbErr.PgError.Code)
+
+	r, err := w.Renew(ctx, goclient.Claim{})
+	require.ErrorIs(t, err, goclient.ErrInvalidArgument, "a zero Claim is malformed, not stale")
+	require.Empty(t, r.Outcome)
+}
