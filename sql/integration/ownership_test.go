@@ -32,13 +32,13 @@ func TestHealthyRenewalsKeepExecutionLongerThanLeaseSinglyOwned(t *testing.T) {
 	ctx, stop := context.WithCancel(f.ctx)
 	defer stop()
 	var (
-		wg          sync.WaitGroup
-		rivalErr    error
-		rivalGot    []claim
-		rivalPolls  int
-		heartbeatOK int
+		wg           sync.WaitGroup
+		rivalErr     error
+		rivalGot     []claim
+		rivalPolls   int
+		heartbeatOK  int
 		heartbeatBad []string
-		lastExpiry  = c.ExpiresAt
+		lastExpiry   = c.ExpiresAt
 	)
 	wg.Add(2)
 	go func() { // the second worker polls the whole time
