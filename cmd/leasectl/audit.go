@@ -365,26 +365,24 @@ func checkDefinerAttributes(ctx context.Context, pool *pgxpool.Pool) ([]string, 
 // hold no privilege at all on the payload table, so the renewal path can
 // neither read nor emit a payload.
 func checkRenewalPayload(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
-	var payloadTable bool
-	if err := pool.QueryRow(ctx, `SELECT pg_catalog.to_regclass('durable_jobs.job_payload_record') IS NOT NULL`).
-		Scan(&payloadTable); err != nil {
+	payloadTable, err := relationOID(ctx, pool, "durable_jobs", "job_payload_record")
+	if err != nil {
 		return nil, err
 	}
-	if !payloadTable {
+	if payloadTable == 0 {
 		return []string{"table durable_jobs.job_payload_record does not exist"}, nil
 	}
 	rows, _ := pool.Query(ctx, `
 		SELECT f.name, p.oid::pg_catalog.regprocedure::text, r.rolname,
 		       ARRAY(SELECT priv FROM pg_catalog.unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE',
 		                 'REFERENCES', 'TRIGGER']) AS priv
-		             WHERE pg_catalog.has_table_privilege(r.oid, 'durable_jobs.job_payload_record', priv)),
-		       pg_catalog.has_any_column_privilege(r.oid, 'durable_jobs.job_payload_record',
-		           'SELECT, INSERT, UPDATE, REFERENCES')
+		             WHERE pg_catalog.has_table_privilege(r.oid, $1::oid, priv)),
+		       pg_catalog.has_any_column_privilege(r.oid, $1::oid, 'SELECT, INSERT, UPDATE, REFERENCES')
 		FROM pg_catalog.unnest(ARRAY['renew_job_lease', 'renew_job_leases']) AS f(name)
 		LEFT JOIN (pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n
 		           ON n.oid = p.pronamespace AND n.nspname = 'durable_jobs') ON p.proname = f.name
 		LEFT JOIN pg_catalog.pg_roles r ON r.oid = p.proowner
-		ORDER BY 1, 2`)
+		ORDER BY 1, 2`, payloadTable)
 	type renewal struct {
 		name      string
 		signature *string
@@ -474,6 +472,19 @@ func checkSchemaCreate(ctx context.Context, pool *pgxpool.Pool) ([]string, error
 	return findings, nil
 }
 
+// relationOID finds a relation through the catalogs (which every login may
+// read) and returns its OID, 0 when it does not exist.
+func relationOID(ctx context.Context, pool *pgxpool.Pool, schema, name string) (uint32, error) {
+	var oid uint32
+	err := pool.QueryRow(ctx, `
+		SELECT c.oid FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relname = $2`, schema, name).Scan(&oid)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return oid, err
+}
+
 // Trigger type bits of pg_trigger.tgtype (PostgreSQL's trigger.h).
 const (
 	triggerTypeRow      = 1 << 0
@@ -489,16 +500,16 @@ const (
 // inside a transaction that is always rolled back are refused.
 func checkEvidenceAppendOnly(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
 	const table = "durable_jobs.control_evidence_record"
-	var exists bool
-	if err := pool.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1) IS NOT NULL`, table).Scan(&exists); err != nil {
+	tableOID, err := relationOID(ctx, pool, "durable_jobs", "control_evidence_record")
+	if err != nil {
 		return nil, err
 	}
-	if !exists {
+	if tableOID == 0 {
 		return []string{"table " + table + " does not exist"}, nil
 	}
 	rows, _ := pool.Query(ctx, `
 		SELECT t.tgtype::integer FROM pg_catalog.pg_trigger t
-		WHERE t.tgrelid = $1::regclass AND NOT t.tgisinternal AND t.tgenabled IN ('O', 'A')`, table)
+		WHERE t.tgrelid = $1::oid AND NOT t.tgisinternal AND t.tgenabled IN ('O', 'A')`, tableOID)
 	types, err := pgx.CollectRows(rows, pgx.RowTo[int32])
 	if err != nil {
 		return nil, err
@@ -527,12 +538,13 @@ func checkEvidenceAppendOnly(ctx context.Context, pool *pgxpool.Pool) ([]string,
 	}
 	for _, probe := range probes {
 		var can bool
-		if err := pool.QueryRow(ctx, `SELECT pg_catalog.has_table_privilege($1, $2)`, table, probe.privilege).
+		if err := pool.QueryRow(ctx, `SELECT pg_catalog.has_table_privilege($1::oid, $2)`, tableOID, probe.privilege).
 			Scan(&can); err != nil {
 			return nil, err
 		}
 		if !can {
-			continue // the login cannot even try; AUDIT-RUNTIME-TABLE-PRIVILEGES covers the runtime roles
+			continue // the login cannot even try (it may also lack USAGE on the schema);
+			// AUDIT-RUNTIME-TABLE-PRIVILEGES covers the runtime roles
 		}
 		accepted, err := probeRefused(ctx, pool, probe.sql)
 		if err != nil {
@@ -574,15 +586,25 @@ func probeRefused(ctx context.Context, pool *pgxpool.Pool, sql string) (int64, e
 // login may read it, else from the auditor function bundle_migration_version.
 func checkMigrationVersion(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
 	newest := sqlbundle.NewestVersion()
-	// The OID forms of has_*_privilege return NULL for a missing object
-	// instead of raising an error.
+	versionSchema, versionTable, _ := strings.Cut(sqlbundle.VersionTable, ".")
+	versionOID, err := relationOID(ctx, pool, versionSchema, versionTable)
+	if err != nil {
+		return nil, err
+	}
+	// Objects are found through the catalogs by name and checked by OID:
+	// a name lookup would need USAGE on the schema, which a plain login
+	// lacks, and the OID forms of has_*_privilege accept a missing object.
 	var schema, tableReadable, functionCallable bool
 	if err := pool.QueryRow(ctx, `
-		SELECT pg_catalog.to_regnamespace('durable_jobs') IS NOT NULL,
-		       COALESCE(pg_catalog.has_table_privilege(pg_catalog.to_regclass($1), 'SELECT'), false),
-		       COALESCE(pg_catalog.has_function_privilege(
-		           pg_catalog.to_regprocedure('durable_jobs.bundle_migration_version()'), 'EXECUTE'), false)`,
-		sqlbundle.VersionTable).Scan(&schema, &tableReadable, &functionCallable); err != nil {
+		SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = 'durable_jobs'),
+		       $1::oid <> 0 AND pg_catalog.has_table_privilege($1::oid, 'SELECT')
+		           AND pg_catalog.has_schema_privilege($2::text, 'USAGE'),
+		       COALESCE((SELECT pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
+		                   AND pg_catalog.has_schema_privilege(n.oid, 'USAGE')
+		                 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+		                 WHERE n.nspname = 'durable_jobs' AND p.proname = 'bundle_migration_version'
+		                   AND p.pronargs = 0), false)`,
+		versionOID, versionSchema).Scan(&schema, &tableReadable, &functionCallable); err != nil {
 		return nil, err
 	}
 	if !schema {

@@ -1,0 +1,307 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mightyetl/leasefence/internal/controls"
+	"github.com/mightyetl/leasefence/internal/testdb"
+	sqlbundle "github.com/mightyetl/leasefence/sql"
+)
+
+// findingIDs returns the check identifiers that start the finding lines of
+// a text audit, in order, without repeats.
+func findingIDs(stdout string) []string {
+	var ids []string
+	seen := map[string]bool{}
+	for _, line := range strings.Split(stdout, "\n") {
+		id, _, ok := strings.Cut(line, ": ")
+		if ok && strings.HasPrefix(id, "AUDIT-") && !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// runAuditBoth runs the audit in text and JSON and checks they agree.
+func runAuditBoth(t *testing.T, databaseURL string) (text result, report auditReport) {
+	t.Helper()
+	text = leasectl(t, "audit", "--database-url", databaseURL)
+	js := leasectl(t, "audit", "--output", "json", "--database-url", databaseURL)
+	require.Equal(t, text.code, js.code, "text: %s\njson: %s\n%s", text.output(), js.stdout, js.stderr)
+	require.NotEqual(t, exitError, js.code, js.stderr)
+	require.NoError(t, json.Unmarshal([]byte(js.stdout), &report), js.stdout)
+	require.Len(t, report.Checks, len(controls.AuditChecks()))
+	var lines []string
+	for _, c := range report.Checks {
+		for _, f := range c.Findings {
+			lines = append(lines, c.ID+": "+f)
+		}
+	}
+	for _, line := range lines {
+		require.Contains(t, text.stdout, line+"\n")
+	}
+	require.Equal(t, len(lines), report.Findings)
+	return text, report
+}
+
+// exec runs SQL as the superuser of the test database.
+func execSQL(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) {
+	t.Helper()
+	_, err := pool.Exec(context.Background(), sql, args...)
+	require.NoError(t, err, sql)
+}
+
+// plainLoginURL makes a login role without any runtime role, dropped after
+// the test's databases are.
+func plainLoginURL(t *testing.T, db *testdb.DB, name string) string {
+	t.Helper()
+	admin := db.Pool(t)
+	execSQL(t, admin, fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD 'plain-login-pw'`, name))
+	t.Cleanup(func() {
+		p, err := pgxpool.New(context.Background(), testdb.AdminURL(t, "postgres"))
+		if err == nil {
+			_, _ = p.Exec(context.Background(), "DROP ROLE IF EXISTS "+name)
+			p.Close()
+		}
+	})
+	u, err := url.Parse(db.URL)
+	require.NoError(t, err)
+	u.User = url.UserPassword(name, "plain-login-pw")
+	return u.String()
+}
+
+func TestAuditPassesOnAFreshBundle(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	for _, login := range []string{db.URL, db.LoginURL(t, "durable_job_auditor"), db.LoginURL(t, "durable_job_operator")} {
+		text, report := runAuditBoth(t, login)
+		requireCode(t, exitOK, text)
+		require.True(t, report.Passed)
+		require.Equal(t, fmt.Sprintf("audit passed: %d checks, no findings\n", len(controls.AuditChecks())), text.stdout)
+		for i, c := range report.Checks {
+			require.Equal(t, controls.AuditChecks()[i].ID, c.ID)
+			require.True(t, c.Passed, c.ID)
+			require.NotEmpty(t, c.Controls)
+		}
+	}
+}
+
+func TestAuditWithoutAuditorRoleCannotReadTheVersion(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	text, report := runAuditBoth(t, plainLoginURL(t, db, "lf_plain_"+randomSuffix(t)))
+	requireCode(t, exitFindings, text)
+	require.Equal(t, []string{controls.CheckMigrationVersion}, findingIDs(text.stdout))
+	require.Contains(t, text.stdout, "grant it durable_job_auditor")
+	require.Equal(t, 1, report.Findings)
+}
+
+// randomSuffix returns a short name suffix unique to this run.
+func randomSuffix(t *testing.T) string {
+	t.Helper()
+	var s string
+	require.NoError(t, testdbAdmin(t).QueryRow(context.Background(),
+		`SELECT substr(md5(random()::text), 1, 10)`).Scan(&s))
+	return s
+}
+
+// testdbAdmin is a superuser pool on the shared server's postgres database.
+func testdbAdmin(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	p, err := pgxpool.New(context.Background(), testdb.AdminURL(t, "postgres"))
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	return p
+}
+
+// elevatedRole creates a role with the given attributes for one test and
+// drops it after the test's databases are gone (so it must be created
+// before testdb.New registers its own cleanup).
+func elevatedRole(t *testing.T, attributes string) string {
+	t.Helper()
+	admin := testdbAdmin(t)
+	name := "lf_elevated_" + randomSuffix(t)
+	execSQL(t, admin, fmt.Sprintf("CREATE ROLE %s NOLOGIN %s", name, attributes))
+	t.Cleanup(func() {
+		p, err := pgxpool.New(context.Background(), testdb.AdminURL(t, "postgres"))
+		if err == nil {
+			_, _ = p.Exec(context.Background(), "DROP ROLE IF EXISTS "+name)
+			p.Close()
+		}
+	})
+	return name
+}
+
+func TestAuditFindsEveryBrokenCheck(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		setup func(t *testing.T) (breakSQL []string)
+		want  []string // check IDs with findings, in check order
+		lines []string // text the findings must contain
+	}{
+		{"search_path reset", func(*testing.T) []string {
+			return []string{`ALTER FUNCTION durable_jobs.renew_job_lease(bigint, uuid, text) RESET search_path`}
+		}, []string{controls.CheckSearchPath},
+			[]string{"AUDIT-SEARCH-PATH: function durable_jobs.renew_job_lease(bigint,uuid,text) does not set search_path"}},
+		{"search_path with public first", func(*testing.T) []string {
+			return []string{`ALTER FUNCTION durable_jobs.job_status_totals() SET search_path = public, pg_catalog, pg_temp`}
+		}, []string{controls.CheckSearchPath, controls.CheckSchemaCreate},
+			[]string{`AUDIT-SEARCH-PATH: function durable_jobs.job_status_totals() has search_path "public, pg_catalog, pg_temp"`,
+				"AUDIT-SEARCH-PATH-CREATE: role pg_database_owner owns schema public"}},
+		{"search_path naming a missing schema", func(*testing.T) []string {
+			return []string{`ALTER FUNCTION durable_jobs.job_status_totals() SET search_path = pg_catalog, nowhere_schema, pg_temp`}
+		}, []string{controls.CheckSearchPath, controls.CheckSchemaCreate},
+			[]string{"AUDIT-SEARCH-PATH-CREATE: schema nowhere_schema on a definer's search_path does not exist"}},
+		{"PUBLIC execute", func(*testing.T) []string {
+			return []string{`GRANT EXECUTE ON FUNCTION durable_jobs.job_status_totals() TO PUBLIC`}
+		}, []string{controls.CheckPublicExecute},
+			[]string{"AUDIT-PUBLIC-EXECUTE: PUBLIC can execute function durable_jobs.job_status_totals()"}},
+		{"PUBLIC execute by default on a new helper", func(*testing.T) []string {
+			return []string{`CREATE FUNCTION durable_jobs.stray_helper() RETURNS int LANGUAGE sql RETURN 1`}
+		}, []string{controls.CheckPublicExecute},
+			[]string{"AUDIT-PUBLIC-EXECUTE: PUBLIC can execute function durable_jobs.stray_helper()"}},
+		{"runtime role table privilege", func(*testing.T) []string {
+			return []string{`GRANT SELECT, UPDATE ON durable_jobs.job_record TO durable_job_worker`}
+		}, []string{controls.CheckRuntimePrivileges},
+			[]string{"AUDIT-RUNTIME-TABLE-PRIVILEGES: runtime role durable_job_worker holds SELECT, UPDATE on table durable_jobs.job_record"}},
+		{"runtime role column privilege, inherited by the operator", func(*testing.T) []string {
+			return []string{`GRANT SELECT (job_payload) ON durable_jobs.job_payload_record TO durable_job_producer`}
+		}, []string{controls.CheckRuntimePrivileges},
+			[]string{"AUDIT-RUNTIME-TABLE-PRIVILEGES: runtime role durable_job_producer holds column privileges SELECT (job_payload) on table durable_jobs.job_payload_record",
+				"AUDIT-RUNTIME-TABLE-PRIVILEGES: runtime role durable_job_operator holds column privileges SELECT (job_payload) on table durable_jobs.job_payload_record"}},
+		{"PUBLIC table privilege reaches every runtime role", func(*testing.T) []string {
+			return []string{`GRANT SELECT ON durable_jobs.queue_lease_policy TO PUBLIC`}
+		}, []string{controls.CheckRuntimePrivileges},
+			[]string{"AUDIT-RUNTIME-TABLE-PRIVILEGES: runtime role durable_job_auditor holds SELECT on table durable_jobs.queue_lease_policy"}},
+		{"runtime role sequence and view privileges", func(*testing.T) []string {
+			return []string{`CREATE SEQUENCE durable_jobs.stray_sequence`,
+				`GRANT USAGE ON SEQUENCE durable_jobs.stray_sequence TO durable_job_worker`,
+				`CREATE VIEW durable_jobs.stray_view AS SELECT 1 AS one`,
+				`GRANT SELECT ON durable_jobs.stray_view TO durable_job_auditor`}
+		}, []string{controls.CheckRuntimePrivileges},
+			[]string{"AUDIT-RUNTIME-TABLE-PRIVILEGES: runtime role durable_job_worker holds USAGE on sequence durable_jobs.stray_sequence",
+				"AUDIT-RUNTIME-TABLE-PRIVILEGES: runtime role durable_job_auditor holds SELECT on view durable_jobs.stray_view"}},
+		{"runtime role CREATE on the schema", func(*testing.T) []string {
+			return []string{`GRANT CREATE ON SCHEMA durable_jobs TO durable_job_auditor`}
+		}, []string{controls.CheckRuntimePrivileges},
+			[]string{"AUDIT-RUNTIME-TABLE-PRIVILEGES: runtime role durable_job_auditor holds CREATE on schema durable_jobs"}},
+		{"definer owned by an elevated role", func(t *testing.T) []string {
+			role := elevatedRole(t, "CREATEDB BYPASSRLS CREATEROLE")
+			return []string{`ALTER FUNCTION durable_jobs.job_status_totals() OWNER TO ` + role}
+		}, []string{controls.CheckDefinerAttributes},
+			[]string{"(owner of 1 SECURITY DEFINER functions) has BYPASSRLS, CREATEROLE, CREATEDB"}},
+		{"definer owned by a superuser", func(t *testing.T) []string {
+			return []string{`ALTER FUNCTION durable_jobs.job_status_totals() OWNER TO ` + elevatedRole(t, "SUPERUSER")}
+		}, []string{controls.CheckDefinerAttributes},
+			[]string{"(owner of 1 SECURITY DEFINER functions) has SUPERUSER"}},
+		{"renewal owner can read payloads", func(*testing.T) []string {
+			return []string{`GRANT SELECT ON durable_jobs.job_payload_record TO durable_job_renewal_owner`}
+		}, []string{controls.CheckRenewalPayload},
+			[]string{"AUDIT-RENEWAL-PAYLOAD: owner durable_job_renewal_owner of durable_jobs.renew_job_lease(bigint,uuid,text) holds SELECT on durable_jobs.job_payload_record",
+				"AUDIT-RENEWAL-PAYLOAD: owner durable_job_renewal_owner of durable_jobs.renew_job_leases(text,bigint[],uuid[]) holds SELECT on durable_jobs.job_payload_record"}},
+		{"renewal owned by a role with payload columns", func(*testing.T) []string {
+			return []string{`ALTER FUNCTION durable_jobs.renew_job_leases(text, bigint[], uuid[]) OWNER TO durable_job_claim_owner`}
+		}, []string{controls.CheckRenewalPayload},
+			[]string{"AUDIT-RENEWAL-PAYLOAD: owner durable_job_claim_owner of durable_jobs.renew_job_leases(text,bigint[],uuid[]) holds column privileges on durable_jobs.job_payload_record"}},
+		{"renewal function missing", func(*testing.T) []string {
+			return []string{`DROP FUNCTION durable_jobs.renew_job_leases(text, bigint[], uuid[]) CASCADE`}
+		}, []string{controls.CheckRenewalPayload},
+			[]string{"AUDIT-RENEWAL-PAYLOAD: function durable_jobs.renew_job_leases does not exist"}},
+		{"PUBLIC may create in pg_catalog", func(*testing.T) []string {
+			return []string{`GRANT CREATE ON SCHEMA pg_catalog TO PUBLIC`}
+		}, []string{controls.CheckSchemaCreate},
+			[]string{"AUDIT-SEARCH-PATH-CREATE: PUBLIC holds CREATE on schema pg_catalog"}},
+		{"a runtime role may create in pg_catalog", func(*testing.T) []string {
+			return []string{`GRANT CREATE ON SCHEMA pg_catalog TO durable_job_worker`}
+		}, []string{controls.CheckSchemaCreate},
+			[]string{"AUDIT-SEARCH-PATH-CREATE: role durable_job_worker holds CREATE on schema pg_catalog"}},
+		{"evidence triggers disabled", func(*testing.T) []string {
+			return []string{`ALTER TABLE durable_jobs.control_evidence_record DISABLE TRIGGER USER`}
+		}, []string{controls.CheckEvidenceAppendOnly},
+			[]string{"AUDIT-EVIDENCE-APPEND-ONLY: no enabled BEFORE UPDATE row trigger guards durable_jobs.control_evidence_record",
+				"AUDIT-EVIDENCE-APPEND-ONLY: no enabled BEFORE DELETE row trigger guards durable_jobs.control_evidence_record",
+				"AUDIT-EVIDENCE-APPEND-ONLY: no enabled BEFORE TRUNCATE trigger guards durable_jobs.control_evidence_record",
+				"AUDIT-EVIDENCE-APPEND-ONLY: a trial UPDATE of durable_jobs.control_evidence_record was accepted for",
+				"AUDIT-EVIDENCE-APPEND-ONLY: a trial DELETE of durable_jobs.control_evidence_record was accepted for"}},
+		{"evidence guard replaced by one that lets changes through", func(*testing.T) []string {
+			return []string{`CREATE OR REPLACE FUNCTION durable_jobs.refuse_evidence_change() RETURNS trigger
+				LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$BEGIN IF TG_OP = 'DELETE' THEN RETURN OLD; END IF; RETURN NEW; END$$`}
+		}, []string{controls.CheckEvidenceAppendOnly},
+			[]string{"AUDIT-EVIDENCE-APPEND-ONLY: a trial UPDATE of durable_jobs.control_evidence_record was accepted for",
+				"AUDIT-EVIDENCE-APPEND-ONLY: a trial DELETE of durable_jobs.control_evidence_record was accepted for"}},
+		{"migration version behind", func(*testing.T) []string {
+			return []string{`UPDATE ` + sqlbundle.VersionTable + ` SET version = 1`}
+		}, []string{controls.CheckMigrationVersion},
+			[]string{fmt.Sprintf("AUDIT-MIGRATION-VERSION: database is at migration version 1, this leasectl carries %d: run leasectl migrate up", sqlbundle.NewestVersion())}},
+		{"migration version ahead", func(*testing.T) []string {
+			return []string{`UPDATE ` + sqlbundle.VersionTable + ` SET version = 99`}
+		}, []string{controls.CheckMigrationVersion},
+			[]string{"AUDIT-MIGRATION-VERSION: database is at migration version 99, newer than"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			statements := tc.setup(t)
+			db := testdb.New(t)
+			pool := db.Pool(t)
+			var evidenceBefore int
+			require.NoError(t, pool.QueryRow(context.Background(),
+				`SELECT count(*) FROM durable_jobs.control_evidence_record`).Scan(&evidenceBefore))
+			for _, sql := range statements {
+				execSQL(t, pool, sql)
+			}
+			text, report := runAuditBoth(t, db.URL)
+			requireCode(t, exitFindings, text)
+			require.False(t, report.Passed)
+			require.Equal(t, tc.want, findingIDs(text.stdout), text.stdout)
+			for _, line := range tc.lines {
+				require.Contains(t, text.stdout, line)
+			}
+			require.Contains(t, text.stdout, "audit failed: ")
+			// The trial changes were rolled back: the evidence is intact.
+			var evidenceAfter int
+			require.NoError(t, pool.QueryRow(context.Background(),
+				`SELECT count(*) FROM durable_jobs.control_evidence_record WHERE change_reason <> 'leasectl audit probe'`).
+				Scan(&evidenceAfter))
+			require.Equal(t, evidenceBefore, evidenceAfter)
+		})
+	}
+}
+
+func TestAuditOfAnEmptyDatabaseReportsTheMissingBundle(t *testing.T) {
+	t.Parallel()
+	db := testdb.NewEmpty(t)
+	text, _ := runAuditBoth(t, db.URL)
+	requireCode(t, exitFindings, text)
+	require.Equal(t, []string{controls.CheckRenewalPayload, controls.CheckEvidenceAppendOnly, controls.CheckMigrationVersion},
+		findingIDs(text.stdout))
+	require.Contains(t, text.stdout, "AUDIT-MIGRATION-VERSION: schema durable_jobs does not exist: the bundle is not applied")
+}
+
+func TestAuditAsAuditorWithDisabledTriggersSeesTheTriggersButCannotProbe(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	execSQL(t, db.Pool(t), `ALTER TABLE durable_jobs.control_evidence_record DISABLE TRIGGER control_evidence_record_append_only`)
+	text, _ := runAuditBoth(t, db.LoginURL(t, "durable_job_auditor"))
+	requireCode(t, exitFindings, text)
+	require.Equal(t, []string{controls.CheckEvidenceAppendOnly}, findingIDs(text.stdout))
+	require.Contains(t, text.stdout, "no enabled BEFORE UPDATE row trigger")
+	require.NotContains(t, text.stdout, "trial")
+}
+
+func TestSplitSearchPathUnquotesNames(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, []string{"pg_catalog", "pg_temp"}, splitSearchPath("pg_catalog, pg_temp"))
+	require.Equal(t, []string{`My "Schema"`, "pg_temp"}, splitSearchPath(`"My ""Schema""", pg_temp`))
+	require.Empty(t, splitSearchPath(""))
+}
