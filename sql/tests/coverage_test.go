@@ -15,6 +15,10 @@ import (
 	"github.com/mightyetl/leasefence/internal/testdb"
 )
 
+// envSQLCoverageReport names the variable that, when set, gives the file
+// the coverage table is also written to (make test prints it at the end).
+const envSQLCoverageReport = "LEASEFENCE_SQL_COVERAGE_REPORT"
+
 // plpgsqlFunction is one PL/pgSQL function of the bundle.
 type plpgsqlFunction struct {
 	oid       uint32
@@ -84,8 +88,12 @@ func TestSQLCoverageAndLint(t *testing.T) {
 	findings := lint(t, ctx, conn, functions)
 	coverage := measure(t, ctx, conn, functions)
 	report := coverageReport(coverage)
-	// Printed to stdout so that `make test` shows it for a passing run too.
+	// Printed to stdout so that a passing run shows it too, and written
+	// where `make test` prints it again among the coverage figures.
 	fmt.Fprint(os.Stdout, report)
+	if path := os.Getenv(envSQLCoverageReport); path != "" {
+		require.NoError(t, os.WriteFile(path, []byte(report), 0o644))
+	}
 
 	for _, f := range findings {
 		problems = append(problems, fmt.Sprintf("plpgsql_check %s in %s line %d: %s%s%s [%s] (statement %s)",
