@@ -258,7 +258,7 @@ SELECT lives_ok(format('SELECT durable_jobs.enqueue_job(''t10.enqueue'', ''{}'',
                 'enqueue_job accepts a 200-character idempotency key');
 SELECT lives_ok($$SELECT durable_jobs.enqueue_job('t10.enqueue', '{}', 'k')$$,
                 'enqueue_job accepts a 1-character idempotency key');
-SELECT ok((SELECT durable_jobs.enqueue_job('t10.multibyte', '{}', repeat(chr(8364), 200))) IS NOT NULL,
+SELECT lives_ok($$SELECT durable_jobs.enqueue_job('t10.multibyte', '{}', repeat(chr(8364), 200))$$,
           'enqueue_job accepts a 200-character multibyte idempotency key (600 bytes): lengths count characters');
 SELECT is(durable_jobs.enqueue_job('t10.multibyte', '{"again": true}', repeat(chr(8364), 200)),
           (SELECT job_record_id FROM durable_jobs.job_record WHERE queue_name = 't10.multibyte'),
