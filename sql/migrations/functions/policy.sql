@@ -27,7 +27,7 @@ BEGIN
        OR p_lease_duration NOT BETWEEN interval '1 second' AND interval '24 hours'
        OR p_renewal_interval < interval '100 milliseconds' OR p_renewal_interval > p_lease_duration / 3
        OR p_max_claim_lifetime < p_lease_duration OR p_max_claim_lifetime > interval '7 days'
-       OR pg_catalog.btrim(p_change_reason) = '' OR pg_catalog.length(p_change_reason) > 500 THEN
+       OR p_change_reason !~ '[^[:space:]]' OR pg_catalog.length(p_change_reason) > 500 THEN
         RAISE EXCEPTION 'invalid lease policy' USING
             ERRCODE = 'LF002',
             DETAIL = 'Need 1 second <= lease_duration <= 24 hours, 100 milliseconds <= renewal_interval <= lease_duration / 3, '
@@ -87,7 +87,7 @@ BEGIN
         RAISE EXCEPTION 'malformed deployment version' USING ERRCODE = 'LF003',
             HINT = 'deployment version must match ^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$';
     END IF;
-    IF p_change_reason IS NULL OR pg_catalog.btrim(p_change_reason) = '' OR pg_catalog.length(p_change_reason) > 500 THEN
+    IF p_change_reason IS NULL OR p_change_reason !~ '[^[:space:]]' OR pg_catalog.length(p_change_reason) > 500 THEN
         RAISE EXCEPTION 'change reason must be 1 to 500 characters and not blank' USING ERRCODE = 'LF003';
     END IF;
     INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
