@@ -17,6 +17,7 @@ MODULE       := github.com/mightyetl/leasefence
 COVERAGE_DIR := coverage
 TOOLS_DIR    := bin
 GO_TEST      := go test -race -count=1 -timeout 12m -json
+FAILED       := $(COVERAGE_DIR)/failed-steps
 
 # Statement coverage gates, in percent.
 GOCLIENT_MIN := 100
@@ -64,39 +65,54 @@ tools:
 test: deps tools
 	go vet ./...
 	@rm -rf $(COVERAGE_DIR) && mkdir -p $(COVERAGE_DIR)
+	@# Each step below runs even when an earlier one failed, so one run shows
+	@# every problem; a failed step is noted in $(FAILED) and fails make at the end.
 	@# Every package except goclient. cmd/leasectl's tests build the binary
 	@# with -cover, run it with GOCOVERDIR, and write the merged profile to
 	@# LEASECTL_COVERPROFILE (the hook for the leasectl gate below).
 	LEASECTL_COVERPROFILE=$(CURDIR)/$(COVERAGE_DIR)/leasectl.out \
 	LEASEFENCE_SQL_COVERAGE_REPORT=$(CURDIR)/$(COVERAGE_DIR)/sql.txt \
 	  $(GO_TEST) $$(go list ./... | grep -v '^$(MODULE)/goclient\(/\|$$\)') \
-	  | $(TOOLS_DIR)/testreport -state $(COVERAGE_DIR)/tests.state
+	  | $(TOOLS_DIR)/testreport -state $(COVERAGE_DIR)/tests.state \
+	  || echo "go test of every package but goclient" >>$(FAILED)
 	@# goclient on its own, measured over all of goclient/... by its own tests.
 	@if [ -d goclient ]; then \
 	  echo "$(GO_TEST) -coverpkg=./goclient/... -coverprofile=$(COVERAGE_DIR)/goclient.out ./goclient/..."; \
 	  $(GO_TEST) -coverpkg=./goclient/... -coverprofile=$(COVERAGE_DIR)/goclient.out ./goclient/... \
-	    | $(TOOLS_DIR)/testreport -state $(COVERAGE_DIR)/tests.state; \
+	    | $(TOOLS_DIR)/testreport -state $(COVERAGE_DIR)/tests.state \
+	    || echo "go test of goclient" >>$(FAILED); \
 	fi
 	@if compgen -G 'deploy/prometheus/*.yml' >/dev/null; then \
 	  rules=$$(grep -L '^rule_files:' deploy/prometheus/*.yml || true); \
 	  tests=$$(grep -l '^rule_files:' deploy/prometheus/*.yml || true); \
-	  if [ -n "$$rules" ]; then echo "promtool check rules $$rules"; promtool check rules $$rules; fi; \
-	  if [ -n "$$tests" ]; then echo "promtool test rules $$tests"; promtool test rules $$tests; fi; \
+	  if [ -n "$$rules" ]; then \
+	    echo "promtool check rules" $$rules; \
+	    promtool check rules $$rules || echo "promtool check rules" >>$(FAILED); \
+	  fi; \
+	  if [ -n "$$tests" ]; then \
+	    echo "promtool test rules" $$tests; \
+	    promtool test rules $$tests || echo "promtool test rules" >>$(FAILED); \
+	  fi; \
 	fi
-	@echo "--- coverage"
+	@echo "=== coverage"
 	@if [ -d goclient ]; then \
 	  $(TOOLS_DIR)/covergate -profile $(COVERAGE_DIR)/goclient.out -name goclient -min $(GOCLIENT_MIN) \
-	    -prefix $(MODULE)/goclient; \
+	    -prefix $(MODULE)/goclient || echo "goclient coverage gate" >>$(FAILED); \
 	fi
 	@if [ -d cmd/leasectl ]; then \
-	  if [ ! -s $(COVERAGE_DIR)/leasectl.out ]; then \
-	    echo "coverage cmd/leasectl: FAIL, its tests wrote no profile to LEASECTL_COVERPROFILE" >&2; exit 1; \
+	  if [ -s $(COVERAGE_DIR)/leasectl.out ]; then \
+	    $(TOOLS_DIR)/covergate -profile $(COVERAGE_DIR)/leasectl.out -name cmd/leasectl -min $(LEASECTL_MIN) \
+	      -prefix $(MODULE)/cmd/leasectl || echo "cmd/leasectl coverage gate" >>$(FAILED); \
+	  else \
+	    echo "coverage cmd/leasectl: FAIL, its tests wrote no profile to LEASECTL_COVERPROFILE"; \
+	    echo "cmd/leasectl coverage gate (no profile)" >>$(FAILED); \
 	  fi; \
-	  $(TOOLS_DIR)/covergate -profile $(COVERAGE_DIR)/leasectl.out -name cmd/leasectl -min $(LEASECTL_MIN) \
-	    -prefix $(MODULE)/cmd/leasectl; \
 	fi
-	@cat $(COVERAGE_DIR)/sql.txt
+	@if [ -s $(COVERAGE_DIR)/sql.txt ]; then cat $(COVERAGE_DIR)/sql.txt; \
+	else echo "SQL coverage: no report (TestSQLCoverageAndLint did not get that far)"; fi
+	@if [ -s $(FAILED) ]; then echo "=== make test failed in:"; sed 's/^/  /' $(FAILED); fi
 	@$(TOOLS_DIR)/testreport -summarize $(COVERAGE_DIR)/tests.state
+	@test ! -s $(FAILED)
 
 demo: deps
 	go run ./cmd/leasectl demo
