@@ -2,11 +2,1247 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mightyetl/leasefence/goclient"
+	"github.com/mightyetl/leasefence/internal/pglocal"
+	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
-// runDemo is "leasectl demo". This stub is replaced by the demo itself.
-func runDemo(_ context.Context, env *cliEnv, _ []string) int {
-	fmt.Fprintln(env.stderr, "demo: not built yet")
-	return exitError
+const demoUsage = `Usage:
+  leasectl demo [--html PATH] [--database-url URL]
+
+Plays three short stories with real goclient workers against PostgreSQL and
+prints every lease event as it happens, stamped with the database's clock:
+
+  1. a job that runs four times its lease keeps its one owner through
+     renewals and completes once, while a second worker polls in vain;
+  2. a worker that freezes (its heartbeat stops, its handler keeps running)
+     loses its job to a second worker only after the database sees the lease
+     expire; the frozen worker's late completion is refused with SQLSTATE
+     LF001 and its target write is rolled back;
+  3. an operator cancels a running job and the worker's handler is stopped
+     within one renewal interval.
+
+The demo checks each outcome in the database and exits 1 if one does not
+hold. It ends with the "leasectl health" table and an evidence summary for
+the run, and writes a self-contained HTML timeline of every lease (inline
+CSS and SVG, nothing fetched) whose path it prints: --html PATH, or by
+default a new file in the OS temp folder. It takes about 30 seconds.
+
+Without --database-url the demo starts a throwaway PostgreSQL from the
+server binaries on this machine and stops and removes it at the end, also
+on Ctrl-C.
+
+With --database-url it uses that database: it applies the bundle when the
+database has none, uses queues of its own (demo.<random>.*) with their own
+lease policy (recorded as control evidence, as every policy change is), and
+leaves other queues and data alone. The URL's role must be able to apply
+the bundle and create roles (the bundle owner, or a superuser): the demo
+makes a worker, a producer and an operator login role, each granted only its
+runtime role, and drops them at the end; it writes its target rows to the
+table public.leasefence_demo_target, which it creates when missing.
+
+The demo prints no claim token, owner id, payload, password or URL.
+`
+
+// The demo's lease policy and client settings: short, so that the three
+// stories fit in well under a minute.
+const (
+	demoLeaseDuration    = 3 * time.Second
+	demoRenewalInterval  = time.Second
+	demoSafetyMargin     = time.Second
+	demoAttemptTimeout   = 500 * time.Millisecond
+	demoMaxClaimLifetime = time.Minute
+	demoPollInterval     = 200 * time.Millisecond
+	// demoTargetTable is the "business" table the demo's workers write in
+	// the same transaction as complete_job.
+	demoTargetTable = "public.leasefence_demo_target"
+	// demoPolicyReason is the reason recorded with the demo's policies.
+	demoPolicyReason = "leasectl demo: short leases so that the three stories fit in a minute"
+)
+
+// Runtime roles the demo makes login roles for.
+const (
+	roleWorker   = "durable_job_worker"
+	roleProducer = "durable_job_producer"
+	roleOperator = "durable_job_operator"
+)
+
+// errInterrupted is returned when the demo's context was cancelled (Ctrl-C).
+var errInterrupted = errors.New("interrupted")
+
+// runDemo is "leasectl demo".
+func runDemo(ctx context.Context, env *cliEnv, args []string) int {
+	fs := newFlagSet("demo")
+	d := &demo{env: env}
+	fs.StringVar(&d.databaseURL, "database-url", "",
+		"existing database to play in (a role that may apply the bundle and create roles); empty starts a throwaway PostgreSQL")
+	fs.StringVar(&d.htmlPath, "html", "", "where to write the HTML timeline (default: a new file in the OS temp folder)")
+	if done, code := parseFlags(env, fs, demoUsage, args); done {
+		return code
+	}
+	began := time.Now()
+	err := d.play(ctx)
+	cleanupErr := d.cleanup()
+	if ctx.Err() != nil {
+		fmt.Fprintln(env.stderr, "error: demo: interrupted; everything it started was stopped and removed")
+		return exitError
+	}
+	if err != nil {
+		return env.fail("demo: "+d.step, err)
+	}
+	if cleanupErr != nil {
+		return env.fail("demo: clean up", cleanupErr)
+	}
+	printf(env.stdout, "\ndemo finished in %.1f s (wall clock)\n", time.Since(began).Seconds())
+	return exitOK
+}
+
+// demo is one run of "leasectl demo".
+type demo struct {
+	env         *cliEnv
+	databaseURL string
+	htmlPath    string
+
+	// step says what the demo is doing, for the error line.
+	step string
+	// run is the random name part of this run's queues and roles.
+	run    string
+	queues [3]string
+	rec    *demoRecorder
+
+	adminURL string
+	admin    *pgxpool.Pool
+	where    string
+	// startedAt is the database time when the run began.
+	startedAt time.Time
+	// clockOffset is the database clock minus the local wall clock, used
+	// only when the database cannot be asked for its time.
+	clockOffset time.Duration
+
+	workerConn   string
+	producer     *session
+	operator     *session
+	operatorConn string
+
+	cleanups []func(ctx context.Context) error
+}
+
+// play runs the whole demo; cleanup undoes what it set up.
+func (d *demo) play(ctx context.Context) error {
+	d.run = randomName(3)
+	d.queues = [3]string{"demo." + d.run + ".long-job", "demo." + d.run + ".frozen-worker", "demo." + d.run + ".cancel"}
+	out := d.env.stdout
+	printf(out, "leasefence demo: database-fenced leases in three stories\n\n")
+
+	if err := d.connect(ctx); err != nil {
+		return err
+	}
+	if err := d.prepare(ctx); err != nil {
+		return err
+	}
+	d.rec = newDemoRecorder(out)
+	d.addCleanup(func(context.Context) error { d.rec.close(); return nil })
+	d.rec.say("\nEvery [db ...] time below is the database's clock_timestamp() in UTC. Workers are real goclient")
+	d.rec.say("clients with lease %s, renewal interval %s, safety margin %s; the database alone decides expiry.",
+		formatDuration(demoLeaseDuration), formatDuration(demoRenewalInterval), formatDuration(demoSafetyMargin))
+
+	for i, story := range []func(context.Context) error{d.storyLongJob, d.storyFrozenWorker, d.storyCancel} {
+		d.step = fmt.Sprintf("story %d", i+1)
+		if err := story(ctx); err != nil {
+			d.writeTimeline(ctx)
+			return interrupted(ctx, err)
+		}
+	}
+	d.rec.close()
+
+	d.step = "show lease health"
+	printf(out, "\nLease health (leasectl health, as the demo's operator login):\n")
+	if code := runHealth(ctx, d.env, []string{"--database-url", d.operatorConn}); code != exitOK {
+		return interrupted(ctx, errors.New("leasectl health failed (see above)"))
+	}
+	d.step = "summarize evidence"
+	if err := d.printEvidence(ctx); err != nil {
+		return interrupted(ctx, err)
+	}
+	d.step = "write the HTML timeline"
+	return interrupted(ctx, d.writeTimeline(ctx))
+}
+
+// interrupted returns errInterrupted when ctx was cancelled, else err.
+func interrupted(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return errInterrupted
+	}
+	return err
+}
+
+// connect starts the throwaway cluster (or uses --database-url) and opens
+// the admin pool.
+func (d *demo) connect(ctx context.Context) error {
+	out := d.env.stdout
+	d.adminURL = d.databaseURL
+	if d.databaseURL == "" {
+		d.step = "start PostgreSQL"
+		printf(out, "Starting a throwaway PostgreSQL from this machine's binaries (initdb, then the server)...\n")
+		began := time.Now()
+		cluster, err := pglocal.Start(ctx, pglocal.Options{
+			// A throwaway cluster needs no crash safety; this only makes
+			// initdb faster. Commits stay synchronous.
+			Settings:        map[string]string{"fsync": "off"},
+			NoSignalHandler: true, // Ctrl-C cancels ctx; cleanup stops the cluster
+			Logf:            func(format string, args ...any) { printf(out, "  "+format+"\n", args...) },
+		})
+		if err != nil {
+			return interrupted(ctx, err)
+		}
+		d.addCleanup(func(context.Context) error { return cluster.Stop() })
+		printf(out, "PostgreSQL is up on 127.0.0.1:%d after %.1f s (its files: %s, removed at the end)\n",
+			cluster.Port(), time.Since(began).Seconds(), filepath.Dir(cluster.DataDir()))
+		d.adminURL = cluster.URL("postgres")
+		d.where = "a throwaway cluster"
+	} else {
+		d.where = "an existing database"
+	}
+	d.step = "connect to database"
+	cfg, err := goclient.ParsePoolConfig(d.adminURL, statementTimeout)
+	if err != nil {
+		return err
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = applicationName
+	cfg.MaxConns = 4
+	d.admin, err = pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	d.addCleanup(func(context.Context) error { d.admin.Close(); return nil })
+	var version string
+	local := time.Now()
+	if err := d.admin.QueryRow(ctx, `SELECT pg_catalog.current_setting('server_version'), pg_catalog.clock_timestamp()`).
+		Scan(&version, &d.startedAt); err != nil {
+		return interrupted(ctx, err)
+	}
+	d.clockOffset = d.startedAt.Sub(local.Add(time.Since(local) / 2))
+	d.where = fmt.Sprintf("%s (PostgreSQL %s)", d.where, version)
+	if d.databaseURL != "" {
+		printf(out, "Connected to an existing database (PostgreSQL %s).\n", version)
+	}
+	return nil
+}
+
+// prepare applies the bundle when missing, creates the demo's login roles
+// and target table, and sets the demo queues' lease policy.
+func (d *demo) prepare(ctx context.Context) error {
+	out := d.env.stdout
+	d.step = "check privileges"
+	var mayCreateRoles bool
+	if err := d.admin.QueryRow(ctx,
+		`SELECT rolsuper OR rolcreaterole FROM pg_catalog.pg_roles WHERE rolname = current_user`).Scan(&mayCreateRoles); err != nil {
+		return interrupted(ctx, err)
+	}
+	if !mayCreateRoles {
+		return errors.New("the --database-url role may not create roles; use the role that applied the bundle or a superuser")
+	}
+
+	d.step = "apply the migration bundle"
+	version, err := d.bundleVersion(ctx)
+	if err != nil {
+		return interrupted(ctx, err)
+	}
+	newest := sqlbundle.NewestVersion()
+	switch {
+	case version == 0:
+		printf(out, "Applying the migration bundle (%d migrations: schema, roles, fenced functions)...\n", newest)
+		began := time.Now()
+		if err := sqlbundle.Apply(ctx, d.adminURL); err != nil {
+			return interrupted(ctx, err)
+		}
+		printf(out, "Bundle applied in %.1f s: the database is at version %d.\n", time.Since(began).Seconds(), newest)
+	case version == newest:
+		printf(out, "The bundle is already applied (version %d); nothing to migrate.\n", version)
+	default:
+		return fmt.Errorf("the database is at bundle version %d and this leasectl carries version %d; "+
+			"the demo only applies the bundle to a database without one (see leasectl migrate)", version, newest)
+	}
+
+	d.step = "create the demo's login roles"
+	printf(out, "Creating login roles for a worker, a producer and an operator, each granted only its runtime role...\n")
+	for _, role := range []string{roleWorker, roleProducer, roleOperator} {
+		conn, err := d.createLogin(ctx, role)
+		if err != nil {
+			return interrupted(ctx, err)
+		}
+		switch role {
+		case roleWorker:
+			d.workerConn = conn
+		case roleProducer:
+			if d.producer, err = d.openSession(ctx, conn); err != nil {
+				return interrupted(ctx, err)
+			}
+		case roleOperator:
+			d.operatorConn = conn
+			if d.operator, err = d.openSession(ctx, conn); err != nil {
+				return interrupted(ctx, err)
+			}
+		}
+	}
+
+	d.step = "create the demo's target table"
+	if _, err := d.admin.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+demoTargetTable+` (
+		job_record_id            bigint NOT NULL,
+		lease_fencing_generation bigint NOT NULL,
+		queue_name               text NOT NULL,
+		written_by               text NOT NULL,
+		written_at               timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+		CONSTRAINT leasefence_demo_target_pkey PRIMARY KEY (job_record_id, lease_fencing_generation))`); err != nil {
+		return interrupted(ctx, err)
+	}
+	if _, err := d.admin.Exec(ctx, `COMMENT ON TABLE `+demoTargetTable+` IS 'leasectl demo: the rows its workers write in the same transaction as complete_job'`); err != nil {
+		return interrupted(ctx, err)
+	}
+	if _, err := d.admin.Exec(ctx, `GRANT SELECT, INSERT ON `+demoTargetTable+` TO `+d.loginName(roleWorker)); err != nil {
+		return interrupted(ctx, err)
+	}
+
+	d.step = "set the demo queues' lease policy"
+	for _, q := range d.queues {
+		if err := d.operator.client.SetQueueLeasePolicy(ctx, goclient.LeasePolicyChange{
+			Queue: q, LeaseDuration: demoLeaseDuration, RenewalInterval: demoRenewalInterval,
+			MaxClaimLifetime: demoMaxClaimLifetime, RenewalEnabled: true, Reason: demoPolicyReason,
+		}); err != nil {
+			return interrupted(ctx, err)
+		}
+	}
+	printf(out, "Queues %s: lease %s renewed every %s (set_queue_lease_policy by the operator; recorded as evidence).\n",
+		strings.Join(d.queues[:], ", "), formatDuration(demoLeaseDuration), formatDuration(demoRenewalInterval))
+	return nil
+}
+
+// bundleVersion returns the database's bundle version, 0 when it has none.
+func (d *demo) bundleVersion(ctx context.Context) (int32, error) {
+	var exists bool
+	if err := d.admin.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1) IS NOT NULL`, sqlbundle.VersionTable).Scan(&exists); err != nil {
+		return 0, err
+	}
+	if !exists {
+		return 0, nil
+	}
+	var version int32
+	err := d.admin.QueryRow(ctx, `SELECT version FROM `+sqlbundle.VersionTable).Scan(&version)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return version, err
+}
+
+// loginName is the name of the demo's login role granted runtimeRole.
+func (d *demo) loginName(runtimeRole string) string {
+	return "leasefence_demo_" + d.run + "_" + strings.TrimPrefix(runtimeRole, "durable_job_")
+}
+
+// createLogin makes the demo's login role for runtimeRole, to be dropped at
+// cleanup, and returns a connection string for it.
+func (d *demo) createLogin(ctx context.Context, runtimeRole string) (string, error) {
+	name, password := d.loginName(runtimeRole), randomName(16)
+	// Both are made of [a-z0-9_] here, so they need no quoting.
+	if _, err := d.admin.Exec(ctx, fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s' IN ROLE %s", name, password, runtimeRole)); err != nil {
+		return "", err
+	}
+	d.addCleanup(func(ctx context.Context) error {
+		if runtimeRole == roleWorker {
+			if _, err := d.admin.Exec(ctx, `REVOKE ALL ON `+demoTargetTable+` FROM `+name); err != nil {
+				var pgErr *pgconn.PgError
+				if !errors.As(err, &pgErr) || pgErr.Code != "42P01" { // the table may never have been made
+					return err
+				}
+			}
+		}
+		_, err := d.admin.Exec(ctx, "DROP ROLE IF EXISTS "+name)
+		return err
+	})
+	return loginConnString(d.adminURL, name, password)
+}
+
+// loginConnString is base (a URL, a keyword/value string or empty) with its
+// user and password replaced.
+func loginConnString(base, user, password string) (string, error) {
+	if strings.HasPrefix(base, "postgres://") || strings.HasPrefix(base, "postgresql://") {
+		u, err := url.Parse(base)
+		if err != nil {
+			return "", err
+		}
+		u.User = url.UserPassword(user, password)
+		return u.String(), nil
+	}
+	// In a keyword/value string a later keyword wins.
+	return strings.TrimSpace(base + " user='" + user + "' password='" + password + "'"), nil
+}
+
+// openSession opens a small pool and a default client for a login.
+func (d *demo) openSession(ctx context.Context, conn string) (*session, error) {
+	cfg, err := goclient.ParsePoolConfig(conn, statementTimeout)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = 2
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	client, err := goclient.New(pool)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s := &session{pool: pool, client: client}
+	d.addCleanup(func(context.Context) error { s.close(); return nil })
+	return s, nil
+}
+
+// addCleanup registers f to run at cleanup, after everything registered
+// later.
+func (d *demo) addCleanup(f func(ctx context.Context) error) { d.cleanups = append(d.cleanups, f) }
+
+// cleanup runs the cleanups in reverse order, even after Ctrl-C.
+func (d *demo) cleanup() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var errs []error
+	for i := len(d.cleanups) - 1; i >= 0; i-- {
+		if err := d.cleanups[i](ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	d.cleanups = nil
+	return errors.Join(errs...)
+}
+
+// dbNow returns the database's clock_timestamp(), or the local clock
+// corrected by the offset measured at the start when the database does not
+// answer.
+func (d *demo) dbNow() time.Time {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var t time.Time
+	if err := d.admin.QueryRow(ctx, `SELECT pg_catalog.clock_timestamp()`).Scan(&t); err != nil {
+		return time.Now().Add(d.clockOffset)
+	}
+	return t
+}
+
+// ---------------------------------------------------------------------------
+// Workers.
+
+// demoWorker is one goclient client of the worker login, with a renewal
+// port that reports every renewal to the event log.
+type demoWorker struct {
+	label  string
+	pool   *pgxpool.Pool
+	hbPool *pgxpool.Pool
+	port   *demoPort
+	client *goclient.Client
+}
+
+// newWorker builds a worker client for story; close it at the story's end.
+func (d *demo) newWorker(ctx context.Context, story int, label string) (*demoWorker, error) {
+	cfg, err := goclient.ParsePoolConfig(d.workerConn, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = 3
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	// The heartbeat's own pool: never shared with the handler.
+	hcfg, err := goclient.ParsePoolConfig(d.workerConn, demoAttemptTimeout)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	hcfg.MaxConns = 2
+	hbPool, err := pgxpool.NewWithConfig(ctx, hcfg)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	port := &demoPort{inner: goclient.NewPgRenewalPort(hbPool, demoAttemptTimeout), d: d, story: story, label: label,
+		seen: map[int64]portSeen{}}
+	client, err := goclient.NewClient(pool, goclient.Config{
+		LeaseDuration: demoLeaseDuration, RenewalInterval: demoRenewalInterval, SafetyMargin: demoSafetyMargin,
+		AttemptTimeout: demoAttemptTimeout, MaxInFlightRenewals: 2, RenewalPort: port,
+	})
+	if err != nil {
+		hbPool.Close()
+		pool.Close()
+		return nil, err
+	}
+	return &demoWorker{label: label, pool: pool, hbPool: hbPool, port: port, client: client}, nil
+}
+
+// close stops the client (releasing any claim it still keeps) and its pools.
+func (w *demoWorker) close() {
+	_ = w.client.Close()
+	w.hbPool.Close()
+	w.pool.Close()
+}
+
+// portSeen is what the port last saw for one job.
+type portSeen struct {
+	claimedAt time.Time // database time of the claim
+	renewals  int
+	expires   time.Time // last granted expiry (database time)
+	dbTime    time.Time // database time of that answer
+	local     time.Time // local time the answer arrived
+}
+
+// demoPort is a goclient.RenewalPort around the production port: it passes
+// every attempt through and records its answer as an event. freeze makes
+// every later attempt hang until its attempt timeout without reaching the
+// database, the way a stalled network or a paused process would.
+type demoPort struct {
+	inner  goclient.RenewalPort
+	d      *demo
+	story  int
+	label  string
+	frozen atomic.Bool
+
+	mu   sync.Mutex
+	seen map[int64]portSeen
+}
+
+// RenewClaims implements goclient.RenewalPort.
+func (p *demoPort) RenewClaims(ctx context.Context, claims []goclient.Claim) ([]goclient.RenewalResult, error) {
+	if p.frozen.Load() {
+		<-ctx.Done()
+		at := p.d.dbNow()
+		for _, c := range claims {
+			p.d.rec.emit(demoEvent{At: at, Story: p.story, Job: c.JobID(), Actor: p.label, Kind: evRenewalFailed,
+				Text: fmt.Sprintf("sent a renewal of job %d that got no answer within its %s attempt timeout (frozen); "+
+					"a failed attempt never counts as a renewal", c.JobID(), formatDuration(demoAttemptTimeout))})
+		}
+		return nil, ctx.Err()
+	}
+	results, err := p.inner.RenewClaims(ctx, claims)
+	recv := time.Now()
+	if err != nil || len(results) != len(claims) {
+		at := p.d.dbNow()
+		for _, c := range claims {
+			p.d.rec.emit(demoEvent{At: at, Story: p.story, Job: c.JobID(), Actor: p.label, Kind: evRenewalFailed,
+				Text: fmt.Sprintf("could not renew job %d (the database call failed); it retries only while it still trusts the claim", c.JobID())})
+		}
+		return results, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, r := range results {
+		id := claims[i].JobID()
+		ev := demoEvent{At: r.DatabaseTime, Story: p.story, Job: id, Actor: p.label}
+		switch r.Outcome {
+		case goclient.RenewalRenewed:
+			s := p.seen[id]
+			s.renewals++
+			s.expires, s.dbTime, s.local = r.LeaseExpiresAt, r.DatabaseTime, recv
+			p.seen[id] = s
+			ev.Kind, ev.Until = evRenewed, r.LeaseExpiresAt
+			ev.Text = fmt.Sprintf("renewed job %d until %s (renewal %d", id, clockTime(r.LeaseExpiresAt), s.renewals)
+			if !s.claimedAt.IsZero() {
+				held := r.DatabaseTime.Sub(s.claimedAt)
+				ev.Text += fmt.Sprintf("; held %.1f s = %.1f × the original lease", held.Seconds(), held.Seconds()/demoLeaseDuration.Seconds())
+			}
+			ev.Text += ")"
+		case goclient.RenewalStale:
+			ev.Kind = evStale
+			ev.Text = fmt.Sprintf("tried to renew job %d: the database answered stale, so the client stops renewing "+
+				"and cancels the handler's context at once", id)
+		default:
+			ev.Kind = evStale
+			ev.Text = fmt.Sprintf("tried to renew job %d: the database answered %s", id, r.Outcome)
+		}
+		p.d.rec.emit(ev)
+	}
+	return results, nil
+}
+
+// claimed tells the port when the job was claimed.
+func (p *demoPort) claimed(job goclient.Job) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen[job.ID()] = portSeen{claimedAt: job.DatabaseTime(), expires: job.LeaseExpiresAt(),
+		dbTime: job.DatabaseTime(), local: time.Now()}
+}
+
+// last returns what the port last saw of job.
+func (p *demoPort) last(job int64) portSeen {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seen[job]
+}
+
+// freeze makes every later attempt hang without reaching the database.
+func (p *demoPort) freeze() { p.frozen.Store(true) }
+
+// waitRenewals waits until job has had n confirmed renewals.
+func (p *demoPort) waitRenewals(ctx context.Context, job int64, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for p.last(job).renewals < n {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("job %d had %d renewal(s) after %s, want %d", job, p.last(job).renewals, timeout, n)
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// claimEvent records a worker's claim of job.
+func (d *demo) claimEvent(story int, w *demoWorker, job goclient.Job) {
+	w.port.claimed(job)
+	ev := demoEvent{At: job.DatabaseTime(), Story: story, Job: job.ID(), Actor: w.label, Until: job.LeaseExpiresAt(),
+		Kind: evClaimed}
+	if job.FencingGeneration() > 1 {
+		ev.Kind = evReclaimed
+		ev.Text = fmt.Sprintf("reclaimed job %d until %s: a new claim, fencing generation %d, attempt %d",
+			job.ID(), clockTime(job.LeaseExpiresAt()), job.FencingGeneration(), job.Attempt())
+	} else {
+		ev.Text = fmt.Sprintf("claimed job %d until %s (fencing generation %d, attempt %d)",
+			job.ID(), clockTime(job.LeaseExpiresAt()), job.FencingGeneration(), job.Attempt())
+	}
+	d.rec.emit(ev)
+}
+
+// enqueue adds a job to queue as the producer and records it.
+func (d *demo) enqueue(ctx context.Context, story int, queue, what string) (int64, error) {
+	// The payload looks like a real one, personal data included; it is
+	// never printed, and the renewal path never reads it.
+	payload := fmt.Sprintf(`{"extract": %q, "contact_email": "dana.kim.%s@example.invalid", "rows": 1200}`, what, randomName(4))
+	id, err := d.producer.client.Enqueue(ctx, goclient.EnqueueParams{Queue: queue, Payload: []byte(payload), MaxAttempts: 3})
+	if err != nil {
+		return 0, err
+	}
+	d.rec.emit(demoEvent{At: d.dbNow(), Story: story, Job: id, Actor: "producer", Kind: evEnqueued,
+		Text: fmt.Sprintf("enqueued job %d on %s (%s)", id, queue, what)})
+	return id, nil
+}
+
+// writeTarget writes the worker's target row in tx.
+func writeTarget(ctx context.Context, tx pgx.Tx, label string, job goclient.Job) error {
+	_, err := tx.Exec(ctx, `INSERT INTO `+demoTargetTable+` (job_record_id, lease_fencing_generation, queue_name, written_by)
+		VALUES ($1, $2, $3, $4)`, job.ID(), job.FencingGeneration(), job.Queue(), label)
+	return err
+}
+
+// waitFinal polls the job's state until it leaves QUEUED and RUNNING, and
+// returns it with the database time it was seen.
+func (d *demo) waitFinal(ctx context.Context, job int64, timeout time.Duration) (goclient.JobState, time.Time, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		st, err := d.producer.client.State(ctx, job)
+		if err != nil {
+			return st, time.Time{}, err
+		}
+		if st.Status != goclient.StatusQueued && st.Status != goclient.StatusRunning {
+			return st, d.dbNow(), nil
+		}
+		if time.Now().After(deadline) {
+			return st, time.Time{}, fmt.Errorf("job %d is still %s after %s", job, st.Status, timeout)
+		}
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return st, time.Time{}, err
+		}
+	}
+}
+
+// runWorkers runs workers until the returned stop is called; stop returns
+// the first error a worker loop ended with.
+func runWorkers(ctx context.Context, workers ...*goclient.Worker) (stop func() error) {
+	wctx, cancel := context.WithCancel(ctx)
+	errs := make(chan error, len(workers))
+	for _, w := range workers {
+		go func() { errs <- w.Run(wctx) }()
+	}
+	var once sync.Once
+	var first error
+	return func() error {
+		once.Do(func() {
+			cancel()
+			for range workers {
+				if err := <-errs; err != nil && first == nil {
+					first = err
+				}
+			}
+		})
+		return first
+	}
+}
+
+// receive waits for a value on ch.
+func receive[T any](ctx context.Context, ch <-chan T, timeout time.Duration, what string) (T, error) {
+	var zero T
+	select {
+	case v := <-ch:
+		return v, nil
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	case <-time.After(timeout):
+		return zero, fmt.Errorf("%s did not happen within %s", what, timeout)
+	}
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Story 1: a long job keeps its one owner.
+
+func (d *demo) storyLongJob(ctx context.Context) error {
+	const story = 1
+	queue := d.queues[0]
+	work := 4 * demoLeaseDuration
+	d.rec.story(story, "a job that runs four times its lease keeps its one owner",
+		fmt.Sprintf("worker-a runs a %s job under a %s lease: its heartbeat renews the claim every %s on its own\n"+
+			"goroutine and connection. worker-b polls the same queue the whole time.",
+			formatDuration(work), formatDuration(demoLeaseDuration), formatDuration(demoRenewalInterval)))
+	a, err := d.newWorker(ctx, story, "worker-a")
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	b, err := d.newWorker(ctx, story, "worker-b")
+	if err != nil {
+		return err
+	}
+	defer b.close()
+
+	claimedA := make(chan goclient.Job, 1)
+	workerA, err := a.client.NewWorker(goclient.WorkerConfig{Queue: queue, PollInterval: demoPollInterval,
+		ShutdownTimeout: time.Second, TxHandler: func(jctx context.Context, tx pgx.Tx, job goclient.Job) error {
+			d.claimEvent(story, a, job)
+			claimedA <- job
+			if err := sleep(jctx, work); err != nil {
+				return context.Cause(jctx)
+			}
+			if err := writeTarget(jctx, tx, a.label, job); err != nil {
+				return err
+			}
+			d.rec.emit(demoEvent{At: d.dbNow(), Story: story, Job: job.ID(), Actor: a.label, Kind: evTargetWrite,
+				Text: fmt.Sprintf("finished %s of work; writes its target row and calls complete_job in the same transaction",
+					formatDuration(work))})
+			return nil
+		}})
+	if err != nil {
+		return err
+	}
+	var stolen atomic.Int64
+	workerB, err := b.client.NewWorker(goclient.WorkerConfig{Queue: queue, PollInterval: demoPollInterval,
+		ShutdownTimeout: time.Second, Handler: func(_ context.Context, job goclient.Job) error {
+			stolen.Store(job.ID())
+			d.claimEvent(story, b, job)
+			return nil
+		}})
+	if err != nil {
+		return err
+	}
+
+	stopA := runWorkers(ctx, workerA)
+	defer stopA() //nolint:errcheck // the error is read below on the normal path
+	id, err := d.enqueue(ctx, story, queue, fmt.Sprintf("a %s extract", formatDuration(work)))
+	if err != nil {
+		return err
+	}
+	job, err := receive(ctx, claimedA, 10*time.Second, "worker-a's claim")
+	if err != nil {
+		return err
+	}
+	stopB := runWorkers(ctx, workerB)
+	defer stopB() //nolint:errcheck
+	d.rec.emit(demoEvent{At: d.dbNow(), Story: story, Job: id, Actor: b.label, Kind: evPolling,
+		Text: fmt.Sprintf("starts polling %s every %s", queue, formatDuration(demoPollInterval))})
+
+	st, seenAt, err := d.waitFinal(ctx, id, work+10*time.Second)
+	if err != nil {
+		return err
+	}
+	elapsed := seenAt.Sub(job.DatabaseTime())
+	d.rec.emit(demoEvent{At: seenAt, Story: story, Job: id, Actor: a.label, Kind: evCompleted,
+		Text: fmt.Sprintf("completed job %d: %s after %.1f s, %.1f × its original lease, with %d renewals",
+			id, st.Status, elapsed.Seconds(), elapsed.Seconds()/demoLeaseDuration.Seconds(), st.RenewalCount)})
+	if err := stopB(); err != nil {
+		return err
+	}
+	d.rec.emit(demoEvent{At: d.dbNow(), Story: story, Job: id, Actor: b.label, Kind: evNeverClaimed,
+		Text: fmt.Sprintf("stops polling: in %.1f s it was never given job %d", d.dbNow().Sub(job.DatabaseTime()).Seconds(), id)})
+	if err := stopA(); err != nil {
+		return err
+	}
+
+	switch {
+	case stolen.Load() != 0:
+		return fmt.Errorf("worker-b was given job %d while worker-a held it", stolen.Load())
+	case st.Status != goclient.StatusSucceeded:
+		return fmt.Errorf("job %d ended %s, want SUCCEEDED", id, st.Status)
+	case st.FencingGeneration != 1 || st.AttemptNumber != 1:
+		return fmt.Errorf("job %d has fencing generation %d and attempt %d, want one claim", id, st.FencingGeneration, st.AttemptNumber)
+	case st.RenewalCount < 3:
+		return fmt.Errorf("job %d was renewed %d times, want at least 3", id, st.RenewalCount)
+	}
+	summary := fmt.Sprintf("SUCCEEDED once after %.1f s (%.1f × the %s lease): one claim (generation 1), %d renewals, never reclaimed",
+		elapsed.Seconds(), elapsed.Seconds()/demoLeaseDuration.Seconds(), formatDuration(demoLeaseDuration), st.RenewalCount)
+	d.rec.summarize(id, summary)
+	d.rec.say("  checked in the database: job %d %s.", id, summary)
+	return nil
+}
+
+// ---------------------------------------------------------------------------
+// Story 2: a frozen worker loses its job only after expiry.
+
+func (d *demo) storyFrozenWorker(ctx context.Context) error {
+	const story = 2
+	queue := d.queues[1]
+	d.rec.story(story, "a frozen worker loses its job only after the database sees the lease expire",
+		"worker-a claims a job, renews twice, then freezes: its heartbeat stops reaching the database while its handler\n"+
+			"keeps running. worker-b takes over only once the lease has expired by the database clock; worker-a's late\n"+
+			"completion is then refused and its target write rolled back.")
+	a, err := d.newWorker(ctx, story, "worker-a")
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	b, err := d.newWorker(ctx, story, "worker-b")
+	if err != nil {
+		return err
+	}
+	defer b.close()
+
+	id, err := d.enqueue(ctx, story, queue, "a nightly load")
+	if err != nil {
+		return err
+	}
+	job, err := a.client.Claim(ctx, queue)
+	if err != nil {
+		return err
+	}
+	d.claimEvent(story, a, job)
+	lease := a.client.Keep(ctx, job)
+	defer lease.Stop()
+	trustLost := make(chan struct{})
+	context.AfterFunc(lease.Context(), func() {
+		if errors.Is(context.Cause(lease.Context()), goclient.ErrTrustDeadlinePassed) {
+			d.rec.emit(demoEvent{At: d.dbNow(), Story: story, Job: id, Actor: a.label, Kind: evTrustLost,
+				Text: fmt.Sprintf("gives up job %d in its client: no renewal was confirmed before the local trust deadline "+
+					"(granted lease minus the %s safety margin); the client cancels the handler's context, but this frozen handler does not look",
+					id, formatDuration(demoSafetyMargin))})
+		}
+		close(trustLost)
+	})
+	if err := a.port.waitRenewals(ctx, id, 2, 4*demoRenewalInterval); err != nil {
+		return err
+	}
+	a.port.freeze()
+	seen := a.port.last(id)
+	d.rec.emit(demoEvent{At: d.dbNow(), Story: story, Job: id, Actor: a.label, Kind: evFrozen,
+		Text: "freezes: its renewals stop reaching the database (the demo stalls them); its handler is still running"})
+
+	// worker-b asks for work at once, in its own session: the lease is live,
+	// so the database gives it nothing.
+	if early, err := b.client.Claim(ctx, queue); err == nil {
+		_, _ = b.client.Release(context.WithoutCancel(ctx), early.Claim())
+		return fmt.Errorf("worker-b claimed job %d while its lease was live (until %s)", early.ID(), clockTime(seen.expires))
+	} else if !errors.Is(err, goclient.ErrNoJob) {
+		return err
+	}
+	d.rec.emit(demoEvent{At: d.dbNow(), Story: story, Job: id, Actor: b.label, Kind: evNoJob,
+		Text: fmt.Sprintf("asks for work on the queue: nothing claimable, job %d's lease is live until %s", id, clockTime(seen.expires))})
+
+	var watch sync.WaitGroup
+	watch.Add(1)
+	go func() {
+		defer watch.Done()
+		d.watchExpiry(ctx, story, id, seen)
+	}()
+	defer watch.Wait()
+
+	claimedB := make(chan goclient.Job, 1)
+	workerB, err := b.client.NewWorker(goclient.WorkerConfig{Queue: queue, PollInterval: demoPollInterval,
+		ShutdownTimeout: time.Second, TxHandler: func(jctx context.Context, tx pgx.Tx, job goclient.Job) error {
+			d.claimEvent(story, b, job)
+			claimedB <- job
+			if err := sleep(jctx, 500*time.Millisecond); err != nil {
+				return context.Cause(jctx)
+			}
+			if err := writeTarget(jctx, tx, b.label, job); err != nil {
+				return err
+			}
+			d.rec.emit(demoEvent{At: d.dbNow(), Story: story, Job: job.ID(), Actor: b.label, Kind: evTargetWrite,
+				Text: fmt.Sprintf("writes its target row (generation %d) and calls complete_job in the same transaction",
+					job.FencingGeneration())})
+			return nil
+		}})
+	if err != nil {
+		return err
+	}
+	stopB := runWorkers(ctx, workerB)
+	defer stopB() //nolint:errcheck
+	d.rec.emit(demoEvent{At: d.dbNow(), Story: story, Job: id, Actor: b.label, Kind: evPolling,
+		Text: fmt.Sprintf("starts its worker loop on the queue, polling every %s", formatDuration(demoPollInterval))})
+	jobB, err := receive(ctx, claimedB, 3*demoLeaseDuration, "worker-b's reclaim")
+	if err != nil {
+		return err
+	}
+	stB, seenAt, err := d.waitFinal(ctx, id, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	d.rec.emit(demoEvent{At: seenAt, Story: story, Job: id, Actor: b.label, Kind: evCompleted,
+		Text: fmt.Sprintf("completed job %d: %s under fencing generation %d", id, stB.Status, stB.FencingGeneration)})
+	if err := stopB(); err != nil {
+		return err
+	}
+
+	// worker-a's handler wakes up and tries to finish, as a stale worker
+	// would. (A goclient Worker would not even try: its lease context is
+	// cancelled. The demo makes the call to show that the database refuses
+	// it.)
+	if _, err := receive(ctx, trustLost, 2*demoLeaseDuration, "worker-a's loss of trust"); err != nil {
+		return err
+	}
+	tx, err := a.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // rolled back below on the normal path
+	if err := writeTarget(ctx, tx, a.label, job); err != nil {
+		return err
+	}
+	d.rec.emit(demoEvent{At: d.dbNow(), Story: story, Job: id, Actor: a.label, Kind: evTargetWrite,
+		Text: "wakes up, writes its target row (generation 1) and calls complete_job in the same transaction"})
+	completeErr := a.client.CompleteTx(ctx, tx, job.Claim(), nil)
+	if err := tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
+		return err
+	}
+	var pgErr *pgconn.PgError
+	if !errors.Is(completeErr, goclient.ErrStaleClaim) || !errors.As(completeErr, &pgErr) || pgErr.Code != goclient.SQLStateStaleClaim {
+		return fmt.Errorf("worker-a's late complete_job was not refused with SQLSTATE LF001: %v", completeErr)
+	}
+	d.rec.emit(demoEvent{At: d.dbNow(), Story: story, Job: id, Actor: a.label, Kind: evRefused,
+		Text: "is refused: complete_job raised SQLSTATE LF001 (stale claim), so its whole transaction rolled back, target write included"})
+
+	rows, _ := a.pool.Query(ctx, `SELECT written_by, lease_fencing_generation FROM `+demoTargetTable+
+		` WHERE job_record_id = $1 ORDER BY lease_fencing_generation`, id)
+	type targetRow struct {
+		WrittenBy  string
+		Generation int64
+	}
+	written, err := pgx.CollectRows(rows, pgx.RowToStructByPos[targetRow])
+	if err != nil {
+		return err
+	}
+	d.rec.emit(demoEvent{At: d.dbNow(), Story: story, Job: id, Actor: "database", Kind: evChecked,
+		Text: fmt.Sprintf("shows %d target row(s) for job %d: %s", len(written), id, describeRows(written, func(r targetRow) string {
+			return fmt.Sprintf("%s's (generation %d)", r.WrittenBy, r.Generation)
+		}))})
+
+	switch {
+	case !jobB.DatabaseTime().After(seen.expires):
+		return fmt.Errorf("worker-b reclaimed job %d at %s, not after its lease expired at %s",
+			id, clockTime(jobB.DatabaseTime()), clockTime(seen.expires))
+	case stB.Status != goclient.StatusSucceeded || stB.FencingGeneration != 2 || jobB.FencingGeneration() != 2:
+		return fmt.Errorf("job %d ended %s under generation %d, want SUCCEEDED by worker-b under generation 2", id, stB.Status, stB.FencingGeneration)
+	case len(written) != 1 || written[0].WrittenBy != b.label || written[0].Generation != 2:
+		return fmt.Errorf("the target table holds %d row(s) for job %d, want only worker-b's", len(written), id)
+	}
+	summary := fmt.Sprintf("SUCCEEDED by worker-b (generation 2), reclaimed %.0f ms after the database saw worker-a's lease expire; "+
+		"worker-a's late completion refused with LF001, its target row rolled back",
+		float64(jobB.DatabaseTime().Sub(seen.expires).Milliseconds()))
+	d.rec.summarize(id, summary)
+	d.rec.say("  checked in the database: job %d %s.", id, summary)
+	return nil
+}
+
+// describeRows lists rows as text, or "none".
+func describeRows[T any](rows []T, describe func(T) string) string {
+	if len(rows) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(rows))
+	for i, r := range rows {
+		parts[i] = describe(r)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// watchExpiry records the moment the database clock passes the lease's
+// expiry.
+func (d *demo) watchExpiry(ctx context.Context, story int, job int64, seen portSeen) {
+	// The expiry on the local monotonic clock, from the last answer.
+	due := seen.local.Add(seen.expires.Sub(seen.dbTime))
+	if sleep(ctx, time.Until(due)) != nil {
+		return
+	}
+	for range 100 {
+		if d.dbNow().After(seen.expires) {
+			break
+		}
+		if sleep(ctx, 10*time.Millisecond) != nil {
+			return
+		}
+	}
+	d.rec.emit(demoEvent{At: seen.expires, Story: story, Job: job, Actor: "database", Kind: evExpired,
+		Text: fmt.Sprintf("clock passes job %d's lease_expires_at: the lease has expired; the job is still RUNNING and may be reclaimed", job)})
+}
+
+// ---------------------------------------------------------------------------
+// Story 3: an operator cancels a running job.
+
+// handlerStop is when and why a handler stopped.
+type handlerStop struct {
+	local time.Time
+	at    time.Time
+	cause error
+}
+
+func (d *demo) storyCancel(ctx context.Context) error {
+	const story = 3
+	queue := d.queues[2]
+	d.rec.story(story, "an operator cancels a running job and the handler stops within one renewal interval",
+		fmt.Sprintf("worker-c runs a job that would take 30 s. The operator cancels it with cancel_job: the claim is stale\n"+
+			"at once, the next renewal (at most %s later) says so, and the client cancels the handler's context.",
+			formatDuration(demoRenewalInterval)))
+	c, err := d.newWorker(ctx, story, "worker-c")
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	claimed := make(chan goclient.Job, 1)
+	stopped := make(chan handlerStop, 1)
+	workerC, err := c.client.NewWorker(goclient.WorkerConfig{Queue: queue, PollInterval: demoPollInterval,
+		ShutdownTimeout: time.Second, Handler: func(jctx context.Context, job goclient.Job) error {
+			d.claimEvent(story, c, job)
+			claimed <- job
+			select {
+			case <-jctx.Done():
+				stopped <- handlerStop{local: time.Now(), at: d.dbNow(), cause: context.Cause(jctx)}
+				return context.Cause(jctx)
+			case <-time.After(30 * time.Second):
+				return nil
+			}
+		}})
+	if err != nil {
+		return err
+	}
+	stopC := runWorkers(ctx, workerC)
+	defer stopC() //nolint:errcheck
+	id, err := d.enqueue(ctx, story, queue, "a 30 s backfill")
+	if err != nil {
+		return err
+	}
+	job, err := receive(ctx, claimed, 10*time.Second, "worker-c's claim")
+	if err != nil {
+		return err
+	}
+	claimedLocal := time.Now()
+	if err := sleep(ctx, 2*demoRenewalInterval+demoRenewalInterval/2-time.Since(claimedLocal)); err != nil {
+		return err
+	}
+	cancelSent := time.Now()
+	cancelled, err := d.operator.client.Cancel(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !cancelled {
+		return fmt.Errorf("cancel_job(%d) returned false for a running job", id)
+	}
+	cancelAt := d.dbNow()
+	d.rec.emit(demoEvent{At: cancelAt, Story: story, Job: id, Actor: "operator", Kind: evCancelled,
+		Text: fmt.Sprintf("cancels job %d with cancel_job: it is CANCELLED, and its claim is stale from this moment", id)})
+	stop, err := receive(ctx, stopped, 2*demoRenewalInterval+demoAttemptTimeout, "worker-c's handler stop")
+	if err != nil {
+		return err
+	}
+	delay := stop.local.Sub(cancelSent)
+	verdict := fmt.Sprintf("within one renewal interval of %s", formatDuration(demoRenewalInterval))
+	if delay > demoRenewalInterval {
+		verdict = fmt.Sprintf("within one renewal interval of %s plus that renewal's round trip", formatDuration(demoRenewalInterval))
+	}
+	cause := "stale claim"
+	if !errors.Is(stop.cause, goclient.ErrStaleClaim) {
+		cause = fmt.Sprint(stop.cause)
+	}
+	d.rec.emit(demoEvent{At: stop.at, Story: story, Job: id, Actor: c.label, Kind: evHandlerStopped,
+		Text: fmt.Sprintf("stops its handler %d ms after the cancel was sent (%s): the client cancelled the handler's context, cause: %s",
+			delay.Milliseconds(), verdict, cause)})
+	if err := stopC(); err != nil {
+		return err
+	}
+	st, err := d.producer.client.State(ctx, id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case st.Status != goclient.StatusCancelled:
+		return fmt.Errorf("job %d is %s after the cancel, want CANCELLED", id, st.Status)
+	case !errors.Is(stop.cause, goclient.ErrStaleClaim):
+		return fmt.Errorf("worker-c's handler stopped for %v, want a stale claim", stop.cause)
+	case delay > demoRenewalInterval+demoAttemptTimeout:
+		return fmt.Errorf("worker-c's handler stopped %s after the cancel, more than one renewal interval and one attempt", delay)
+	}
+	summary := fmt.Sprintf("CANCELLED by the operator %.1f s into the claim; the handler stopped %d ms later (%s)",
+		cancelAt.Sub(job.DatabaseTime()).Seconds(), delay.Milliseconds(), verdict)
+	d.rec.summarize(id, summary)
+	d.rec.say("  checked in the database: job %d is CANCELLED; the handler stopped %d ms after the cancel, %s.",
+		id, delay.Milliseconds(), verdict)
+	return nil
+}
+
+// ---------------------------------------------------------------------------
+// The end: evidence and the HTML timeline.
+
+// printEvidence prints a short evidence summary of the run from the
+// auditor functions, as the demo's operator login.
+func (d *demo) printEvidence(ctx context.Context) error {
+	out := d.env.stdout
+	c := d.operator.client
+	printf(out, "\nEvidence of this run (auditor functions; no payload, token, owner id or job id):\n")
+	mv, err := c.BundleMigrationVersion(ctx)
+	if err != nil {
+		return err
+	}
+	printf(out, "  bundle migration version %d, applied %s (leasectl carries version %d)\n",
+		mv.Version, formatTime(mv.AppliedAt), sqlbundle.NewestVersion())
+	records, err := c.ControlEvidence(ctx, d.startedAt)
+	if err != nil {
+		return err
+	}
+	printf(out, "  control evidence recorded during the run: %d record(s)\n", len(records))
+	for _, r := range records {
+		queue := ""
+		if r.Queue != "" {
+			queue = " " + r.Queue
+		}
+		printf(out, "    #%d %s %s%s by %s: %q\n      new values %s\n", r.ID, formatTime(r.RecordedAt), r.Kind, queue,
+			r.ChangedByRole, oneLine(r.Reason), compactJSON(r.NewValues))
+	}
+	outcomes, err := c.LeaseOutcomeTotals(ctx, d.startedAt)
+	if err != nil {
+		return err
+	}
+	var parts []string
+	for _, o := range outcomes {
+		if d.isDemoQueue(o.Queue) {
+			parts = append(parts, fmt.Sprintf("%s %s %d", o.Queue, o.Outcome, o.Count))
+		}
+	}
+	printf(out, "  rare lease outcomes in the demo queues: %s\n", joinOrNone(parts))
+	statuses, err := c.JobStatusTotals(ctx)
+	if err != nil {
+		return err
+	}
+	parts = nil
+	for _, s := range statuses {
+		if d.isDemoQueue(s.Queue) {
+			parts = append(parts, fmt.Sprintf("%s %s %d", s.Queue, s.Status, s.Count))
+		}
+	}
+	printf(out, "  jobs by status in the demo queues: %s\n", joinOrNone(parts))
+	report, err := auditDatabase(ctx, d.operator.pool)
+	if err != nil {
+		return err
+	}
+	if report.Passed {
+		printf(out, "  leasectl audit: passed, %d checks, no findings\n", len(report.Checks))
+	} else {
+		printf(out, "  leasectl audit: %d finding(s); run leasectl audit for them\n", report.Findings)
+	}
+	if d.databaseURL != "" {
+		printf(out, "  the full report: leasectl evidence --since %s --database-url ...\n", d.startedAt.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// isDemoQueue reports whether queue is one of this run's.
+func (d *demo) isDemoQueue(queue string) bool {
+	for _, q := range d.queues {
+		if q == queue {
+			return true
+		}
+	}
+	return false
+}
+
+// joinOrNone joins parts with "; ", or says "none".
+func joinOrNone(parts []string) string {
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// writeTimeline writes the HTML timeline of the events so far and prints
+// its path.
+func (d *demo) writeTimeline(ctx context.Context) error {
+	if d.rec == nil || ctx.Err() != nil {
+		return nil
+	}
+	path := d.htmlPath
+	if path == "" {
+		path = filepath.Join(os.TempDir(), "leasefence-demo-"+d.run+".html")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(abs)
+	if err != nil {
+		return err
+	}
+	events, stories, summaries := d.rec.snapshot()
+	page := timelinePage{
+		Title:     "leasefence demo: lease timeline",
+		StartedAt: formatTime(d.startedAt),
+		Where:     d.where,
+		Policy: fmt.Sprintf("Lease %s, renewal interval %s, client safety margin %s. Times are the database's clock.",
+			formatDuration(demoLeaseDuration), formatDuration(demoRenewalInterval), formatDuration(demoSafetyMargin)),
+		GeneratedBy: "Written by leasectl demo.",
+	}
+	if err := writeTimelineHTML(f, page, events, stories, summaries); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	printf(d.env.stdout, "\nLease timeline (self-contained HTML, open it in a browser): %s\n", abs)
+	return nil
+}
+
+// randomName returns 2n random lowercase hex digits.
+func randomName(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b)
 }
