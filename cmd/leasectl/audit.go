@@ -101,7 +101,7 @@ func runAudit(ctx context.Context, env *cliEnv, args []string) int {
 	defer pool.Close()
 	report, err := auditDatabase(ctx, pool)
 	if err != nil {
-		return env.fail("audit database", err)
+		return env.failAudit(err)
 	}
 	if common.json() {
 		_ = writeJSON(env.stdout, report)
@@ -138,7 +138,7 @@ func auditDatabase(ctx context.Context, pool *pgxpool.Pool) (auditReport, error)
 	for _, check := range controls.AuditChecks() {
 		findings, err := auditCheckFuncs[check.ID](ctx, pool)
 		if err != nil {
-			return auditReport{}, fmt.Errorf("%s: %w", check.ID, err)
+			return auditReport{}, &auditCheckError{check: check.ID, err: err}
 		}
 		if findings == nil {
 			findings = []string{}
@@ -152,6 +152,28 @@ func auditDatabase(ctx context.Context, pool *pgxpool.Pool) (auditReport, error)
 		}
 	}
 	return report, nil
+}
+
+// auditCheckError is a check that could not run (not a finding).
+type auditCheckError struct {
+	check string
+	err   error
+}
+
+// Error names the check and the cause.
+func (e *auditCheckError) Error() string { return e.check + ": " + e.err.Error() }
+
+// Unwrap returns the cause.
+func (e *auditCheckError) Unwrap() error { return e.err }
+
+// failAudit prints an audit that could not run, naming the check, and
+// returns exitError.
+func (e *cliEnv) failAudit(err error) int {
+	var checkErr *auditCheckError
+	if errors.As(err, &checkErr) {
+		return e.fail("audit database: "+checkErr.check, checkErr.err)
+	}
+	return e.fail("audit database", err)
 }
 
 // collectStrings runs a query whose rows are one text column each.

@@ -305,3 +305,47 @@ func TestSplitSearchPathUnquotesNames(t *testing.T) {
 	require.Equal(t, []string{`My "Schema"`, "pg_temp"}, splitSearchPath(`"My ""Schema""", pg_temp`))
 	require.Empty(t, splitSearchPath(""))
 }
+
+func TestAuditThatCannotReadACatalogFailsWithExit1(t *testing.T) {
+	t.Parallel()
+	// Each case takes away, in this database only, one catalog or privilege
+	// function a check needs (superusers bypass this, so an auditor login
+	// runs the audit). The audit must then stop with exit 1 and name the
+	// check, not report a pass.
+	cases := []struct {
+		check string
+		sql   []string
+	}{
+		{controls.CheckSearchPath, []string{`REVOKE SELECT ON pg_catalog.pg_proc FROM PUBLIC`}},
+		{controls.CheckPublicExecute, []string{`REVOKE EXECUTE ON FUNCTION pg_catalog.has_function_privilege(name, oid, text) FROM PUBLIC`}},
+		{controls.CheckRuntimePrivileges, []string{`REVOKE SELECT ON pg_catalog.pg_roles FROM PUBLIC`}},
+		{controls.CheckRuntimePrivileges, []string{`REVOKE EXECUTE ON FUNCTION pg_catalog.has_sequence_privilege(oid, oid, text) FROM PUBLIC`}},
+		{controls.CheckRuntimePrivileges, []string{`REVOKE EXECUTE ON FUNCTION pg_catalog.has_schema_privilege(oid, oid, text) FROM PUBLIC`}},
+		{controls.CheckDefinerAttributes, []string{`REVOKE SELECT ON pg_catalog.pg_roles FROM PUBLIC`,
+			`GRANT SELECT (oid, rolname, rolsuper) ON pg_catalog.pg_roles TO PUBLIC`}},
+		{controls.CheckRenewalPayload, []string{`REVOKE EXECUTE ON FUNCTION pg_catalog.has_any_column_privilege(oid, oid, text) FROM PUBLIC`}},
+		{controls.CheckSchemaCreate, []string{`REVOKE EXECUTE ON FUNCTION pg_catalog.has_schema_privilege(name, oid, text) FROM PUBLIC`}},
+		{controls.CheckEvidenceAppendOnly, []string{`REVOKE SELECT ON pg_catalog.pg_trigger FROM PUBLIC`}},
+		{controls.CheckEvidenceAppendOnly, []string{`REVOKE EXECUTE ON FUNCTION pg_catalog.has_table_privilege(oid, text) FROM PUBLIC`}},
+		{controls.CheckMigrationVersion, []string{`REVOKE EXECUTE ON FUNCTION pg_catalog.has_schema_privilege(text, text) FROM PUBLIC`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.check, func(t *testing.T) {
+			t.Parallel()
+			db := testdb.New(t)
+			for _, sql := range tc.sql {
+				execSQL(t, db.Pool(t), sql)
+			}
+			auditor := db.LoginURL(t, "durable_job_auditor")
+			r := leasectl(t, "audit", "--database-url", auditor)
+			requireCode(t, exitError, r, tc.sql)
+			require.True(t, strings.HasPrefix(r.stderr, "error: audit database: "+tc.check+": permission denied"), r.stderr)
+			require.Empty(t, r.stdout)
+			if tc.check == controls.CheckEvidenceAppendOnly {
+				r = leasectl(t, "evidence", "--database-url", auditor)
+				requireCode(t, exitError, r)
+				require.True(t, strings.HasPrefix(r.stderr, "error: audit database: "+tc.check+": "), r.stderr)
+			}
+		})
+	}
+}

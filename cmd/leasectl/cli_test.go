@@ -83,11 +83,23 @@ func TestUsageErrorsExit64WithOneLine(t *testing.T) {
 		{"deployment", "record", "--version", "1.0", "--reason", "r", "--output", "yaml"},
 	}
 	for _, args := range cases {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			t.Parallel()
+			requireUsageError(t, args)
+		})
+	}
+}
+
+// requireUsageError runs leasectl with args and requires exit 64 with one
+// "error: usage:" line (the full help for no arguments at all).
+func requireUsageError(t *testing.T, args []string) {
+	t.Helper()
+	{
 		r := leasectl(t, args...)
 		requireCode(t, exitUsage, r, args)
 		if len(args) == 0 {
 			require.Contains(t, r.stderr, "Usage:")
-			continue
+			return
 		}
 		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
 		require.Len(t, lines, 1, "%v: %s", args, r.stderr)

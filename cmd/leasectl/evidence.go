@@ -167,7 +167,7 @@ func runEvidence(ctx context.Context, env *cliEnv, args []string) int {
 		return env.fail("read job status totals", err)
 	}
 	if data.audit, err = auditDatabase(ctx, s.pool); err != nil {
-		return env.fail("audit database", err)
+		return env.failAudit(err)
 	}
 	report := buildEvidence(data)
 	if *format == "json" {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -51,6 +52,15 @@ func testMain(m *testing.M) int {
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "leasectl tests: go build -cover: %v\n%s", err, out)
 		return 1
+	}
+	// The tests spend their time waiting on leasectl processes and the
+	// database, not on the CPU: run more of them at once than there are
+	// cores, unless -test.parallel says otherwise.
+	flag.Parse()
+	parallelGiven := false
+	flag.Visit(func(f *flag.Flag) { parallelGiven = parallelGiven || f.Name == "test.parallel" })
+	if !parallelGiven {
+		_ = flag.Set("test.parallel", "6")
 	}
 	code := testdb.Run(m)
 	if err := writeCoverProfile(tmp); err != nil {

@@ -1,0 +1,193 @@
+package goclient_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mightyetl/leasefence/goclient"
+	"github.com/mightyetl/leasefence/internal/testdb"
+	sqlbundle "github.com/mightyetl/leasefence/sql"
+)
+
+// adminClient returns a client over pool, closed when t ends.
+func adminClient(t *testing.T, pool *pgxpool.Pool) *goclient.Client {
+	t.Helper()
+	c, err := goclient.New(pool)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, c.Close()) })
+	return c
+}
+
+func TestSetQueueLeasePolicyIsReadBackAndInvalidOnesChangeNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	operator := adminClient(t, db.LoginPool(t, "durable_job_operator"))
+
+	change := goclient.LeasePolicyChange{Queue: "etl.admin", LeaseDuration: 3 * time.Second,
+		RenewalInterval: time.Second, MaxClaimLifetime: 2 * time.Hour, RenewalEnabled: false, Reason: "CHG-9 admin test"}
+	require.NoError(t, operator.SetQueueLeasePolicy(ctx, change))
+	policies, err := operator.QueueLeasePolicies(ctx)
+	require.NoError(t, err)
+	require.Len(t, policies, 2)
+	require.Equal(t, "*", policies[0].Queue)
+	require.Equal(t, 30*time.Second, policies[0].LeaseDuration)
+	require.Equal(t, 24*time.Hour, policies[0].MaxClaimLifetime)
+	got := policies[1]
+	require.Equal(t, "etl.admin", got.Queue)
+	require.Equal(t, 3*time.Second, got.LeaseDuration)
+	require.Equal(t, time.Second, got.RenewalInterval)
+	require.Equal(t, 2*time.Hour, got.MaxClaimLifetime)
+	require.False(t, got.RenewalEnabled)
+	require.NotEmpty(t, got.ChangedByRole)
+	require.WithinDuration(t, time.Now(), got.ChangedAt, time.Minute)
+
+	for _, bad := range []goclient.LeasePolicyChange{
+		{Queue: "etl.admin", LeaseDuration: 0, RenewalInterval: time.Second, MaxClaimLifetime: time.Hour, Reason: "zero"},
+		{Queue: "etl.admin", LeaseDuration: 3 * time.Second, RenewalInterval: 3 * time.Second, MaxClaimLifetime: time.Hour, Reason: "equal"},
+		{Queue: "etl.admin", LeaseDuration: 3 * time.Second, RenewalInterval: time.Second, MaxClaimLifetime: time.Hour, Reason: " "},
+		{Queue: "Not A Queue", LeaseDuration: 3 * time.Second, RenewalInterval: time.Second, MaxClaimLifetime: time.Hour, Reason: "name"},
+	} {
+		err := operator.SetQueueLeasePolicy(ctx, bad)
+		require.ErrorIs(t, err, goclient.ErrInvalidPolicy, bad.Reason)
+		var pgErr *pgconn.PgError
+		require.ErrorAs(t, err, &pgErr)
+		require.Equal(t, goclient.SQLStateInvalidPolicy, pgErr.Code)
+	}
+	after, err := operator.QueueLeasePolicies(ctx)
+	require.NoError(t, err)
+	require.Equal(t, policies, after)
+
+	auditor := adminClient(t, db.LoginPool(t, "durable_job_auditor"))
+	require.ErrorIs(t, auditor.SetQueueLeasePolicy(ctx, change), goclient.ErrPermissionDenied)
+	worker := adminClient(t, db.LoginPool(t, "durable_job_worker"))
+	_, err = worker.QueueLeasePolicies(ctx)
+	require.ErrorIs(t, err, goclient.ErrPermissionDenied)
+}
+
+func TestDeploymentAndPolicyChangesAppearInControlEvidence(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	deployer := adminClient(t, db.Pool(t)) // the role that applied the bundle
+	operator := adminClient(t, db.LoginPool(t, "durable_job_operator"))
+	auditor := adminClient(t, db.LoginPool(t, "durable_job_auditor"))
+
+	start := time.Now().Add(-time.Second)
+	require.NoError(t, deployer.RecordDeploymentVersion(ctx, "3.1.4+rc.1", "REL-31 admin test"))
+	require.ErrorIs(t, deployer.RecordDeploymentVersion(ctx, "3.1.4 beta", "REL-31"), goclient.ErrInvalidArgument)
+	require.ErrorIs(t, operator.RecordDeploymentVersion(ctx, "3.1.4", "REL-31"), goclient.ErrPermissionDenied)
+	require.NoError(t, operator.SetQueueLeasePolicy(ctx, goclient.LeasePolicyChange{Queue: "etl.admin",
+		LeaseDuration: 3 * time.Second, RenewalInterval: time.Second, MaxClaimLifetime: time.Hour,
+		RenewalEnabled: false, Reason: "INC-3 pause renewals"}))
+
+	all, err := auditor.ControlEvidence(ctx, time.Time{})
+	require.NoError(t, err)
+	require.Equal(t, "lease_policy_changed", all[0].Kind)
+	require.Equal(t, "*", all[0].Queue)
+	require.Nil(t, all[0].PreviousValues)
+	recent, err := auditor.ControlEvidence(ctx, start)
+	require.NoError(t, err)
+	require.Less(t, len(recent), len(all))
+	kinds := []string{}
+	for _, e := range recent {
+		kinds = append(kinds, e.Kind)
+		require.True(t, json.Valid(e.NewValues))
+		require.False(t, e.RecordedAt.Before(start))
+	}
+	require.Equal(t, []string{"deployment_recorded", "lease_policy_changed", "renewal_enablement_changed"}, kinds)
+	require.Empty(t, recent[0].Queue)
+	require.JSONEq(t, `{"deployment_version": "3.1.4+rc.1"}`, string(recent[0].NewValues))
+	require.Equal(t, "REL-31 admin test", recent[0].Reason)
+	require.Equal(t, "etl.admin", recent[2].Queue)
+	require.JSONEq(t, `{"renewal_enabled": true}`, string(recent[2].PreviousValues))
+	require.Equal(t, "INC-3 pause renewals", recent[2].Reason)
+	none, err := auditor.ControlEvidence(ctx, time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	require.Empty(t, none)
+}
+
+func TestHealthTotalsAndVersionAreCountsOnly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	admin := db.Pool(t)
+	producer := db.LoginPool(t, "durable_job_producer")
+	worker := db.LoginPool(t, "durable_job_worker")
+	auditor := adminClient(t, db.LoginPool(t, "durable_job_auditor"))
+
+	version, err := auditor.BundleMigrationVersion(ctx)
+	require.NoError(t, err)
+	require.Equal(t, sqlbundle.NewestVersion(), version.Version)
+	require.False(t, version.AppliedAt.IsZero())
+
+	health, err := auditor.LeaseHealth(ctx)
+	require.NoError(t, err)
+	require.Len(t, health, 1)
+	require.Equal(t, "*", health[0].Queue)
+	require.Nil(t, health[0].OldestLeaseAge)
+
+	for i := 0; i < 3; i++ {
+		_, err := producer.Exec(ctx, `SELECT durable_jobs.enqueue_job('etl.admin', '{"n": 1}'::jsonb)`)
+		require.NoError(t, err)
+	}
+	var jobID int64
+	require.NoError(t, worker.QueryRow(ctx, `SELECT job_record_id FROM durable_jobs.claim_next_job('etl.admin', 'admin-test')`).Scan(&jobID))
+	var outcome string
+	require.NoError(t, worker.QueryRow(ctx, `SELECT renewal_outcome FROM durable_jobs.renew_job_lease($1, gen_random_uuid(), 'admin-test')`,
+		jobID).Scan(&outcome))
+	require.Equal(t, "stale", outcome)
+
+	health, err = auditor.LeaseHealth(ctx)
+	require.NoError(t, err)
+	require.Len(t, health, 2)
+	h := health[1]
+	require.Equal(t, "etl.admin", h.Queue)
+	require.Equal(t, int64(1), h.RunningJobs)
+	require.Equal(t, int64(0), h.ExpiredAwaitingReclaim)
+	require.Equal(t, int64(1), h.StaleRenewalsLastHour)
+	require.NotNil(t, h.OldestLeaseAge)
+	require.Less(t, *h.OldestLeaseAge, time.Minute)
+	require.WithinDuration(t, time.Now(), h.DatabaseTime, time.Minute)
+
+	totals, err := auditor.JobStatusTotals(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []goclient.JobStatusTotal{{Queue: "etl.admin", Status: "QUEUED", Count: 2},
+		{Queue: "etl.admin", Status: "RUNNING", Count: 1}}, totals)
+	outcomes, err := auditor.LeaseOutcomeTotals(ctx, time.Time{})
+	require.NoError(t, err)
+	require.Equal(t, []goclient.LeaseOutcomeTotal{{Queue: "etl.admin", Outcome: "stale_renewal", Count: 1}}, outcomes)
+	later, err := auditor.LeaseOutcomeTotals(ctx, time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	require.Empty(t, later)
+
+	// Without migration evidence the version is 0, not an error.
+	_, err = admin.Exec(ctx, `ALTER TABLE durable_jobs.control_evidence_record DISABLE TRIGGER USER`)
+	require.NoError(t, err)
+	_, err = admin.Exec(ctx, `DELETE FROM durable_jobs.control_evidence_record WHERE evidence_kind LIKE 'migration%'`)
+	require.NoError(t, err)
+	version, err = auditor.BundleMigrationVersion(ctx)
+	require.NoError(t, err)
+	require.Equal(t, goclient.MigrationVersion{}, version)
+
+	// A worker reads none of it.
+	workerClient := adminClient(t, worker)
+	for _, call := range []func() error{
+		func() error { _, err := workerClient.LeaseHealth(ctx); return err },
+		func() error { _, err := workerClient.ControlEvidence(ctx, time.Time{}); return err },
+		func() error { _, err := workerClient.LeaseOutcomeTotals(ctx, time.Time{}); return err },
+		func() error { _, err := workerClient.JobStatusTotals(ctx); return err },
+		func() error { _, err := workerClient.BundleMigrationVersion(ctx); return err },
+	} {
+		err := call()
+		require.ErrorIs(t, err, goclient.ErrPermissionDenied)
+		require.False(t, errors.Is(err, goclient.ErrInvalidArgument))
+	}
+}
