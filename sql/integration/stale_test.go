@@ -148,7 +148,7 @@ func (rf *raceFixture) requireEndedAndPreserved(t *testing.T, tr transition) {
 	require.False(t, released, "an ended claim cannot be released back to the queue")
 	s := rf.state(t, c.JobID)
 	require.Equal(t, tr.status, s.Status, "%s is preserved", tr.status)
-	require.Nil(t, s.ExpiresAt, "an ended claim has no expiry left to extend")
+	require.True(t, s.ExpiresAt == nil || !s.ExpiresAt.After(c.ExpiresAt), "nothing extended the ended claim's expiry")
 	require.Equal(t, int64(0), s.RenewalCount, "no renewal was counted after the claim ended")
 	require.Equal(t, int64(1), s.Generation, "nothing created a new claim")
 	if tr.name == "complete" {
@@ -241,7 +241,6 @@ func TestCompleteWaitingOnRenewalSucceedsAfterRenewalCommits(t *testing.T) {
 
 	s := rf.state(t, c.JobID)
 	require.Equal(t, "SUCCEEDED", s.Status)
-	require.Nil(t, s.ExpiresAt, "success clears the expiry the renewal granted")
 	require.Equal(t, int64(1), s.RenewalCount, "the renewal is kept on the job row")
 	require.Equal(t, 1, rf.targetRows(t, c.JobID), "the target write committed with the success")
 	mustRenew(t, rf.ctx, rf.heartbeat, c.JobID, c.Token, "worker-a", "stale", "the next renewal after success is stale")

@@ -3,6 +3,7 @@ package sqlintegration
 import (
 	"crypto/rand"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/stretchr/testify/require"
@@ -15,6 +16,8 @@ import (
 func TestStolenForeignOrReplayedTokenCannotExtendAnotherClaim(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
+	// A 3 s lease: the many attempts below all run inside B's first lease.
+	f.setPolicy(t, f.queue, 3*time.Second, time.Second, testMaxClaimLife, true)
 	jobA := f.enqueue(t, `{"extract": "a"}`)
 	jobB := f.enqueue(t, `{"extract": "b"}`)
 	urlA, urlB := f.workerURL(t), f.workerURL(t)
