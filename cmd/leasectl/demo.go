@@ -629,9 +629,11 @@ func (d *demo) claimEvent(story int, w *demoWorker, job goclient.Job) {
 
 // enqueue adds a job to queue as the producer and records it.
 func (d *demo) enqueue(ctx context.Context, story int, queue, what string) (int64, error) {
-	// The payload looks like a real one, personal data included; it is
-	// never printed, and the renewal path never reads it.
-	payload := fmt.Sprintf(`{"extract": %q, "contact_email": "dana.kim.%s@example.invalid", "rows": 1200}`, what, randomName(4))
+	// The payload looks like a real one, personal data included. None of
+	// it is printed (what describes the job in the demo's own words), and
+	// the renewal path never reads it.
+	payload := fmt.Sprintf(`{"extract_name": "crm-contacts-%s", "contact_email": "dana.kim.%s@example.invalid", "row_count": 1200}`,
+		randomName(4), randomName(4))
 	id, err := d.producer.client.Enqueue(ctx, goclient.EnqueueParams{Queue: queue, Payload: []byte(payload), MaxAttempts: 3})
 	if err != nil {
 		return 0, err
