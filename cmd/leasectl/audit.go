@@ -163,9 +163,6 @@ type auditCheckError struct {
 // Error names the check and the cause.
 func (e *auditCheckError) Error() string { return e.check + ": " + e.err.Error() }
 
-// Unwrap returns the cause.
-func (e *auditCheckError) Unwrap() error { return e.err }
-
 // failAudit prints an audit that could not run, naming the check, and
 // returns exitError.
 func (e *cliEnv) failAudit(err error) int {

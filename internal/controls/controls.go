@@ -47,48 +47,82 @@ type EvidenceSection struct {
 	Controls []string `json:"controls"`
 }
 
-// Control identifiers, usable as constants in code and tests.
+// Control identifiers, usable as constants in code and tests. Each names
+// one entry of Controls.
 const (
-	ChangeMigrations     = "LF-CHG-01"
-	ChangePolicy         = "LF-CHG-02"
-	ChangeEnablement     = "LF-CHG-03"
-	ChangeDeployment     = "LF-CHG-04"
+	// ChangeMigrations is LF-CHG-01: schema changes are versioned and recorded.
+	ChangeMigrations = "LF-CHG-01"
+	// ChangePolicy is LF-CHG-02: lease policy changes are approved and recorded.
+	ChangePolicy = "LF-CHG-02"
+	// ChangeEnablement is LF-CHG-03: renewal enablement changes are recorded.
+	ChangeEnablement = "LF-CHG-03"
+	// ChangeDeployment is LF-CHG-04: deployment versions are recorded.
+	ChangeDeployment = "LF-CHG-04"
+	// AccessLeastPrivilege is LF-ACC-01: runtime roles can only call functions.
 	AccessLeastPrivilege = "LF-ACC-01"
-	AccessDefinerRoles   = "LF-ACC-02"
-	AccessDefinerPath    = "LF-ACC-03"
-	PrivacyPayloadApart  = "LF-PRV-01"
-	PrivacyTelemetry     = "LF-PRV-02"
-	IntegrityFencing     = "LF-INT-01"
-	IntegrityOutcomes    = "LF-INT-02"
-	AvailabilityHealth   = "LF-AVL-01"
-	AvailabilityAlerts   = "LF-AVL-02"
-	AuditAppendOnly      = "LF-AUD-01"
-	AuditConfiguration   = "LF-AUD-02"
+	// AccessDefinerRoles is LF-ACC-02: function owners hold no elevated attributes.
+	AccessDefinerRoles = "LF-ACC-02"
+	// AccessDefinerPath is LF-ACC-03: definer functions cannot be hijacked through search_path.
+	AccessDefinerPath = "LF-ACC-03"
+	// PrivacyPayloadApart is LF-PRV-01: lease renewal cannot read job payloads.
+	PrivacyPayloadApart = "LF-PRV-01"
+	// PrivacyTelemetry is LF-PRV-02: telemetry and evidence are payload-blind.
+	PrivacyTelemetry = "LF-PRV-02"
+	// IntegrityFencing is LF-INT-01: only the exact live claim can renew or finish a job.
+	IntegrityFencing = "LF-INT-01"
+	// IntegrityOutcomes is LF-INT-02: stale renewals and reclaims are counted.
+	IntegrityOutcomes = "LF-INT-02"
+	// AvailabilityHealth is LF-AVL-01: lease health is observable per queue.
+	AvailabilityHealth = "LF-AVL-01"
+	// AvailabilityAlerts is LF-AVL-02: lease problems raise alerts.
+	AvailabilityAlerts = "LF-AVL-02"
+	// AuditAppendOnly is LF-AUD-01: control evidence is append-only.
+	AuditAppendOnly = "LF-AUD-01"
+	// AuditConfiguration is LF-AUD-02: the live database is audited against the contract.
+	AuditConfiguration = "LF-AUD-02"
 )
 
-// Audit check identifiers.
+// Audit check identifiers. Each names one entry of AuditChecks and starts
+// every finding line that check prints.
 const (
-	CheckSearchPath         = "AUDIT-SEARCH-PATH"
-	CheckPublicExecute      = "AUDIT-PUBLIC-EXECUTE"
-	CheckRuntimePrivileges  = "AUDIT-RUNTIME-TABLE-PRIVILEGES"
-	CheckDefinerAttributes  = "AUDIT-DEFINER-ATTRIBUTES"
-	CheckRenewalPayload     = "AUDIT-RENEWAL-PAYLOAD"
-	CheckSchemaCreate       = "AUDIT-SEARCH-PATH-CREATE"
+	// CheckSearchPath: every SECURITY DEFINER function pins search_path.
+	CheckSearchPath = "AUDIT-SEARCH-PATH"
+	// CheckPublicExecute: PUBLIC executes no function of the schema.
+	CheckPublicExecute = "AUDIT-PUBLIC-EXECUTE"
+	// CheckRuntimePrivileges: runtime roles hold no table, sequence or column privilege.
+	CheckRuntimePrivileges = "AUDIT-RUNTIME-TABLE-PRIVILEGES"
+	// CheckDefinerAttributes: no definer role is superuser or has BYPASSRLS, CREATEROLE, CREATEDB.
+	CheckDefinerAttributes = "AUDIT-DEFINER-ATTRIBUTES"
+	// CheckRenewalPayload: the renewal functions' owner cannot touch the payload table.
+	CheckRenewalPayload = "AUDIT-RENEWAL-PAYLOAD"
+	// CheckSchemaCreate: nobody but the bootstrap superuser can create in a definer's search_path.
+	CheckSchemaCreate = "AUDIT-SEARCH-PATH-CREATE"
+	// CheckEvidenceAppendOnly: the evidence table refuses updates and deletes.
 	CheckEvidenceAppendOnly = "AUDIT-EVIDENCE-APPEND-ONLY"
-	CheckMigrationVersion   = "AUDIT-MIGRATION-VERSION"
+	// CheckMigrationVersion: the database is at the newest bundle version.
+	CheckMigrationVersion = "AUDIT-MIGRATION-VERSION"
 )
 
-// Evidence section identifiers.
+// Evidence section identifiers. Each names one entry of EvidenceSections.
 const (
-	SectionMigration   = "EVIDENCE-MIGRATION-VERSION"
+	// SectionMigration is the current migration version and when it was applied.
+	SectionMigration = "EVIDENCE-MIGRATION-VERSION"
+	// SectionDeployments lists the recorded deployment versions.
 	SectionDeployments = "EVIDENCE-DEPLOYMENTS"
-	SectionPolicies    = "EVIDENCE-CURRENT-POLICIES"
-	SectionPolicy      = "EVIDENCE-POLICY-HISTORY"
-	SectionEnablement  = "EVIDENCE-ENABLEMENT-HISTORY"
-	SectionMigrations  = "EVIDENCE-MIGRATION-HISTORY"
-	SectionOutcomes    = "EVIDENCE-LEASE-OUTCOMES"
-	SectionJobStatus   = "EVIDENCE-JOB-STATUS"
-	SectionAudit       = "EVIDENCE-AUDIT-RESULT"
+	// SectionPolicies is the lease policy in force per queue.
+	SectionPolicies = "EVIDENCE-CURRENT-POLICIES"
+	// SectionPolicy is the history of lease policy changes.
+	SectionPolicy = "EVIDENCE-POLICY-HISTORY"
+	// SectionEnablement is the history of renewal enablement changes.
+	SectionEnablement = "EVIDENCE-ENABLEMENT-HISTORY"
+	// SectionMigrations is the history of migrations applied and reverted.
+	SectionMigrations = "EVIDENCE-MIGRATION-HISTORY"
+	// SectionOutcomes is the aggregate of stale renewals and reclaims.
+	SectionOutcomes = "EVIDENCE-LEASE-OUTCOMES"
+	// SectionJobStatus is the count of jobs per queue and status.
+	SectionJobStatus = "EVIDENCE-JOB-STATUS"
+	// SectionAudit is the result of every audit check.
+	SectionAudit = "EVIDENCE-AUDIT-RESULT"
 )
 
 var controlTable = []Control{
