@@ -50,7 +50,7 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) int {
 	to := optionalInt{}
 	dropRoles := false
 	if action != "status" {
-		fs.Var(&to, "to", "target version (up: default newest; down: default one step back)")
+		fs.Var(&to, "to", "target `version` (up: default the newest; down: default one step back)")
 	}
 	if action == "down" {
 		fs.BoolVar(&dropRoles, "drop-roles", false, "with --to 0: also drop the cluster-wide durable_job_* roles")

@@ -16,9 +16,9 @@ const policyUsage = `Usage:
                       [--max-claim-lifetime D] [--renewal-enabled=true|false]
                       [--output text|json] [--database-url URL]
 
-show lists every queue's lease policy, the default "*" first among equals
-(it applies to every queue without a policy of its own). Needs a login
-granted durable_job_auditor (or durable_job_operator).
+show lists every queue's lease policy, including the default "*" that
+applies to every queue without a policy of its own. Needs a login granted
+durable_job_auditor (or durable_job_operator).
 
 set changes one queue's policy (use --queue '*' for the default). Durations
 are written like 30s, 1m30s, 500ms, 24h. A setting you leave out keeps the
@@ -114,10 +114,11 @@ func policySet(ctx context.Context, env *cliEnv, args []string) int {
 	common := addCommonFlags(fs, true)
 	queue := fs.String("queue", "", "queue name, or '*' for the default policy (required)")
 	reason := fs.String("reason", "", "why the policy changes; kept in the control evidence (required)")
+	// Left out, each setting keeps the queue's current value (see policySet).
 	lease := fs.Duration("lease-duration", 0, "lease granted by each claim and renewal, e.g. 30s")
 	interval := fs.Duration("renewal-interval", 0, "how often workers renew, at most a third of the lease, e.g. 10s")
 	lifetime := fs.Duration("max-claim-lifetime", 0, "longest time renewals may keep one claim, e.g. 24h")
-	enabled := fs.Bool("renewal-enabled", true, "whether workers may renew leases on this queue")
+	enabled := fs.Bool("renewal-enabled", false, "whether workers may renew leases on this queue (=true or =false)")
 	if done, code := parseFlags(env, fs, policyUsage, args); done {
 		return code
 	}
