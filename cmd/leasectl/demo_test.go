@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -418,4 +419,26 @@ func TestDemoTimelineEscapesTextAndDrawsEveryJob(t *testing.T) {
 		require.Contains(t, page, ">"+label+"<", label)
 	}
 	require.Equal(t, fmt.Sprint(len(events)), fmt.Sprint(strings.Count(page, `<td class="time">`)), "every event is in the tables")
+}
+
+func TestDemoLoginConnStringReplacesUserAndPassword(t *testing.T) {
+	t.Parallel()
+	for _, base := range []string{
+		"postgres://admin:secret@db.internal:6432/jobs?sslmode=disable",
+		"host=db.internal port=6432 dbname=jobs user=admin password=secret sslmode=disable",
+	} {
+		conn, err := loginConnString(base, "leasefence_demo_ab12cd_worker", "0123abcd")
+		require.NoError(t, err)
+		cfg, err := pgconn.ParseConfig(conn)
+		require.NoError(t, err, base)
+		require.Equal(t, "leasefence_demo_ab12cd_worker", cfg.User, base)
+		require.Equal(t, "0123abcd", cfg.Password, base)
+		require.Equal(t, "db.internal", cfg.Host, base)
+		require.EqualValues(t, 6432, cfg.Port, base)
+		require.Equal(t, "jobs", cfg.Database, base)
+	}
+	conn, err := loginConnString("", "leasefence_demo_ab12cd_worker", "0123abcd")
+	require.NoError(t, err)
+	require.Equal(t, "user='leasefence_demo_ab12cd_worker' password='0123abcd'", conn,
+		"with no URL the PG* variables give the rest")
 }

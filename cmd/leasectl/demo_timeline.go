@@ -553,6 +553,8 @@ func buildChart(job int64, evs []demoEvent, storyTitle, summary string) timeline
 			m.Shape, m.Color, m.Label = "cross", colorDanger, "LF001 refused, rolled back"
 		case evHandlerStopped:
 			m.Shape, m.Color, m.Label = "flag", actorColor(ev.Actor, workers), "handler stopped"
+		case evChecked:
+			m.Shape, m.Color, m.Label = "circle", colorControl, "checked"
 		default:
 			m.Shape, m.Color, m.Label = "circle", colorControl, ""
 		}
