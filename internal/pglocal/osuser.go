@@ -111,3 +111,16 @@ func traversableByOthers(dir string) bool {
 		dir = parent
 	}
 }
+
+// chownTree hands path and everything under it over to the account.
+func (a *serverAccount) chownTree(path string) error {
+	if a == nil {
+		return nil
+	}
+	return filepath.Walk(path, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return a.chown(p)
+	})
+}

@@ -53,6 +53,12 @@ type Options struct {
 	// account and TempDir cannot be traversed by it, Start uses /tmp.
 	TempDir string
 
+	// InitdbCache, when set, is a folder where Start keeps a pristine copy
+	// of what initdb made, one per PostgreSQL version and initdb options.
+	// Later starts copy it instead of running initdb again, which saves
+	// about a second per cluster. Empty: run initdb every time.
+	InitdbCache string
+
 	// StartTimeout bounds how long Start waits for the new server to accept
 	// connections; 60 seconds when zero.
 	StartTimeout time.Duration
@@ -170,7 +176,7 @@ func (c *Cluster) create(ctx context.Context, opts Options) error {
 		return err
 	}
 	noSync := strings.EqualFold(opts.Settings["fsync"], "off")
-	if err := c.initdb(ctx, noSync); err != nil {
+	if err := c.initdbCached(ctx, noSync, opts.InitdbCache); err != nil {
 		return err
 	}
 	c.args = serverArgs(c.socketDir, opts)

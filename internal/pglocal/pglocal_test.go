@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -275,4 +276,41 @@ func TestFindBinDirOnThisMachine(t *testing.T) {
 	dir, err := FindBinDir()
 	require.NoError(t, err, "install the server with: make deps")
 	require.True(t, hasServerBinaries(dir))
+}
+
+func TestInitdbCacheIsFilledThenReused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cache := t.TempDir()
+	start := func() []string {
+		var progress []string
+		var mu sync.Mutex
+		c, err := Start(ctx, Options{
+			Settings:    map[string]string{"fsync": "off"},
+			InitdbCache: cache,
+			Logf: func(f string, a ...any) {
+				mu.Lock()
+				progress = append(progress, fmt.Sprintf(f, a...))
+				mu.Unlock()
+			},
+		})
+		require.NoError(t, err)
+		defer c.Stop()
+		conn, err := pgx.Connect(ctx, c.URL("postgres"))
+		require.NoError(t, err)
+		var one int
+		require.NoError(t, conn.QueryRow(ctx, "SELECT 1").Scan(&one))
+		require.NoError(t, conn.Close(ctx))
+		return progress
+	}
+	first := strings.Join(start(), "\n")
+	require.Contains(t, first, "initdb done")
+	require.Contains(t, first, "stored in the cache")
+	entries, err := os.ReadDir(cache)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "one cache entry, no leftover staging folder")
+
+	second := strings.Join(start(), "\n")
+	require.Contains(t, second, "copied from the initdb cache")
+	require.NotContains(t, second, "initdb done")
 }

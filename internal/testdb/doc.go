@@ -28,6 +28,9 @@
 //     with the speed settings fsync=off, synchronous_commit=off,
 //     full_page_writes=off, and the plpgsql_check extension preloaded with
 //     its profiler on (for the SQL coverage gate), max_connections=300.
+//     initdb's output is kept in the user's cache folder
+//     (leasefence/pglocal-initdb), so later binaries copy it instead of
+//     running initdb again.
 //  2. A template database, leasefence_template, gets the bundle through
 //     sqlbundle.Apply, plus the pgtap and plpgsql_check extensions in schema
 //     public (the bundle lives in schema durable_jobs), and is marked as a

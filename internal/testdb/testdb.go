@@ -334,6 +334,7 @@ func startLocal(ctx context.Context) (*server, error) {
 		BinDir:                 binDir,
 		Settings:               ServerSettings,
 		SharedPreloadLibraries: []string{"plpgsql_check"},
+		InitdbCache:            initdbCacheDir(),
 		Logf:                   logf,
 	})
 	if err != nil {
@@ -350,6 +351,17 @@ func startLocal(ctx context.Context) (*server, error) {
 		return nil, err
 	}
 	return srv, nil
+}
+
+// initdbCacheDir is where the throwaway clusters keep initdb's output
+// between test binaries: the user's cache folder, or none when there is no
+// such folder.
+func initdbCacheDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "leasefence", "pglocal-initdb")
 }
 
 // connectExternal uses the server behind a superuser URL.
