@@ -39,9 +39,12 @@ per finding, each starting with the check's stable identifier:
   AUDIT-MIGRATION-VERSION         the database is at the newest bundle version
                                   this leasectl carries
 
-The audit reads the system catalogs and needs no privilege beyond a login.
-The trial UPDATE and DELETE run only when the login could otherwise change
-the evidence (for example the table owner); they are always rolled back.
+The audit reads the system catalogs and needs no privilege beyond a login,
+except that AUDIT-MIGRATION-VERSION reads the version from the version table
+or, failing that, from bundle_migration_version(): grant the login
+durable_job_auditor, or it reports that it cannot tell. The trial UPDATE and
+DELETE run only when the login could otherwise change the evidence (for
+example the table owner); they are always rolled back.
 
 Exit code: 0 when every check passes, 2 when there is any finding, 1 when
 the audit itself could not run.
