@@ -136,7 +136,7 @@ var controlTable = []Control{
 		"Switching lease renewal off or on for a queue is recorded separately, with reason and role, so an incident timeline can show it.",
 		[]string{"CC8.1", "CC7.4"}, []string{"Change management", "Incident management"}},
 	{ChangeDeployment, "Deployment versions are recorded",
-		"Operators record each deployed application version, with a reason, in the same append-only evidence.",
+		"The deploying pipeline (the role that applies the bundle) records each deployed application version, with a reason, in the same append-only evidence.",
 		[]string{"CC8.1"}, []string{"Change management"}},
 	{AccessLeastPrivilege, "Runtime roles can only call functions",
 		"Application roles execute only the functions of their job (produce, work, operate, audit) and hold no privilege on any table, view or sequence; PUBLIC executes nothing.",
