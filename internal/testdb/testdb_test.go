@@ -3,12 +3,14 @@ package testdb
 import (
 	"context"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mightyetl/leasefence/internal/pglocal"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
@@ -170,4 +172,50 @@ func itoa(n int) string {
 		b = append([]byte{digits[n%10]}, b...)
 	}
 	return string(b)
+}
+
+// TestExistingServerModeSharesOneServerSafely runs two copies of this test
+// binary at once against one server given by EnvDatabaseURL, as two
+// packages of `go test ./...` would, and checks that both pass and leave
+// no database or login role behind.
+func TestExistingServerModeSharesOneServerSafely(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cluster, err := pglocal.Start(ctx, pglocal.Options{
+		Settings:               map[string]string{"fsync": "off", "plpgsql_check.profiler": "on"},
+		SharedPreloadLibraries: []string{"plpgsql_check"},
+		InitdbCache:            initdbCacheDir(),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cluster.Stop() })
+
+	run := func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.count=1",
+			"-test.run=^(TestNewDatabaseHasBundleAndTestExtensions|TestLoginRolesBelongToTheirRuntimeRoleOnly|TestDropRemovesDatabaseAndItsLoginRoles)$")
+		cmd.Env = append(os.Environ(), EnvDatabaseURL+"="+cluster.URL("postgres"))
+		return cmd
+	}
+	first, second := run(), run()
+	var firstOut, secondOut strings.Builder
+	first.Stdout, first.Stderr = &firstOut, &firstOut
+	second.Stdout, second.Stderr = &secondOut, &secondOut
+	require.NoError(t, first.Start())
+	require.NoError(t, second.Start())
+	require.NoError(t, first.Wait(), "first copy:\n%s", firstOut.String())
+	require.NoError(t, second.Wait(), "second copy:\n%s", secondOut.String())
+
+	conn, err := pgx.Connect(ctx, cluster.URL("postgres"))
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var databases []string
+	require.NoError(t, conn.QueryRow(ctx, `SELECT COALESCE(array_agg(datname ORDER BY datname), '{}')
+		FROM pg_database WHERE datname LIKE 'lftest%' OR datname LIKE 'leasefence_template%'`).Scan(&databases))
+	require.Empty(t, databases, "databases left on the existing server")
+	var logins []string
+	require.NoError(t, conn.QueryRow(ctx, `SELECT COALESCE(array_agg(rolname ORDER BY rolname), '{}')
+		FROM pg_roles WHERE rolname LIKE 'lf\_%'`).Scan(&logins))
+	require.Empty(t, logins, "login roles left on the existing server")
+	var runtimeRoles int
+	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM pg_roles WHERE rolname = ANY($1)", RuntimeRoles).Scan(&runtimeRoles))
+	require.Equal(t, len(RuntimeRoles), runtimeRoles, "the bundle's cluster-wide roles stay")
 }
