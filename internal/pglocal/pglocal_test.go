@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 // ends as mode says: "sigterm" signals itself, "panic" panics, "hang" waits
 // to be killed.
 func runChild(mode string) {
-	c, err := Start(context.Background(), Options{Settings: map[string]string{"fsync": "off"}})
+	c, err := Start(context.Background(), Options{Settings: map[string]string{"fsync": "off"}, InitdbCache: testCache()})
 	if err != nil {
 		fmt.Println("ERROR", err)
 		os.Exit(3)
@@ -51,6 +51,16 @@ func runChild(mode string) {
 	}
 	time.Sleep(time.Minute)
 	os.Exit(4)
+}
+
+// testCache is the initdb cache the tests share with internal/testdb (the
+// cache test itself uses a fresh one), so most tests skip initdb.
+func testCache() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "leasefence", "pglocal-initdb")
 }
 
 // startChild runs the test binary in child mode and returns the process,
@@ -99,6 +109,7 @@ func TestStartServesSQLWithSettingsAndStopRemovesEverything(t *testing.T) {
 		Settings:               map[string]string{"fsync": "off", "max_connections": "42"},
 		SharedPreloadLibraries: []string{"auto_explain"},
 		Superuser:              "boss",
+		InitdbCache:            testCache(),
 		Logf:                   func(f string, a ...any) { progress = append(progress, fmt.Sprintf(f, a...)) },
 	})
 	require.NoError(t, err)
@@ -159,7 +170,7 @@ func TestStartServesSQLWithSettingsAndStopRemovesEverything(t *testing.T) {
 func TestRestartKeepsDataAndPort(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c, err := Start(ctx, Options{Settings: map[string]string{"fsync": "off"}})
+	c, err := Start(ctx, Options{Settings: map[string]string{"fsync": "off"}, InitdbCache: testCache()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Stop() })
 	conn, err := pgx.Connect(ctx, c.URL("postgres"))
@@ -231,8 +242,9 @@ func TestStartReportsServerThatCannotStart(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(parent) })
 	require.NoError(t, os.Chmod(parent, 0o755)) // reachable by the server account
 	_, err = Start(context.Background(), Options{
-		TempDir:  parent,
-		Settings: map[string]string{"fsync": "off", "no_such_setting_here": "1"},
+		TempDir:     parent,
+		InitdbCache: testCache(),
+		Settings:    map[string]string{"fsync": "off", "no_such_setting_here": "1"},
 	})
 	require.ErrorContains(t, err, "postgres exited during start-up")
 	require.ErrorContains(t, err, "no_such_setting_here", "the error carries the server's own complaint")
