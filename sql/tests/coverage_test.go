@@ -64,7 +64,16 @@ func TestSQLCoverageAndLint(t *testing.T) {
 	db := testdb.New(t)
 	conn := db.Conn(t)
 
-	functions := bundleFunctions(t, ctx, conn)
+	var preload, profiler string
+	require.NoError(t, conn.QueryRow(ctx, `SELECT current_setting('shared_preload_libraries'),
+		COALESCE(current_setting('plpgsql_check.profiler', true), '')`).Scan(&preload, &profiler))
+	require.True(t, strings.Contains(preload, "plpgsql_check") && profiler == "on",
+		"the coverage gate needs the server started with shared_preload_libraries=plpgsql_check and "+
+			"plpgsql_check.profiler=on (internal/testdb sets both on its own clusters; set them on a server "+
+			"given by %s); found shared_preload_libraries=%q, plpgsql_check.profiler=%q",
+		testdb.EnvDatabaseURL, preload, profiler)
+
+	functions := plpgsqlFunctions(t, ctx, conn, "durable_jobs")
 	require.NotEmpty(t, functions, "schema durable_jobs has no PL/pgSQL function: the bundle did not load, or the gate looks in the wrong place")
 
 	// The profile is keyed by database and function, so this fresh clone
@@ -114,8 +123,8 @@ func TestSQLCoverageAndLint(t *testing.T) {
 	}
 }
 
-// bundleFunctions lists every PL/pgSQL function in schema durable_jobs.
-func bundleFunctions(t *testing.T, ctx context.Context, conn *pgx.Conn) []plpgsqlFunction {
+// plpgsqlFunctions lists every PL/pgSQL function in schema.
+func plpgsqlFunctions(t *testing.T, ctx context.Context, conn *pgx.Conn, schema string) []plpgsqlFunction {
 	t.Helper()
 	rows, err := conn.Query(ctx, `
 		SELECT p.oid, p.oid::regprocedure::text, p.prosrc,
@@ -123,8 +132,8 @@ func bundleFunctions(t *testing.T, ctx context.Context, conn *pgx.Conn) []plpgsq
 		FROM pg_proc p
 		JOIN pg_namespace n ON n.oid = p.pronamespace
 		JOIN pg_language l ON l.oid = p.prolang
-		WHERE n.nspname = 'durable_jobs' AND l.lanname = 'plpgsql'
-		ORDER BY p.oid::regprocedure::text`)
+		WHERE n.nspname = $1 AND l.lanname = 'plpgsql'
+		ORDER BY p.oid::regprocedure::text`, schema)
 	require.NoError(t, err)
 	var out []plpgsqlFunction
 	for rows.Next() {
@@ -275,4 +284,49 @@ func prefixed(prefix, s string) string {
 		return ""
 	}
 	return prefix + s
+}
+
+// TestCoverageGateReportsWhatItShould checks the gate's reading of
+// plpgsql_check on probe functions with a known defect and a known
+// uncovered branch, so a gate that silently reads nothing cannot pass.
+func TestCoverageGateReportsWhatItShould(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn := testdb.New(t).Conn(t)
+	_, err := conn.Exec(ctx, `
+		CREATE SCHEMA gate_probe;
+		CREATE FUNCTION gate_probe.half_covered(p_flag boolean) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
+		BEGIN
+		    IF p_flag THEN
+		        RETURN 'taken';
+		    END IF;
+		    RETURN 'never taken here';
+		END;
+		$$;
+		CREATE FUNCTION gate_probe.has_unused_variable() RETURNS integer LANGUAGE plpgsql IMMUTABLE AS $$
+		DECLARE
+		    v_unused_value integer;
+		BEGIN
+		    RETURN 1;
+		END;
+		$$;
+		SELECT gate_probe.half_covered(true), gate_probe.has_unused_variable();`)
+	require.NoError(t, err)
+
+	functions := plpgsqlFunctions(t, ctx, conn, "gate_probe")
+	require.Len(t, functions, 2)
+	coverage := measure(t, ctx, conn, functions)
+	half := coverage[0]
+	require.Equal(t, "gate_probe.half_covered(boolean)", half.fn.signature)
+	require.Less(t, half.statements, 1.0)
+	require.InDelta(t, 0.5, half.branches, 0.001, "one of the IF's two branches ran")
+	require.Len(t, half.uncovered, 1)
+	require.Contains(t, half.uncovered[0], "RETURN 'never taken here';")
+	require.Equal(t, 1.0, coverage[1].statements)
+	require.Contains(t, coverageReport(coverage), "1 of 2 PL/pgSQL functions fully covered")
+
+	findings := lint(t, ctx, conn, functions)
+	require.Len(t, findings, 1, "%+v", findings)
+	require.Equal(t, "gate_probe.has_unused_variable()", findings[0].function)
+	require.Contains(t, findings[0].message, "unused variable")
 }
