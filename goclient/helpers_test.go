@@ -152,6 +152,7 @@ type recorder struct {
 	offsets  []time.Duration
 	inFlight []int
 	queues   map[string]bool
+	events   []goclient.RenewalOutcome // renewal outcomes in the order they came
 }
 
 func newRecorder() *recorder {
@@ -164,6 +165,7 @@ func (r *recorder) Renewal(q string, o goclient.RenewalOutcome) {
 	defer r.mu.Unlock()
 	r.queues[q] = true
 	r.renewals[o]++
+	r.events = append(r.events, o)
 }
 
 func (r *recorder) ConfigurationRejected(q string) {

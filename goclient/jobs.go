@@ -63,7 +63,14 @@ func (c *Client) claim(ctx context.Context, queue, sql string, args ...any) ([]J
 	if c.isClosed() {
 		return nil, ErrClosed
 	}
-	jobs, err := claimJobs(ctx, c.pool, queue, c.cfg.OwnerID, sql, args...)
+	// The trust window starts when the claim statement is sent, so the
+	// connection (perhaps a new one, with its authentication) comes first.
+	conn, err := c.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	jobs, err := claimJobs(ctx, conn, queue, c.cfg.OwnerID, sql, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +80,7 @@ func (c *Client) claim(ctx context.Context, queue, sql string, args ...any) ([]J
 			rctx := context.WithoutCancel(ctx)
 			for _, j := range jobs {
 				// A failed release leaves the claim to lapse at its expiry.
-				_, _ = releaseClaim(rctx, c.pool, j.claim)
+				_, _ = releaseClaim(rctx, conn, j.claim)
 			}
 			return nil, rejected
 		}
