@@ -28,6 +28,10 @@
 //  4. It starts postgres listening on 127.0.0.1 only, on a free port it
 //     picked, and waits until the server accepts connections.
 //
+// With Options.InitdbCache set, step 3 runs only once per PostgreSQL
+// version and initdb options: its output is kept in that folder and later
+// clusters start from a copy of it.
+//
 // PostgreSQL refuses to run as the operating-system superuser. When the
 // caller is root, initdb and postgres run as an unprivileged account
 // (Options.OSUser, else "nobody", else a system account "pglocal" that
