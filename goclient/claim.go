@@ -15,11 +15,18 @@ import (
 // its token.
 const Redacted = "[REDACTED]"
 
-// claimToken holds the secret lease_claim_token. It sits behind a pointer in
-// Claim so that even a reflection-based print of a value that contains a
-// Claim in an unexported field (which bypasses Claim's own methods) shows an
-// address, never the token.
-type claimToken struct{ uuid pgtype.UUID }
+// claimToken holds the secret lease_claim_token and the owner id. Claim
+// keeps it inside a closure: a reflection-based print of a value that holds
+// a Claim in an unexported field bypasses Claim's own methods, and fmt then
+// prints a func as an address; it cannot reach what the closure captured
+// (a pointer would be followed and printed under a bad verb such as %s).
+type claimToken struct {
+	uuid  pgtype.UUID
+	owner string
+}
+
+// sealToken wraps t in the closure Claim stores.
+func sealToken(t claimToken) func() claimToken { return func() claimToken { return t } }
 
 // Claim is the private right of this worker to run one job until its lease
 // expires: the job id, the secret claim token (unexported, returned once by
@@ -30,10 +37,9 @@ type claimToken struct{ uuid pgtype.UUID }
 type Claim struct {
 	jobID      int64
 	queue      string
-	owner      string
 	generation int64
 	attempt    int
-	token      *claimToken
+	token      func() claimToken
 }
 
 // JobID returns the claimed job's job_record_id.
@@ -51,11 +57,17 @@ func (c Claim) FencingGeneration() int64 { return c.generation }
 func (c Claim) Attempt() int { return c.attempt }
 
 // tokenValue returns the token for a database call (NULL for a zero Claim).
-func (c Claim) tokenValue() pgtype.UUID {
+func (c Claim) tokenValue() pgtype.UUID { return c.secret().uuid }
+
+// ownerValue returns the owner id for a database call ("" for a zero Claim).
+func (c Claim) ownerValue() string { return c.secret().owner }
+
+// secret returns the token holder, empty for a zero Claim.
+func (c Claim) secret() claimToken {
 	if c.token == nil {
-		return pgtype.UUID{}
+		return claimToken{}
 	}
-	return c.token.uuid
+	return c.token()
 }
 
 // String returns the claim's public fields with the token redacted.
@@ -101,15 +113,14 @@ func formatRedacted(f fmt.State, verb rune, s string) {
 	_, _ = io.WriteString(f, s)
 }
 
-// jobPayload holds a payload behind a pointer for the same reason as claimToken.
-type jobPayload struct{ document []byte }
-
 // Job is a claimed job as the handler sees it: its claim and its payload.
 // Like Claim, it never prints or logs the token, and it never prints or logs
 // the payload either; read the payload with Payload.
 type Job struct {
-	claim          Claim
-	payload        *jobPayload
+	claim Claim
+	// payload returns the JSON payload; a closure for the same reason as
+	// Claim's token.
+	payload        func() []byte
 	leaseExpiresAt time.Time
 	databaseTime   time.Time
 	// sentAt is the monotonic time the claim call was sent: the start of
@@ -142,7 +153,7 @@ func (j Job) Payload() []byte {
 	if j.payload == nil {
 		return nil
 	}
-	return j.payload.document
+	return j.payload()
 }
 
 // LeaseExpiresAt returns the expiry the claim was granted, in database time.

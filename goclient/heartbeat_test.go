@@ -353,3 +353,66 @@ func TestRenewalsInFlightAreBounded(t *testing.T) {
 		require.LessOrEqual(t, n, 1)
 	}
 }
+
+// schedulerFunc adapts a function to goclient.Scheduler.
+type schedulerFunc func(task func()) error
+
+func (f schedulerFunc) Submit(task func()) error { return f(task) }
+
+// An embedding application's own executor runs the renewal attempts; when it
+// refuses one, that is a failed attempt, retried inside the trust deadline
+// and then failed closed.
+func TestCustomSchedulerRunsRenewalsAndItsRefusalFailsClosed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t, shortPolicy)
+	e.enqueue(2)
+	var mu sync.Mutex
+	accepted, refuse := 0, false
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	sched := schedulerFunc(func(task func()) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if refuse {
+			return errors.New("executor saturated")
+		}
+		accepted++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			task()
+		}()
+		return nil
+	})
+	rec := newRecorder()
+	c := e.worker(goclient.WithScheduler(sched), goclient.WithObserver(rec))
+	lease := c.Keep(ctx, claim(t, c))
+	waitFor(t, 2*shortPolicy.lease, "renewals through the custom executor", func() bool {
+		return rec.renewalCount(goclient.RenewalRenewed) >= 2
+	})
+	mu.Lock()
+	require.GreaterOrEqual(t, accepted, 2)
+	refuse = true
+	mu.Unlock()
+	<-lease.Context().Done()
+	require.ErrorIs(t, lease.Err(), goclient.ErrTrustDeadlinePassed)
+	require.GreaterOrEqual(t, rec.renewalCount(goclient.RenewalDatabaseFailure), 2, "refusals were retried")
+}
+
+// A renewal port that answers with fewer results than claims broke its
+// promise: the attempt counts as failed, never as renewed.
+func TestShortRenewalAnswerIsAFailedAttempt(t *testing.T) {
+	t.Parallel()
+	e := setup(t, shortPolicy)
+	e.enqueue(1)
+	port := e.heartbeatPort()
+	port.truncate = true
+	rec := newRecorder()
+	c := e.worker(goclient.WithRenewalPort(port), goclient.WithObserver(rec))
+	lease := c.Keep(context.Background(), claim(t, c))
+	<-lease.Context().Done()
+	require.ErrorIs(t, lease.Err(), goclient.ErrTrustDeadlinePassed)
+	require.Zero(t, rec.renewalCount(goclient.RenewalRenewed))
+	require.GreaterOrEqual(t, rec.renewalCount(goclient.RenewalDatabaseFailure), 1)
+}

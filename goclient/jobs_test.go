@@ -1,8 +1,13 @@
 package goclient_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
 	"testing"
 	"time"
 
@@ -167,4 +172,74 @@ func TestEnqueueOptionsAndBadInput(t *testing.T) {
 	r, err := w.Renew(ctx, goclient.Claim{})
 	require.ErrorIs(t, err, goclient.ErrInvalidArgument, "a zero Claim is malformed, not stale")
 	require.Empty(t, r.Outcome)
+}
+
+// CompleteTx, RetryTx and FailTx run in the caller's transaction: they
+// commit with the caller's writes, or roll back with them.
+func TestTerminalWritesInTheCallersTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t, shortPolicy)
+	e.targetTable()
+	ids := e.enqueue(3)
+	w := e.worker()
+	pool := e.pool(e.workerDB)
+	jobs, err := w.ClaimMany(ctx, testQueue, 3)
+	require.NoError(t, err)
+	byID := map[int64]goclient.Job{}
+	for _, j := range jobs {
+		byID[j.ID()] = j
+		require.Equal(t, testQueue, j.Claim().Queue())
+		require.Equal(t, j.Attempt(), j.Claim().Attempt())
+		require.Equal(t, j.FencingGeneration(), j.Claim().FencingGeneration())
+	}
+
+	// RetryTx rolled back with the caller's transaction changes nothing.
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	status, err := w.RetryTx(ctx, tx, byID[ids[0]].Claim(), time.Minute, "try_later")
+	require.NoError(t, err)
+	require.Equal(t, goclient.StatusRetryScheduled, status)
+	require.NoError(t, tx.Rollback(ctx))
+	require.Equal(t, goclient.StatusRunning, e.state(ids[0]).Status)
+
+	// CompleteTx commits with the target row.
+	tx, err = pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `INSERT INTO public.order_target VALUES ($1, $2)`, ids[0], byID[ids[0]].FencingGeneration())
+	require.NoError(t, err)
+	require.NoError(t, w.CompleteTx(ctx, tx, byID[ids[0]].Claim(), []byte(`{"rows": 1}`)))
+	require.NoError(t, tx.Commit(ctx))
+	require.Equal(t, goclient.StatusSucceeded, e.state(ids[0]).Status)
+	require.Equal(t, 1, e.targetRows())
+
+	tx, err = pool.Begin(ctx)
+	require.NoError(t, err)
+	require.NoError(t, w.FailTx(ctx, tx, byID[ids[1]].Claim(), "bad_record"))
+	status, err = w.RetryTx(ctx, tx, byID[ids[2]].Claim(), 0, "try_later")
+	require.NoError(t, err)
+	require.Equal(t, goclient.StatusRetryScheduled, status)
+	require.NoError(t, tx.Commit(ctx))
+	require.Equal(t, goclient.StatusFailed, e.state(ids[1]).Status)
+	require.Equal(t, goclient.StatusRetryScheduled, e.state(ids[2]).Status)
+}
+
+// Real claims print, marshal and log without their token, owner or payload.
+func TestRealClaimsNeverShowTheirTokenOwnerOrPayload(t *testing.T) {
+	t.Parallel()
+	e := setup(t, shortPolicy)
+	e.enqueue(1)
+	w := e.worker(goclient.WithOwnerID("owner-7f3a"))
+	job := claim(t, w)
+	var logged bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("claimed", "job", job, "claim", job.Claim())
+	b, err := json.Marshal(job)
+	require.NoError(t, err)
+	uuid := regexp.MustCompile(`(?i)[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}`)
+	for _, out := range []string{fmt.Sprintf("%v %+v %#v %s %x", job, job, job.Claim(), job, job.Claim()),
+		string(b), logged.String(), fmt.Sprintf("%+v", struct{ j goclient.Job }{job})} {
+		require.False(t, uuid.MatchString(out), "a token-shaped value in %q", out)
+		require.NotContains(t, out, "owner-7f3a")
+		require.NotContains(t, out, "kim@example.com")
+	}
 }

@@ -61,7 +61,7 @@ func (p *pgRenewalPort) RenewClaims(ctx context.Context, claims []Claim) ([]Rene
 	tokens := make([]pgtype.UUID, len(claims))
 	for i, c := range claims {
 		if i == 0 {
-			owner = c.owner
+			owner = c.ownerValue()
 		}
 		ids[i], tokens[i] = c.jobID, c.tokenValue()
 	}
@@ -90,7 +90,7 @@ func scanRenewal(row pgx.CollectableRow) (RenewalResult, error) {
 
 // renewOne calls renew_job_lease for one claim.
 func renewOne(ctx context.Context, q querier, c Claim) (RenewalResult, error) {
-	rows, _ := q.Query(ctx, sqlRenewJobLease, c.jobID, c.tokenValue(), c.owner)
+	rows, _ := q.Query(ctx, sqlRenewJobLease, c.jobID, c.tokenValue(), c.ownerValue())
 	r, err := pgx.CollectExactlyOneRow(rows, scanRenewal)
 	return r, translateError(err)
 }
@@ -119,9 +119,13 @@ func claimJobs(ctx context.Context, q querier, queue, owner, sql string, args ..
 	sentAt := time.Now()
 	rows, _ := q.Query(ctx, sql, args...)
 	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Job, error) {
-		j := Job{claim: Claim{queue: queue, owner: owner, token: &claimToken{}}, payload: &jobPayload{}, sentAt: sentAt, kind: ClaimFresh}
-		err := row.Scan(&j.claim.jobID, &j.claim.token.uuid, &j.claim.generation, &j.leaseExpiresAt,
-			&j.renewalInterval, &j.claim.attempt, &j.payload.document, &j.databaseTime)
+		j := Job{claim: Claim{queue: queue}, sentAt: sentAt, kind: ClaimFresh}
+		secret := claimToken{owner: owner}
+		var payload []byte
+		err := row.Scan(&j.claim.jobID, &secret.uuid, &j.claim.generation, &j.leaseExpiresAt,
+			&j.renewalInterval, &j.claim.attempt, &payload, &j.databaseTime)
+		j.claim.token = sealToken(secret)
+		j.payload = func() []byte { return payload }
 		return j, err
 	})
 	return jobs, translateError(err)
@@ -133,27 +137,27 @@ func completeJob(ctx context.Context, q querier, c Claim, result []byte) error {
 	if result != nil {
 		doc = result
 	}
-	_, err := q.Exec(ctx, sqlCompleteJob, c.jobID, c.tokenValue(), c.owner, doc)
+	_, err := q.Exec(ctx, sqlCompleteJob, c.jobID, c.tokenValue(), c.ownerValue(), doc)
 	return translateError(err)
 }
 
 // retryJob calls retry_job and returns the new status.
 func retryJob(ctx context.Context, q querier, c Claim, delay time.Duration, reason string) (JobStatus, error) {
 	var status JobStatus
-	err := q.QueryRow(ctx, sqlRetryJob, c.jobID, c.tokenValue(), c.owner, delay, reason).Scan(&status)
+	err := q.QueryRow(ctx, sqlRetryJob, c.jobID, c.tokenValue(), c.ownerValue(), delay, reason).Scan(&status)
 	return status, translateError(err)
 }
 
 // failJob calls fail_job.
 func failJob(ctx context.Context, q querier, c Claim, reason string) error {
-	_, err := q.Exec(ctx, sqlFailJob, c.jobID, c.tokenValue(), c.owner, reason)
+	_, err := q.Exec(ctx, sqlFailJob, c.jobID, c.tokenValue(), c.ownerValue(), reason)
 	return translateError(err)
 }
 
 // releaseClaim calls release_job_claim.
 func releaseClaim(ctx context.Context, q querier, c Claim) (bool, error) {
 	var released bool
-	err := q.QueryRow(ctx, sqlReleaseJobClaim, c.jobID, c.tokenValue(), c.owner).Scan(&released)
+	err := q.QueryRow(ctx, sqlReleaseJobClaim, c.jobID, c.tokenValue(), c.ownerValue()).Scan(&released)
 	return released, translateError(err)
 }
 
@@ -193,7 +197,7 @@ func releaseClaims(ctx context.Context, pool *pgxpool.Pool, claims []Claim) {
 	}
 	b := &pgx.Batch{}
 	for _, c := range claims {
-		b.Queue(sqlReleaseJobClaim, c.jobID, c.tokenValue(), c.owner)
+		b.Queue(sqlReleaseJobClaim, c.jobID, c.tokenValue(), c.ownerValue())
 	}
 	_ = pool.SendBatch(ctx, b).Close()
 }

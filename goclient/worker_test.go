@@ -1,0 +1,265 @@
+package goclient_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mightyetl/leasefence/goclient"
+)
+
+// The handler's result decides the terminal transition: nil completes, Retry
+// retries with its delay and reason, Fail fails, a plain error or a panic
+// retries with the worker's delay and a reason code of its own.
+func TestWorkerMapsHandlerResultsToTerminalTransitions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t, shortPolicy)
+	kinds := []string{"ok", "retry", "fail", "error", "panic"}
+	ids := map[string]int64{}
+	for _, k := range kinds {
+		id, err := e.producer.Enqueue(ctx, goclient.EnqueueParams{Queue: testQueue, Payload: []byte(`{"kind": "` + k + `"}`)})
+		require.NoError(t, err)
+		ids[k] = id
+	}
+	c := e.worker()
+	w, err := c.NewWorker(goclient.WorkerConfig{Queue: testQueue, Concurrency: 3,
+		RetryDelay: func(attempt int) time.Duration { return time.Duration(attempt) * time.Hour },
+		Handler: func(ctx context.Context, job goclient.Job) error {
+			var p struct{ Kind string }
+			if err := json.Unmarshal(job.Payload(), &p); err != nil {
+				return err
+			}
+			switch p.Kind {
+			case "retry":
+				return goclient.Retry(time.Hour, "rate_limited", errors.New("429 from the warehouse"))
+			case "fail":
+				return goclient.Fail("bad_record", errors.New("row 7 is malformed"))
+			case "error":
+				return errors.New("something broke")
+			case "panic":
+				panic("handler bug")
+			}
+			return nil
+		}})
+	require.NoError(t, err)
+	stop := runWorker(t, w)
+	waitFor(t, 10*time.Second, "every job to reach its transition", func() bool {
+		for _, id := range ids {
+			if s := e.state(id).Status; s == goclient.StatusQueued || s == goclient.StatusRunning {
+				return false
+			}
+		}
+		return true
+	})
+	require.NoError(t, stop())
+	want := map[string][2]string{
+		"ok": {"SUCCEEDED", ""}, "retry": {"RETRY_SCHEDULED", "rate_limited"}, "fail": {"FAILED", "bad_record"},
+		"error": {"RETRY_SCHEDULED", goclient.ReasonHandlerError}, "panic": {"RETRY_SCHEDULED", goclient.ReasonHandlerPanic},
+	}
+	for k, id := range ids {
+		s := e.state(id)
+		require.Equal(t, want[k][0], string(s.Status), k)
+		require.Equal(t, want[k][1], s.FailureReasonCode, k)
+	}
+	var runAfter time.Time
+	require.NoError(t, e.admin.QueryRow(ctx, `SELECT run_after FROM durable_jobs.job_record WHERE job_record_id = $1`,
+		ids["error"]).Scan(&runAfter))
+	require.Greater(t, time.Until(runAfter), 50*time.Minute, "the worker's RetryDelay(1) = 1 h was used")
+}
+
+// loginRole returns the role name of a login URL.
+func loginRole(t *testing.T, u string) string {
+	t.Helper()
+	parsed, err := url.Parse(u)
+	require.NoError(t, err)
+	return parsed.User.Username()
+}
+
+// targetTable creates a target table the worker login may write.
+func (e *env) targetTable() {
+	e.t.Helper()
+	_, err := e.admin.Exec(context.Background(), `CREATE TABLE public.order_target (job_record_id bigint PRIMARY KEY,
+		lease_fencing_generation bigint NOT NULL)`)
+	require.NoError(e.t, err)
+	_, err = e.admin.Exec(context.Background(), `GRANT INSERT, SELECT ON public.order_target TO `+loginRole(e.t, e.workerDB))
+	require.NoError(e.t, err)
+}
+
+func (e *env) targetRows() int {
+	e.t.Helper()
+	var n int
+	require.NoError(e.t, e.admin.QueryRow(context.Background(), `SELECT count(*) FROM public.order_target`).Scan(&n))
+	return n
+}
+
+// A TxHandler's target rows and the SUCCEEDED transition commit together.
+func TestTxHandlerCommitsTargetRowsWithTheTerminalTransition(t *testing.T) {
+	t.Parallel()
+	e := setup(t, shortPolicy)
+	e.targetTable()
+	ids := e.enqueue(2)
+	c := e.worker()
+	w, err := c.NewWorker(goclient.WorkerConfig{Queue: testQueue, Concurrency: 2,
+		TxHandler: func(ctx context.Context, tx pgx.Tx, job goclient.Job) error {
+			_, err := tx.Exec(ctx, `INSERT INTO public.order_target VALUES ($1, $2)`, job.ID(), job.FencingGeneration())
+			return err
+		}})
+	require.NoError(t, err)
+	stop := runWorker(t, w)
+	waitFor(t, 5*time.Second, "both jobs to succeed", func() bool {
+		return e.state(ids[0]).Status == goclient.StatusSucceeded && e.state(ids[1]).Status == goclient.StatusSucceeded
+	})
+	require.NoError(t, stop())
+	require.Equal(t, 2, e.targetRows())
+}
+
+// When the claim goes stale before the terminal write, complete_job raises
+// LF001 and the target rows written in the same transaction roll back.
+func TestStaleTxHandlerRollsBackItsTargetRows(t *testing.T) {
+	t.Parallel()
+	e := setup(t, shortPolicy)
+	e.targetTable()
+	ids := e.enqueue(1)
+	rec := newRecorder()
+	c := e.worker(goclient.WithObserver(rec))
+	w, err := c.NewWorker(goclient.WorkerConfig{Queue: testQueue,
+		TxHandler: func(ctx context.Context, tx pgx.Tx, job goclient.Job) error {
+			if _, err := tx.Exec(ctx, `INSERT INTO public.order_target VALUES ($1, $2)`, job.ID(), job.FencingGeneration()); err != nil {
+				return err
+			}
+			// An operator cancels the job while it runs (another session).
+			_, err := e.producer.Cancel(context.Background(), job.ID())
+			return err
+		}})
+	require.NoError(t, err)
+	stop := runWorker(t, w)
+	waitFor(t, 5*time.Second, "the stale claim to be noticed", func() bool { return rec.lostCount(goclient.LossStale) == 1 })
+	require.NoError(t, stop())
+	require.Equal(t, goclient.StatusCancelled, e.state(ids[0]).Status)
+	require.Zero(t, e.targetRows(), "the target write rolled back with the refused completion")
+}
+
+// A terminal write that fails for another reason than a stale claim stops
+// the heartbeat: the claim lapses at its expiry and is reclaimed with a new
+// attempt, so a job whose completion keeps failing cannot loop forever.
+func TestFailedTerminalWriteStopsTheHeartbeat(t *testing.T) {
+	t.Parallel()
+	e := setup(t, shortPolicy)
+	ids := e.enqueue(1)
+	rec := newRecorder()
+	c := e.worker(goclient.WithObserver(rec))
+	finished := make(chan struct{}, 1)
+	w, err := c.NewWorker(goclient.WorkerConfig{Queue: testQueue,
+		TxHandler: func(ctx context.Context, tx pgx.Tx, job goclient.Job) error {
+			defer func() { finished <- struct{}{} }()
+			_, _ = tx.Exec(ctx, `SELECT 1/0`) // the handler swallows an error that aborted tx
+			return nil
+		}})
+	require.NoError(t, err)
+	stop := runWorker(t, w)
+	<-finished
+	require.NoError(t, stop())
+	s := e.state(ids[0])
+	require.Equal(t, goclient.StatusRunning, s.Status, "nothing was written")
+	renewals := rec.renewalCount(goclient.RenewalRenewed)
+	time.Sleep(2 * shortPolicy.interval)
+	require.Equal(t, renewals, rec.renewalCount(goclient.RenewalRenewed), "the heartbeat stopped")
+	waitFor(t, 2*shortPolicy.lease, "the lapsed claim to be reclaimable", func() bool {
+		j, err := e.worker().Claim(context.Background(), testQueue)
+		return err == nil && j.Attempt() == 2
+	})
+}
+
+// Claim errors that retrying cannot fix stop the worker; a lost connection
+// does not.
+func TestWorkerStopsOnlyOnClaimErrorsRetryingCannotFix(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t, shortPolicy)
+	c := e.worker()
+	nop := func(context.Context, goclient.Job) error { return nil }
+
+	w, err := c.NewWorker(goclient.WorkerConfig{Queue: "Not A Queue", Handler: nop})
+	require.NoError(t, err)
+	require.ErrorIs(t, w.Run(ctx), goclient.ErrInvalidArgument)
+
+	e.enqueue(1)
+	mismatched := e.worker(goclient.WithLease(3*time.Second, time.Second))
+	w, err = mismatched.NewWorker(goclient.WorkerConfig{Queue: testQueue, Handler: nop})
+	require.NoError(t, err)
+	require.ErrorIs(t, w.Run(ctx), goclient.ErrConfigurationRejected)
+
+	proxy, proxied := newProxy(t, e.workerDB)
+	proxy.set("cut")
+	cut := e.client(e.pool(proxied))
+	w, err = cut.NewWorker(goclient.WorkerConfig{Queue: testQueue, Handler: nop, PollInterval: 50 * time.Millisecond})
+	require.NoError(t, err)
+	stop := runWorker(t, w)
+	time.Sleep(300 * time.Millisecond) // a few failed claims
+	proxy.set("open")
+	waitFor(t, 5*time.Second, "the job to be done once the connection is back", func() bool {
+		total := 0
+		rows, err := e.admin.Query(ctx, `SELECT count(*) FROM durable_jobs.job_record WHERE job_status = 'SUCCEEDED'`)
+		require.NoError(t, err)
+		for rows.Next() {
+			require.NoError(t, rows.Scan(&total))
+		}
+		return total == 1
+	})
+	require.NoError(t, stop())
+}
+
+func TestNewWorkerRejectsBadSettings(t *testing.T) {
+	t.Parallel()
+	e := setup(t, shortPolicy)
+	c := e.worker()
+	nop := func(context.Context, goclient.Job) error { return nil }
+	txNop := func(context.Context, pgx.Tx, goclient.Job) error { return nil }
+	for _, tc := range []struct {
+		cfg  goclient.WorkerConfig
+		want string
+	}{
+		{goclient.WorkerConfig{Queue: testQueue}, goclient.MsgNoHandler},
+		{goclient.WorkerConfig{Queue: testQueue, Handler: nop, TxHandler: txNop}, goclient.MsgNoHandler},
+		{goclient.WorkerConfig{Queue: testQueue, Handler: nop, Concurrency: -1}, goclient.MsgConcurrencyNotPositive},
+		{goclient.WorkerConfig{Queue: testQueue, Handler: nop, PollInterval: -time.Second}, goclient.MsgPollIntervalNotPositive},
+		{goclient.WorkerConfig{Queue: testQueue, Handler: nop, ShutdownTimeout: -time.Second}, goclient.MsgShutdownTimeoutNegative},
+	} {
+		_, err := c.NewWorker(tc.cfg)
+		require.ErrorIs(t, err, goclient.ErrInvalidConfig)
+		var ce *goclient.ConfigError
+		require.True(t, errors.As(err, &ce))
+		require.Equal(t, tc.want, ce.Message)
+		require.Equal(t, "leasefence: invalid client configuration: "+tc.want, err.Error())
+	}
+}
+
+// A TxHandler error rolls its target rows back, then the error's terminal
+// transition is written in a transaction of its own.
+func TestTxHandlerErrorRollsBackAndFails(t *testing.T) {
+	t.Parallel()
+	e := setup(t, shortPolicy)
+	e.targetTable()
+	ids := e.enqueue(1)
+	c := e.worker()
+	w, err := c.NewWorker(goclient.WorkerConfig{Queue: testQueue,
+		TxHandler: func(ctx context.Context, tx pgx.Tx, job goclient.Job) error {
+			if _, err := tx.Exec(ctx, `INSERT INTO public.order_target VALUES ($1, $2)`, job.ID(), job.FencingGeneration()); err != nil {
+				return err
+			}
+			return goclient.Fail("schema_mismatch", nil)
+		}})
+	require.NoError(t, err)
+	stop := runWorker(t, w)
+	waitFor(t, 5*time.Second, "the job to fail", func() bool { return e.state(ids[0]).Status == goclient.StatusFailed })
+	require.NoError(t, stop())
+	require.Equal(t, "schema_mismatch", e.state(ids[0]).FailureReasonCode)
+	require.Zero(t, e.targetRows())
+}
