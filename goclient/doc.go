@@ -1,0 +1,168 @@
+// Package goclient is the Go driver of leasefence: a thin, fenced client over
+// the PostgreSQL functions of the leasefence bundle, a heartbeat that keeps
+// healthy claims alive and gives them up the moment they are no longer
+// safe, and a worker loop that runs your handlers under that guarantee.
+//
+// # Overview
+//
+// PostgreSQL is the only authority. A job is claimed by claim_next_job, which
+// returns a secret claim token once; every renewal and every terminal write
+// presents the job id, the token and the worker's owner id together, and the
+// database refuses any of them whose claim is no longer the live one. The
+// client never decides on its own that a lease is valid: it only decides,
+// conservatively, when to stop trusting one.
+//
+// A worker needs three things: a pool whose login role is a member of
+// durable_job_worker, a client configured with the queue's lease policy, and
+// a handler:
+//
+//	pool, err := goclient.NewPool(ctx, workerURL, 0) // application_name "leasefence", statement_timeout 30 s
+//	client, err := goclient.New(pool,
+//		goclient.WithLease(30*time.Second, 10*time.Second), // must equal the queue's policy
+//		goclient.WithSafetyMargin(5*time.Second))
+//	defer client.Close()
+//
+//	worker, err := client.NewWorker(goclient.WorkerConfig{
+//		Queue:       "etl.orders",
+//		Concurrency: 4,
+//		Handler: func(ctx context.Context, job goclient.Job) error {
+//			return load(ctx, job.Payload()) // stop when ctx is cancelled
+//		},
+//	})
+//	err = worker.Run(ctx) // until ctx is cancelled, then a graceful shutdown
+//
+// Producers (role durable_job_producer) call Enqueue, Cancel and State on a
+// client of their own; operators (durable_job_operator) call Replay and the
+// policy and evidence calls.
+//
+// # State Model
+//
+// A job moves through these states; only the database moves it:
+//
+//	          Enqueue
+//	             |
+//	             v
+//	+-----> QUEUED / RETRY_SCHEDULED ----Cancel----> CANCELLED
+//	|            |  Claim (run-after reached)           ^
+//	|            v                                      |
+//	|         RUNNING ----Complete---> SUCCEEDED        |
+//	| Release    |  \----Fail-------> FAILED           |
+//	+------------+   \---Retry------> RETRY_SCHEDULED   |
+//	             |        (FAILED when attempts are used up)
+//	             +--lease expires, another Claim reclaims--> RUNNING (new token, attempt + 1)
+//	             +--Cancel-------------------------------------+
+//
+//	Replay: FAILED / CANCELLED --> QUEUED
+//
+// On the client side, each claim you Keep is a Lease with three states:
+//
+//	renewing --renewal_disabled--> disabled (no more renewals)
+//	   |                              |
+//	   +------------+-----------------+
+//	                v
+//	             ended: stale | trust deadline passed | released | closed |
+//	                    stopped after the terminal write | parent context done
+//
+// The lease's Context is cancelled when it ends; context.Cause says why.
+//
+// # Fencing
+//
+// Every write the database owns is fenced: it succeeds only if, inside the
+// same statement, the job is RUNNING, the token's digest, the owner id and
+// the claiming login role match, and the lease has not expired by the
+// database's clock_timestamp(). A terminal write whose claim is stale raises
+// SQLSTATE LF001 (ErrStaleClaim) and aborts its transaction, so with
+// CompleteTx (or a Worker with a TxHandler) your target writes and the
+// SUCCEEDED transition commit together or not at all:
+//
+//	tx, _ := pool.Begin(ctx)
+//	tx.Exec(ctx, `INSERT INTO target ...`)
+//	err := client.CompleteTx(ctx, tx, job.Claim(), nil) // ErrStaleClaim: roll back
+//	tx.Commit(ctx)
+//
+// For effects outside this database (a warehouse, a file, an API) the
+// database cannot roll back, pass Job.FencingGeneration along: it strictly
+// increases with every claim of the job, so the sink can refuse a write that
+// carries an older generation than one it has already seen.
+//
+// The claim token is a secret. Claim and Job keep it (and the owner id, and
+// the payload) out of String, GoString, every fmt verb, JSON and slog; they
+// print "[REDACTED]" instead.
+//
+// # Heartbeat and the trust formula
+//
+// Keep (and the Worker, for every job it runs) hands the claim to the
+// client's heartbeat. The heartbeat runs on its own goroutine and timers and
+// its own connection pool, never on a handler's, so a handler that hogs its
+// goroutine or holds every connection of your pool cannot delay a renewal.
+// Each renewal attempt is one short transaction: SET LOCAL statement_timeout
+// to Config.AttemptTimeout (shorter than the renewal interval), one
+// renew_job_leases call, COMMIT, all under a context with the same deadline.
+// Renewals that fall due within a tenth of the interval of each other go out
+// in one call; none is sent later than its own schedule; at most
+// Config.MaxInFlightRenewals calls are open at once.
+//
+// The database answers with lease_expires_at and database_time, both on its
+// own clock. The client turns them into a local deadline on the monotonic
+// clock, measured from the moment the attempt was sent:
+//
+//	granted      = lease_expires_at - database_time
+//	trustedUntil = attemptSentAt + granted - safetyMargin
+//
+// The database decided at or after attemptSentAt, so attemptSentAt + granted
+// is never later than the real expiry; the margin absorbs clock-rate drift,
+// scheduler jitter and the time your handler needs to notice cancellation.
+// The application's wall clock (Config.Clock) plays no part: skew it by hours
+// and nothing changes except the database clock offset signal.
+//
+// # Failure Handling
+//
+//	database answer / event         what the client does
+//	------------------------------  ---------------------------------------------------
+//	renewed                         move trustedUntil forward, renew again in one interval
+//	stale                           stop at once, cancel the lease context (ErrStaleClaim)
+//	renewal_disabled                stop renewing; the claim runs to its granted expiry,
+//	                                then the trust deadline cancels it
+//	error, timeout, failover        a failed attempt, never a success: retry with backoff
+//	                                (interval/10, doubling, at most half the time left)
+//	no confirmation by trustedUntil fail closed: cancel the context (ErrTrustDeadlinePassed)
+//	an answer after trustedUntil    too late, whatever it says: fail closed
+//	terminal write refused (LF001)  the transaction, target writes included, rolls back
+//	Close / worker shutdown         cancel the context (ErrClosed / ErrLeaseReleased) and
+//	                                release the claim so another worker can take it at once
+//
+// A Worker maps its handler's result to the terminal transition: nil
+// completes the job; Retry(delay, reason, err) retries it; Fail(reason, err)
+// fails it; any other error or a panic retries it after WorkerConfig.RetryDelay
+// with reason "handler_error" or "handler_panic". Once the lease has ended
+// the worker writes nothing. A terminal write that fails for another reason
+// stops the heartbeat, and the claim lapses at its expiry.
+//
+// # Configuration
+//
+// Config.Validate refuses unsafe settings with exact messages (the Msg
+// constants): a zero or negative lease, interval or margin, an interval not
+// shorter than the lease, an attempt timeout not shorter than the interval,
+// and an interval that leaves no room for one attempt and the margin
+// (interval + attempt timeout + margin > lease). At every claim the client
+// also compares the database's policy with its own settings: a different
+// renewal interval or granted lease is a configuration rejection
+// (ErrConfigurationRejected), counted and returned, and the claim is
+// released, never silently clamped.
+//
+// # Observability
+//
+// An Observer receives finite-cardinality signals: renewal outcomes, claims,
+// ownership losses with their cause, configuration rejections, scheduler
+// lag, safety margin remaining, the database clock offset and renewals in
+// flight. Their only labels are the queue name and enumerated values.
+// Package goclient/prommetrics exports them to Prometheus.
+//
+// # Ports and adapters
+//
+// Renewals go through a RenewalPort (input: the exact claims; output:
+// renewed / stale / renewal_disabled with the database's expiry and time, no
+// payload); NewPgRenewalPort is the PostgreSQL adapter and the default.
+// Renewal attempts run on a Scheduler; GoroutineScheduler is the default and
+// an embedding application can supply its own bounded executor.
+package goclient
