@@ -24,8 +24,9 @@ GOCLIENT_MIN := 100
 LEASECTL_MIN := 95
 
 # What make deps checks and installs (Debian package names).
+# chromium renders the demo's HTML timeline in its test.
 DEB_PACKAGES := postgresql-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl \
-                postgresql-15-plpgsql-check prometheus
+                postgresql-15-plpgsql-check prometheus chromium
 
 .PHONY: deps test demo lint tools clean
 
@@ -51,7 +52,7 @@ deps:
 	  apt-get update -qq; \
 	  apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
-	@for tool in pg_prove promtool /usr/lib/postgresql/15/bin/postgres; do \
+	@for tool in pg_prove promtool chromium /usr/lib/postgresql/15/bin/postgres; do \
 	  command -v "$$tool" >/dev/null 2>&1 || { echo "make deps: $$tool is still missing after the install" >&2; exit 1; }; \
 	done
 	go mod download
