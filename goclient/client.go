@@ -46,8 +46,10 @@ type Config struct {
 	// time a handler needs to notice cancellation.
 	SafetyMargin time.Duration
 
-	// AttemptTimeout bounds one renewal attempt: it is the attempt's
-	// statement_timeout and its context deadline. Default: RenewalInterval/2.
+	// AttemptTimeout bounds the transaction of one renewal attempt: it is
+	// the attempt's statement_timeout and its context deadline. (Getting a
+	// connection for the attempt may take up to one RenewalInterval, never
+	// past the trust deadline.) Default: RenewalInterval/2.
 	AttemptTimeout time.Duration
 
 	// MaxInFlightRenewals is how many renewal calls the client has open at

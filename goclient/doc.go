@@ -97,7 +97,9 @@
 // goroutine or holds every connection of your pool cannot delay a renewal.
 // Each renewal attempt is one short transaction: SET LOCAL statement_timeout
 // to Config.AttemptTimeout (shorter than the renewal interval), one
-// renew_job_leases call, COMMIT, all under a context with the same deadline.
+// renew_job_leases call, COMMIT, all under a context with the same deadline
+// (getting its connection first may take up to one interval, never past the
+// trust deadline).
 // Renewals that fall due within a tenth of the interval of each other go out
 // in one call; none is sent later than its own schedule; at most
 // Config.MaxInFlightRenewals calls are open at once.

@@ -283,7 +283,19 @@ func (h *heartbeat) attempt(batch []*Lease) {
 	}
 	wallSent := h.clock.Now()
 	sentAt := time.Now()
-	ctx, cancel := context.WithTimeout(h.attempts, h.attemptTimeout)
+	// The call may take one interval, and never past the earliest trust
+	// deadline of the batch (an answer after it could not be used): room
+	// for a new connection, whose authentication can be slow. The
+	// transaction itself is bounded by the attempt timeout in the port.
+	deadline := sentAt.Add(h.interval)
+	h.mu.Lock()
+	for _, l := range batch {
+		if l.trustedUntil.Before(deadline) {
+			deadline = l.trustedUntil
+		}
+	}
+	h.mu.Unlock()
+	ctx, cancel := context.WithDeadline(h.attempts, deadline)
 	results, err := h.port.RenewClaims(ctx, claims)
 	cancel()
 	if err == nil && len(results) != len(claims) {

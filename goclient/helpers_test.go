@@ -38,7 +38,7 @@ func (p policy) clientOptions() []goclient.Option {
 	return []goclient.Option{
 		goclient.WithLease(p.lease, p.interval),
 		goclient.WithSafetyMargin(p.interval),
-		goclient.WithAttemptTimeout(p.interval / 2),
+		goclient.WithAttemptTimeout(p.interval * 4 / 5),
 	}
 }
 
@@ -400,7 +400,7 @@ func (p *countingPort) snapshot() ([][]int64, []time.Time, int) {
 // on the worker login, wrapped in a countingPort.
 func (e *env) heartbeatPort() *countingPort {
 	e.t.Helper()
-	return &countingPort{inner: goclient.NewPgRenewalPort(e.pool(e.workerDB), e.policy.interval/2)}
+	return &countingPort{inner: goclient.NewPgRenewalPort(e.pool(e.workerDB), e.policy.interval*4/5)}
 }
 
 var _ = io.EOF

@@ -13,8 +13,9 @@ import (
 // from the first claim's is judged by the database, and so comes back stale.
 // The production adapter is NewPgRenewalPort.
 type RenewalPort interface {
-	// RenewClaims makes one renewal attempt for every claim. An error means
-	// the whole attempt failed and must never be read as a renewal.
+	// RenewClaims makes one renewal attempt for every claim, within ctx. An
+	// error means the whole attempt failed and must never be read as a
+	// renewal.
 	RenewClaims(ctx context.Context, claims []Claim) ([]RenewalResult, error)
 }
 

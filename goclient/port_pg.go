@@ -46,8 +46,9 @@ type pgRenewalPort struct {
 }
 
 // NewPgRenewalPort returns the PostgreSQL RenewalPort over pool. Every call
-// is one transaction: SET LOCAL statement_timeout to attemptTimeout, then one
-// renew_job_leases statement for all claims, then COMMIT. Give it a pool of
+// takes a connection from pool within the caller's context, then makes one
+// transaction within attemptTimeout: SET LOCAL statement_timeout to
+// attemptTimeout, one renew_job_leases statement for all claims, COMMIT. Give it a pool of
 // its own, never one that handlers use, so a busy handler cannot hold the
 // connection a renewal needs.
 func NewPgRenewalPort(pool *pgxpool.Pool, attemptTimeout time.Duration) RenewalPort {
@@ -65,8 +66,17 @@ func (p *pgRenewalPort) RenewClaims(ctx context.Context, claims []Claim) ([]Rene
 		}
 		ids[i], tokens[i] = c.jobID, c.tokenValue()
 	}
+	// A connection first, within ctx; then the short transaction, within
+	// the attempt timeout.
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	tctx, cancel := context.WithTimeout(ctx, p.attemptTimeout)
+	defer cancel()
 	var results []RenewalResult
-	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(tctx, conn, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		b.Queue(`SET LOCAL statement_timeout = '` + millis(p.attemptTimeout) + `'`)
 		b.Queue(sqlRenewJobLeases, owner, ids, tokens).Query(func(rows pgx.Rows) error {
@@ -74,7 +84,7 @@ func (p *pgRenewalPort) RenewClaims(ctx context.Context, claims []Claim) ([]Rene
 			results, err = pgx.CollectRows(rows, scanRenewal)
 			return err
 		})
-		return tx.SendBatch(ctx, b).Close()
+		return tx.SendBatch(tctx, b).Close()
 	})
 	return results, translateError(err)
 }
