@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -9,6 +10,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -134,8 +137,13 @@ type demo struct {
 	// clockOffset is the database clock minus the local wall clock, used
 	// only when the database cannot be asked for its time.
 	clockOffset time.Duration
+	// mayCreateRoles and hasVersionTable are what connect learned about the
+	// admin role and the database.
+	mayCreateRoles  bool
+	hasVersionTable bool
 
-	workerConn   string
+	// workerCfg is the worker login's pool configuration; newWorker copies it.
+	workerCfg    *pgxpool.Config
 	producer     *session
 	operator     *session
 	operatorConn string
@@ -165,7 +173,10 @@ func (d *demo) play(ctx context.Context) error {
 	for i, story := range []func(context.Context) error{d.storyLongJob, d.storyFrozenWorker, d.storyCancel} {
 		d.step = fmt.Sprintf("story %d", i+1)
 		if err := story(ctx); err != nil {
-			d.writeTimeline(ctx)
+			// The timeline of the run so far helps to see what went wrong.
+			if timelineErr := d.writeTimeline(ctx); timelineErr != nil {
+				printf(out, "\nThe HTML timeline of the run so far could not be written: %s\n", oneLine(timelineErr.Error()))
+			}
 			return interrupted(ctx, err)
 		}
 	}
@@ -192,8 +203,8 @@ func interrupted(ctx context.Context, err error) error {
 	return err
 }
 
-// connect starts the throwaway cluster (or uses --database-url) and opens
-// the admin pool.
+// connect starts the throwaway cluster (or uses --database-url), opens the
+// admin pool and reads what the rest needs to know about the database.
 func (d *demo) connect(ctx context.Context) error {
 	out := d.env.stdout
 	d.adminURL = d.databaseURL
@@ -225,16 +236,14 @@ func (d *demo) connect(ctx context.Context) error {
 		return err
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = applicationName
-	cfg.MaxConns = 4
-	d.admin, err = pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return err
-	}
+	d.admin = newPool(ctx, cfg, 4)
 	d.addCleanup(func(context.Context) error { d.admin.Close(); return nil })
 	var version string
 	local := time.Now()
-	if err := d.admin.QueryRow(ctx, `SELECT pg_catalog.current_setting('server_version'), pg_catalog.clock_timestamp()`).
-		Scan(&version, &d.startedAt); err != nil {
+	if err := d.admin.QueryRow(ctx, `SELECT pg_catalog.current_setting('server_version'), pg_catalog.clock_timestamp(),
+			(SELECT rolsuper OR rolcreaterole FROM pg_catalog.pg_roles WHERE rolname = current_user),
+			pg_catalog.to_regclass($1) IS NOT NULL`, sqlbundle.VersionTable).
+		Scan(&version, &d.startedAt, &d.mayCreateRoles, &d.hasVersionTable); err != nil {
 		return interrupted(ctx, err)
 	}
 	d.clockOffset = d.startedAt.Sub(local.Add(time.Since(local) / 2))
@@ -250,19 +259,18 @@ func (d *demo) connect(ctx context.Context) error {
 func (d *demo) prepare(ctx context.Context) error {
 	out := d.env.stdout
 	d.step = "check privileges"
-	var mayCreateRoles bool
-	if err := d.admin.QueryRow(ctx,
-		`SELECT rolsuper OR rolcreaterole FROM pg_catalog.pg_roles WHERE rolname = current_user`).Scan(&mayCreateRoles); err != nil {
-		return interrupted(ctx, err)
-	}
-	if !mayCreateRoles {
+	if !d.mayCreateRoles {
 		return errors.New("the --database-url role may not create roles; use the role that applied the bundle or a superuser")
 	}
 
 	d.step = "apply the migration bundle"
-	version, err := d.bundleVersion(ctx)
-	if err != nil {
-		return interrupted(ctx, err)
+	var version int32
+	if d.hasVersionTable {
+		// An empty version table (tern adds its row on the first migration)
+		// counts as no bundle.
+		if err := d.admin.QueryRow(ctx, `SELECT COALESCE(max(version), 0) FROM `+sqlbundle.VersionTable).Scan(&version); err != nil {
+			return interrupted(ctx, err)
+		}
 	}
 	newest := sqlbundle.NewestVersion()
 	switch {
@@ -280,42 +288,9 @@ func (d *demo) prepare(ctx context.Context) error {
 			"the demo only applies the bundle to a database without one (see leasectl migrate)", version, newest)
 	}
 
-	d.step = "create the demo's login roles"
+	d.step = "create the demo's login roles and target table"
 	printf(out, "Creating login roles for a worker, a producer and an operator, each granted only its runtime role...\n")
-	for _, role := range []string{roleWorker, roleProducer, roleOperator} {
-		conn, err := d.createLogin(ctx, role)
-		if err != nil {
-			return interrupted(ctx, err)
-		}
-		switch role {
-		case roleWorker:
-			d.workerConn = conn
-		case roleProducer:
-			if d.producer, err = d.openSession(ctx, conn); err != nil {
-				return interrupted(ctx, err)
-			}
-		case roleOperator:
-			d.operatorConn = conn
-			if d.operator, err = d.openSession(ctx, conn); err != nil {
-				return interrupted(ctx, err)
-			}
-		}
-	}
-
-	d.step = "create the demo's target table"
-	if _, err := d.admin.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+demoTargetTable+` (
-		job_record_id            bigint NOT NULL,
-		lease_fencing_generation bigint NOT NULL,
-		queue_name               text NOT NULL,
-		written_by               text NOT NULL,
-		written_at               timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
-		CONSTRAINT leasefence_demo_target_pkey PRIMARY KEY (job_record_id, lease_fencing_generation))`); err != nil {
-		return interrupted(ctx, err)
-	}
-	if _, err := d.admin.Exec(ctx, `COMMENT ON TABLE `+demoTargetTable+` IS 'leasectl demo: the rows its workers write in the same transaction as complete_job'`); err != nil {
-		return interrupted(ctx, err)
-	}
-	if _, err := d.admin.Exec(ctx, `GRANT SELECT, INSERT ON `+demoTargetTable+` TO `+d.loginName(roleWorker)); err != nil {
+	if err := d.createLogins(ctx); err != nil {
 		return interrupted(ctx, err)
 	}
 
@@ -333,85 +308,94 @@ func (d *demo) prepare(ctx context.Context) error {
 	return nil
 }
 
-// bundleVersion returns the database's bundle version, 0 when it has none.
-func (d *demo) bundleVersion(ctx context.Context) (int32, error) {
-	var exists bool
-	if err := d.admin.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1) IS NOT NULL`, sqlbundle.VersionTable).Scan(&exists); err != nil {
-		return 0, err
-	}
-	if !exists {
-		return 0, nil
-	}
-	var version int32
-	err := d.admin.QueryRow(ctx, `SELECT version FROM `+sqlbundle.VersionTable).Scan(&version)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
-	}
-	return version, err
-}
-
 // loginName is the name of the demo's login role granted runtimeRole.
 func (d *demo) loginName(runtimeRole string) string {
 	return "leasefence_demo_" + d.run + "_" + strings.TrimPrefix(runtimeRole, "durable_job_")
 }
 
-// createLogin makes the demo's login role for runtimeRole, to be dropped at
-// cleanup, and returns a connection string for it.
-func (d *demo) createLogin(ctx context.Context, runtimeRole string) (string, error) {
-	name, password := d.loginName(runtimeRole), randomName(16)
-	// Both are made of [a-z0-9_] here, so they need no quoting.
-	if _, err := d.admin.Exec(ctx, fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s' IN ROLE %s", name, password, runtimeRole)); err != nil {
-		return "", err
+// createLogins makes the demo's three login roles and its target table,
+// to be dropped (the roles) at cleanup, and opens the producer's and the
+// operator's sessions.
+func (d *demo) createLogins(ctx context.Context) error {
+	roles := []string{roleWorker, roleProducer, roleOperator}
+	passwords := map[string]string{}
+	var setup strings.Builder
+	for _, role := range roles {
+		passwords[role] = randomName(16)
+		// Names and passwords are made of [a-z0-9_] here, so they need no quoting.
+		fmt.Fprintf(&setup, "CREATE ROLE %s LOGIN PASSWORD '%s' IN ROLE %s;\n", d.loginName(role), passwords[role], role)
+	}
+	setup.WriteString(`CREATE TABLE IF NOT EXISTS ` + demoTargetTable + ` (
+		job_record_id            bigint NOT NULL,
+		lease_fencing_generation bigint NOT NULL,
+		queue_name               text NOT NULL,
+		written_by               text NOT NULL,
+		written_at               timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+		CONSTRAINT leasefence_demo_target_pkey PRIMARY KEY (job_record_id, lease_fencing_generation));
+	COMMENT ON TABLE ` + demoTargetTable + ` IS 'leasectl demo: the rows its workers write in the same transaction as complete_job';
+	GRANT SELECT, INSERT ON ` + demoTargetTable + ` TO ` + d.loginName(roleWorker))
+	// Without arguments pgx sends this as one simple query, which
+	// PostgreSQL runs as one transaction: all of it is made, or none.
+	if _, err := d.admin.Exec(ctx, setup.String()); err != nil {
+		return err
 	}
 	d.addCleanup(func(ctx context.Context) error {
-		if runtimeRole == roleWorker {
-			if _, err := d.admin.Exec(ctx, `REVOKE ALL ON `+demoTargetTable+` FROM `+name); err != nil {
-				var pgErr *pgconn.PgError
-				if !errors.As(err, &pgErr) || pgErr.Code != "42P01" { // the table may never have been made
-					return err
-				}
-			}
-		}
-		_, err := d.admin.Exec(ctx, "DROP ROLE IF EXISTS "+name)
+		_, err := d.admin.Exec(ctx, "REVOKE ALL ON "+demoTargetTable+" FROM "+d.loginName(roleWorker)+
+			"; DROP ROLE IF EXISTS "+d.loginName(roleWorker)+", "+d.loginName(roleProducer)+", "+d.loginName(roleOperator))
 		return err
 	})
-	return loginConnString(d.adminURL, name, password)
+
+	// The workers' pools are made per story from a copy of the admin's
+	// configuration, so that they reach the same server the same way.
+	d.workerCfg = d.admin.Config()
+	d.workerCfg.ConnConfig.User, d.workerCfg.ConnConfig.Password = d.loginName(roleWorker), passwords[roleWorker]
+	d.workerCfg.ConnConfig.RuntimeParams["application_name"] = goclient.ApplicationName
+
+	d.operatorConn = loginConnString(d.adminURL, d.loginName(roleOperator), passwords[roleOperator])
+	for _, s := range []struct {
+		to   **session
+		conn string
+	}{
+		{&d.producer, loginConnString(d.adminURL, d.loginName(roleProducer), passwords[roleProducer])},
+		{&d.operator, d.operatorConn},
+	} {
+		sess, err := openSession(ctx, s.conn)
+		if err != nil {
+			return err
+		}
+		d.addCleanup(func(context.Context) error { sess.close(); return nil })
+		*s.to = sess
+	}
+	return nil
 }
 
 // loginConnString is base (a URL, a keyword/value string or empty) with its
 // user and password replaced.
-func loginConnString(base, user, password string) (string, error) {
-	if strings.HasPrefix(base, "postgres://") || strings.HasPrefix(base, "postgresql://") {
-		u, err := url.Parse(base)
-		if err != nil {
-			return "", err
-		}
+func loginConnString(base, user, password string) string {
+	if u, err := url.Parse(base); err == nil && (strings.HasPrefix(base, "postgres://") || strings.HasPrefix(base, "postgresql://")) {
 		u.User = url.UserPassword(user, password)
-		return u.String(), nil
+		return u.String()
 	}
 	// In a keyword/value string a later keyword wins.
-	return strings.TrimSpace(base + " user='" + user + "' password='" + password + "'"), nil
+	return strings.TrimSpace(base + " user='" + user + "' password='" + password + "'")
 }
 
-// openSession opens a small pool and a default client for a login.
-func (d *demo) openSession(ctx context.Context, conn string) (*session, error) {
-	cfg, err := goclient.ParsePoolConfig(conn, statementTimeout)
+// newPool opens a pool over cfg with at most maxConns connections. It
+// connects lazily, on first use.
+func newPool(ctx context.Context, cfg *pgxpool.Config, maxConns int32) *pgxpool.Pool {
+	cfg.MaxConns = maxConns
+	// pgxpool.NewWithConfig fails only for MaxConns < 1.
+	return must(pgxpool.NewWithConfig(ctx, cfg))
+}
+
+// must returns v, or panics when err is set. The demo uses it only where
+// the inputs are its own constants, which the called function accepts: an
+// error there is a bug in the demo, not something a user can cause.
+func must[T any](v T, err error) T {
 	if err != nil {
-		return nil, err
+		panic(fmt.Sprintf("leasectl demo: a call on the demo's fixed settings failed: %v", err))
 	}
-	cfg.MaxConns = 2
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	client, err := goclient.New(pool)
-	if err != nil {
-		pool.Close()
-		return nil, err
-	}
-	s := &session{pool: pool, client: client}
-	d.addCleanup(func(context.Context) error { s.close(); return nil })
-	return s, nil
+	return v
 }
 
 // addCleanup registers f to run at cleanup, after everything registered
@@ -424,9 +408,7 @@ func (d *demo) cleanup() error {
 	defer cancel()
 	var errs []error
 	for i := len(d.cleanups) - 1; i >= 0; i-- {
-		if err := d.cleanups[i](ctx); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, d.cleanups[i](ctx)) // errors.Join drops the nils
 	}
 	d.cleanups = nil
 	return errors.Join(errs...)
@@ -459,40 +441,25 @@ type demoWorker struct {
 }
 
 // newWorker builds a worker client for story; close it at the story's end.
-func (d *demo) newWorker(ctx context.Context, story int, label string) (*demoWorker, error) {
-	cfg, err := goclient.ParsePoolConfig(d.workerConn, 10*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	cfg.MaxConns = 3
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
+func (d *demo) newWorker(ctx context.Context, story int, label string) *demoWorker {
+	pool := d.workerPool(ctx, 10*time.Second, 3)
 	// The heartbeat's own pool: never shared with the handler.
-	hcfg, err := goclient.ParsePoolConfig(d.workerConn, demoAttemptTimeout)
-	if err != nil {
-		pool.Close()
-		return nil, err
-	}
-	hcfg.MaxConns = 2
-	hbPool, err := pgxpool.NewWithConfig(ctx, hcfg)
-	if err != nil {
-		pool.Close()
-		return nil, err
-	}
+	hbPool := d.workerPool(ctx, demoAttemptTimeout, 2)
 	port := &demoPort{inner: goclient.NewPgRenewalPort(hbPool, demoAttemptTimeout), d: d, story: story, label: label,
 		seen: map[int64]portSeen{}}
-	client, err := goclient.NewClient(pool, goclient.Config{
+	client := must(goclient.NewClient(pool, goclient.Config{
 		LeaseDuration: demoLeaseDuration, RenewalInterval: demoRenewalInterval, SafetyMargin: demoSafetyMargin,
 		AttemptTimeout: demoAttemptTimeout, MaxInFlightRenewals: 2, RenewalPort: port,
-	})
-	if err != nil {
-		hbPool.Close()
-		pool.Close()
-		return nil, err
-	}
-	return &demoWorker{label: label, pool: pool, hbPool: hbPool, port: port, client: client}, nil
+	}))
+	return &demoWorker{label: label, pool: pool, hbPool: hbPool, port: port, client: client}
+}
+
+// workerPool opens a pool of the worker login with at most maxConns
+// connections, whose statements time out after timeout.
+func (d *demo) workerPool(ctx context.Context, timeout time.Duration, maxConns int32) *pgxpool.Pool {
+	cfg := d.workerCfg.Copy()
+	cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(timeout.Milliseconds(), 10)
+	return newPool(ctx, cfg, maxConns)
 }
 
 // close stops the client (releasing any claim it still keeps) and its pools.
@@ -599,13 +566,11 @@ func (p *demoPort) freeze() { p.frozen.Store(true) }
 
 // waitRenewals waits until job has had n confirmed renewals.
 func (p *demoPort) waitRenewals(ctx context.Context, job int64, n int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	for p.last(job).renewals < n {
-		if time.Now().After(deadline) {
+		if sleep(ctx, 20*time.Millisecond) != nil { // an interrupt ends the demo with errInterrupted instead
 			return fmt.Errorf("job %d had %d renewal(s) after %s, want %d", job, p.last(job).renewals, timeout, n)
-		}
-		if err := sleep(ctx, 20*time.Millisecond); err != nil {
-			return err
 		}
 	}
 	return nil
@@ -653,7 +618,8 @@ func writeTarget(ctx context.Context, tx pgx.Tx, label string, job goclient.Job)
 // waitFinal polls the job's state until it leaves QUEUED and RUNNING, and
 // returns it with the database time it was seen.
 func (d *demo) waitFinal(ctx context.Context, job int64, timeout time.Duration) (goclient.JobState, time.Time, error) {
-	deadline := time.Now().Add(timeout)
+	waitCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	for {
 		st, err := d.producer.client.State(ctx, job)
 		if err != nil {
@@ -662,11 +628,8 @@ func (d *demo) waitFinal(ctx context.Context, job int64, timeout time.Duration) 
 		if st.Status != goclient.StatusQueued && st.Status != goclient.StatusRunning {
 			return st, d.dbNow(), nil
 		}
-		if time.Now().After(deadline) {
+		if sleep(waitCtx, 50*time.Millisecond) != nil { // an interrupt ends the demo with errInterrupted instead
 			return st, time.Time{}, fmt.Errorf("job %d is still %s after %s", job, st.Status, timeout)
-		}
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
-			return st, time.Time{}, err
 		}
 	}
 }
@@ -696,14 +659,24 @@ func runWorkers(ctx context.Context, workers ...*goclient.Worker) (stop func() e
 
 // receive waits for a value on ch.
 func receive[T any](ctx context.Context, ch <-chan T, timeout time.Duration, what string) (T, error) {
-	var zero T
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	select {
 	case v := <-ch:
 		return v, nil
-	case <-ctx.Done():
-		return zero, ctx.Err()
-	case <-time.After(timeout):
+	case <-ctx.Done(): // an interrupt ends the demo with errInterrupted instead
+		var zero T
 		return zero, fmt.Errorf("%s did not happen within %s", what, timeout)
+	}
+}
+
+// offer sends v on ch (buffered) unless its buffer is full. Handlers report
+// to their story with it: a handler that runs again, on a reclaim the story
+// did not expect, must not block its worker's shutdown.
+func offer[T any](ch chan<- T, v T) {
+	select {
+	case ch <- v:
+	default:
 	}
 }
 
@@ -730,22 +703,16 @@ func (d *demo) storyLongJob(ctx context.Context) error {
 		fmt.Sprintf("worker-a runs a %s job under a %s lease: its heartbeat renews the claim every %s on its own\n"+
 			"goroutine and connection. worker-b polls the same queue the whole time.",
 			formatDuration(work), formatDuration(demoLeaseDuration), formatDuration(demoRenewalInterval)))
-	a, err := d.newWorker(ctx, story, "worker-a")
-	if err != nil {
-		return err
-	}
+	a := d.newWorker(ctx, story, "worker-a")
 	defer a.close()
-	b, err := d.newWorker(ctx, story, "worker-b")
-	if err != nil {
-		return err
-	}
+	b := d.newWorker(ctx, story, "worker-b")
 	defer b.close()
 
 	claimedA := make(chan goclient.Job, 1)
-	workerA, err := a.client.NewWorker(goclient.WorkerConfig{Queue: queue, PollInterval: demoPollInterval,
+	workerA := must(a.client.NewWorker(goclient.WorkerConfig{Queue: queue, PollInterval: demoPollInterval,
 		ShutdownTimeout: time.Second, TxHandler: func(jctx context.Context, tx pgx.Tx, job goclient.Job) error {
 			d.claimEvent(story, a, job)
-			claimedA <- job
+			offer(claimedA, job)
 			if err := sleep(jctx, work); err != nil {
 				return context.Cause(jctx)
 			}
@@ -756,20 +723,14 @@ func (d *demo) storyLongJob(ctx context.Context) error {
 				Text: fmt.Sprintf("finished %s of work; writes its target row and calls complete_job in the same transaction",
 					formatDuration(work))})
 			return nil
-		}})
-	if err != nil {
-		return err
-	}
+		}}))
 	var stolen atomic.Int64
-	workerB, err := b.client.NewWorker(goclient.WorkerConfig{Queue: queue, PollInterval: demoPollInterval,
+	workerB := must(b.client.NewWorker(goclient.WorkerConfig{Queue: queue, PollInterval: demoPollInterval,
 		ShutdownTimeout: time.Second, Handler: func(_ context.Context, job goclient.Job) error {
 			stolen.Store(job.ID())
 			d.claimEvent(story, b, job)
 			return nil
-		}})
-	if err != nil {
-		return err
-	}
+		}}))
 
 	stopA := runWorkers(ctx, workerA)
 	defer stopA() //nolint:errcheck // the error is read below on the normal path
@@ -803,20 +764,32 @@ func (d *demo) storyLongJob(ctx context.Context) error {
 		return err
 	}
 
-	switch {
-	case stolen.Load() != 0:
-		return fmt.Errorf("worker-b was given job %d while worker-a held it", stolen.Load())
-	case st.Status != goclient.StatusSucceeded:
-		return fmt.Errorf("job %d ended %s, want SUCCEEDED", id, st.Status)
-	case st.FencingGeneration != 1 || st.AttemptNumber != 1:
-		return fmt.Errorf("job %d has fencing generation %d and attempt %d, want one claim", id, st.FencingGeneration, st.AttemptNumber)
-	case st.RenewalCount < 3:
-		return fmt.Errorf("job %d was renewed %d times, want at least 3", id, st.RenewalCount)
+	return d.conclude(id, fmt.Sprintf("SUCCEEDED once after %.1f s (%.1f × the %s lease): one claim (generation 1), %d renewals, never reclaimed",
+		elapsed.Seconds(), elapsed.Seconds()/demoLeaseDuration.Seconds(), formatDuration(demoLeaseDuration), st.RenewalCount),
+		demoCheck{stolen.Load() == 0, fmt.Sprintf("worker-b was given job %d while worker-a held it", stolen.Load())},
+		demoCheck{st.Status == goclient.StatusSucceeded, fmt.Sprintf("job %d ended %s, want SUCCEEDED", id, st.Status)},
+		demoCheck{st.FencingGeneration == 1 && st.AttemptNumber == 1, fmt.Sprintf(
+			"job %d has fencing generation %d and attempt %d, want one claim", id, st.FencingGeneration, st.AttemptNumber)},
+		demoCheck{st.RenewalCount >= 3, fmt.Sprintf("job %d was renewed %d times, want at least 3", id, st.RenewalCount)})
+}
+
+// demoCheck is one outcome a story checks in the database.
+type demoCheck struct {
+	ok   bool
+	fail string // what is wrong when !ok
+}
+
+// conclude ends a story: it returns the first check that failed as the
+// story's error, or records the job's summary for the timeline and prints
+// it.
+func (d *demo) conclude(job int64, summary string, checks ...demoCheck) error {
+	for _, c := range checks {
+		if !c.ok {
+			return errors.New(c.fail)
+		}
 	}
-	summary := fmt.Sprintf("SUCCEEDED once after %.1f s (%.1f × the %s lease): one claim (generation 1), %d renewals, never reclaimed",
-		elapsed.Seconds(), elapsed.Seconds()/demoLeaseDuration.Seconds(), formatDuration(demoLeaseDuration), st.RenewalCount)
-	d.rec.summarize(id, summary)
-	d.rec.say("  checked in the database: job %d %s.", id, summary)
+	d.rec.summarize(job, summary)
+	d.rec.say("  checked in the database: job %d %s.", job, summary)
 	return nil
 }
 
@@ -830,15 +803,9 @@ func (d *demo) storyFrozenWorker(ctx context.Context) error {
 		"worker-a claims a job, renews twice, then freezes: its heartbeat stops reaching the database while its handler\n"+
 			"keeps running. worker-b takes over only once the lease has expired by the database clock; worker-a's late\n"+
 			"completion is then refused and its target write rolled back.")
-	a, err := d.newWorker(ctx, story, "worker-a")
-	if err != nil {
-		return err
-	}
+	a := d.newWorker(ctx, story, "worker-a")
 	defer a.close()
-	b, err := d.newWorker(ctx, story, "worker-b")
-	if err != nil {
-		return err
-	}
+	b := d.newWorker(ctx, story, "worker-b")
 	defer b.close()
 
 	id, err := d.enqueue(ctx, story, queue, "a nightly load")
@@ -871,12 +838,11 @@ func (d *demo) storyFrozenWorker(ctx context.Context) error {
 		Text: "freezes: its renewals stop reaching the database (the demo stalls them); its handler is still running"})
 
 	// worker-b asks for work at once, in its own session: the lease is live,
-	// so the database gives it nothing.
-	if early, err := b.client.Claim(ctx, queue); err == nil {
-		_, _ = b.client.Release(context.WithoutCancel(ctx), early.Claim())
-		return fmt.Errorf("worker-b claimed job %d while its lease was live (until %s)", early.ID(), clockTime(seen.expires))
-	} else if !errors.Is(err, goclient.ErrNoJob) {
-		return err
+	// so the database gives it nothing. (Were it given the job, the story
+	// fails here, and the job's lease runs out on its own.)
+	if early, err := b.client.Claim(ctx, queue); !errors.Is(err, goclient.ErrNoJob) {
+		return fmt.Errorf("worker-b asked for work while job %d's lease was live (until %s) and was not told there is none: "+
+			"claimed job %d, error %v", id, clockTime(seen.expires), early.ID(), err)
 	}
 	d.rec.emit(demoEvent{At: d.dbNow(), Story: story, Job: id, Actor: b.label, Kind: evNoJob,
 		Text: fmt.Sprintf("asks for work on the queue: nothing claimable, job %d's lease is live until %s", id, clockTime(seen.expires))})
@@ -890,10 +856,10 @@ func (d *demo) storyFrozenWorker(ctx context.Context) error {
 	defer watch.Wait()
 
 	claimedB := make(chan goclient.Job, 1)
-	workerB, err := b.client.NewWorker(goclient.WorkerConfig{Queue: queue, PollInterval: demoPollInterval,
+	workerB := must(b.client.NewWorker(goclient.WorkerConfig{Queue: queue, PollInterval: demoPollInterval,
 		ShutdownTimeout: time.Second, TxHandler: func(jctx context.Context, tx pgx.Tx, job goclient.Job) error {
 			d.claimEvent(story, b, job)
-			claimedB <- job
+			offer(claimedB, job)
 			if err := sleep(jctx, 500*time.Millisecond); err != nil {
 				return context.Cause(jctx)
 			}
@@ -904,10 +870,7 @@ func (d *demo) storyFrozenWorker(ctx context.Context) error {
 				Text: fmt.Sprintf("writes its target row (generation %d) and calls complete_job in the same transaction",
 					job.FencingGeneration())})
 			return nil
-		}})
-	if err != nil {
-		return err
-	}
+		}}))
 	stopB := runWorkers(ctx, workerB)
 	defer stopB() //nolint:errcheck
 	d.rec.emit(demoEvent{At: d.dbNow(), Story: story, Job: id, Actor: b.label, Kind: evPolling,
@@ -964,58 +927,36 @@ func (d *demo) storyFrozenWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var described []string
+	for _, r := range written {
+		described = append(described, fmt.Sprintf("%s's (generation %d)", r.WrittenBy, r.Generation))
+	}
 	d.rec.emit(demoEvent{At: d.dbNow(), Story: story, Job: id, Actor: "database", Kind: evChecked,
-		Text: fmt.Sprintf("shows %d target row(s) for job %d: %s", len(written), id, describeRows(written, func(r targetRow) string {
-			return fmt.Sprintf("%s's (generation %d)", r.WrittenBy, r.Generation)
-		}))})
+		Text: fmt.Sprintf("shows %d target row(s) for job %d: %s", len(written), id, joinOrNone(described, ", "))})
 
-	switch {
-	case !jobB.DatabaseTime().After(seen.expires):
-		return fmt.Errorf("worker-b reclaimed job %d at %s, not after its lease expired at %s",
-			id, clockTime(jobB.DatabaseTime()), clockTime(seen.expires))
-	case stB.Status != goclient.StatusSucceeded || stB.FencingGeneration != 2 || jobB.FencingGeneration() != 2:
-		return fmt.Errorf("job %d ended %s under generation %d, want SUCCEEDED by worker-b under generation 2", id, stB.Status, stB.FencingGeneration)
-	case len(written) != 1 || written[0].WrittenBy != b.label || written[0].Generation != 2:
-		return fmt.Errorf("the target table holds %d row(s) for job %d, want only worker-b's", len(written), id)
-	}
-	summary := fmt.Sprintf("SUCCEEDED by worker-b (generation 2), reclaimed %.0f ms after the database saw worker-a's lease expire; "+
+	return d.conclude(id, fmt.Sprintf("SUCCEEDED by worker-b (generation 2), reclaimed %.0f ms after the database saw worker-a's lease expire; "+
 		"worker-a's late completion refused with LF001, its target row rolled back",
-		float64(jobB.DatabaseTime().Sub(seen.expires).Milliseconds()))
-	d.rec.summarize(id, summary)
-	d.rec.say("  checked in the database: job %d %s.", id, summary)
-	return nil
-}
-
-// describeRows lists rows as text, or "none".
-func describeRows[T any](rows []T, describe func(T) string) string {
-	if len(rows) == 0 {
-		return "none"
-	}
-	parts := make([]string, len(rows))
-	for i, r := range rows {
-		parts[i] = describe(r)
-	}
-	return strings.Join(parts, ", ")
+		float64(jobB.DatabaseTime().Sub(seen.expires).Milliseconds())),
+		demoCheck{jobB.DatabaseTime().After(seen.expires), fmt.Sprintf("worker-b reclaimed job %d at %s, not after its lease expired at %s",
+			id, clockTime(jobB.DatabaseTime()), clockTime(seen.expires))},
+		demoCheck{stB.Status == goclient.StatusSucceeded && stB.FencingGeneration == 2 && jobB.FencingGeneration() == 2, fmt.Sprintf(
+			"job %d ended %s under generation %d, want SUCCEEDED by worker-b under generation 2", id, stB.Status, stB.FencingGeneration)},
+		demoCheck{len(written) == 1 && written[0].WrittenBy == b.label && written[0].Generation == 2,
+			fmt.Sprintf("the target table holds %d row(s) for job %d, want only worker-b's", len(written), id)})
 }
 
 // watchExpiry records the moment the database clock passes the lease's
-// expiry.
+// expiry: it sleeps until then on the local monotonic clock (from the last
+// answer), then asks the database until its clock agrees.
 func (d *demo) watchExpiry(ctx context.Context, story int, job int64, seen portSeen) {
-	// The expiry on the local monotonic clock, from the last answer.
 	due := seen.local.Add(seen.expires.Sub(seen.dbTime))
-	if sleep(ctx, time.Until(due)) != nil {
-		return
-	}
-	for range 100 {
+	for wait := time.Until(due); sleep(ctx, wait) == nil; wait = 10 * time.Millisecond {
 		if d.dbNow().After(seen.expires) {
-			break
-		}
-		if sleep(ctx, 10*time.Millisecond) != nil {
+			d.rec.emit(demoEvent{At: seen.expires, Story: story, Job: job, Actor: "database", Kind: evExpired,
+				Text: fmt.Sprintf("clock passes job %d's lease_expires_at: the lease has expired; the job is still RUNNING and may be reclaimed", job)})
 			return
 		}
 	}
-	d.rec.emit(demoEvent{At: seen.expires, Story: story, Job: job, Actor: "database", Kind: evExpired,
-		Text: fmt.Sprintf("clock passes job %d's lease_expires_at: the lease has expired; the job is still RUNNING and may be reclaimed", job)})
 }
 
 // ---------------------------------------------------------------------------
@@ -1035,28 +976,20 @@ func (d *demo) storyCancel(ctx context.Context) error {
 		fmt.Sprintf("worker-c runs a job that would take 30 s. The operator cancels it with cancel_job: the claim is stale\n"+
 			"at once, the next renewal (at most %s later) says so, and the client cancels the handler's context.",
 			formatDuration(demoRenewalInterval)))
-	c, err := d.newWorker(ctx, story, "worker-c")
-	if err != nil {
-		return err
-	}
+	c := d.newWorker(ctx, story, "worker-c")
 	defer c.close()
 	claimed := make(chan goclient.Job, 1)
 	stopped := make(chan handlerStop, 1)
-	workerC, err := c.client.NewWorker(goclient.WorkerConfig{Queue: queue, PollInterval: demoPollInterval,
+	// The handler stands for a 30 s job: it only waits for its context,
+	// which the cancel (or the story's end) cancels well before that.
+	workerC := must(c.client.NewWorker(goclient.WorkerConfig{Queue: queue, PollInterval: demoPollInterval,
 		ShutdownTimeout: time.Second, Handler: func(jctx context.Context, job goclient.Job) error {
 			d.claimEvent(story, c, job)
-			claimed <- job
-			select {
-			case <-jctx.Done():
-				stopped <- handlerStop{local: time.Now(), at: d.dbNow(), cause: context.Cause(jctx)}
-				return context.Cause(jctx)
-			case <-time.After(30 * time.Second):
-				return nil
-			}
-		}})
-	if err != nil {
-		return err
-	}
+			offer(claimed, job)
+			<-jctx.Done()
+			offer(stopped, handlerStop{local: time.Now(), at: d.dbNow(), cause: context.Cause(jctx)})
+			return context.Cause(jctx)
+		}}))
 	stopC := runWorkers(ctx, workerC)
 	defer stopC() //nolint:errcheck
 	id, err := d.enqueue(ctx, story, queue, "a 30 s backfill")
@@ -1087,17 +1020,9 @@ func (d *demo) storyCancel(ctx context.Context) error {
 		return err
 	}
 	delay := stop.local.Sub(cancelSent)
-	verdict := fmt.Sprintf("within one renewal interval of %s", formatDuration(demoRenewalInterval))
-	if delay > demoRenewalInterval {
-		verdict = fmt.Sprintf("within one renewal interval of %s plus that renewal's round trip", formatDuration(demoRenewalInterval))
-	}
-	cause := "stale claim"
-	if !errors.Is(stop.cause, goclient.ErrStaleClaim) {
-		cause = fmt.Sprint(stop.cause)
-	}
 	d.rec.emit(demoEvent{At: stop.at, Story: story, Job: id, Actor: c.label, Kind: evHandlerStopped,
-		Text: fmt.Sprintf("stops its handler %d ms after the cancel was sent (%s): the client cancelled the handler's context, cause: %s",
-			delay.Milliseconds(), verdict, cause)})
+		Text: fmt.Sprintf("stops its handler %d ms after the cancel was sent (the renewal interval is %s): "+
+			"the client cancelled the handler's context, cause: %v", delay.Milliseconds(), formatDuration(demoRenewalInterval), stop.cause)})
 	if err := stopC(); err != nil {
 		return err
 	}
@@ -1105,20 +1030,12 @@ func (d *demo) storyCancel(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case st.Status != goclient.StatusCancelled:
-		return fmt.Errorf("job %d is %s after the cancel, want CANCELLED", id, st.Status)
-	case !errors.Is(stop.cause, goclient.ErrStaleClaim):
-		return fmt.Errorf("worker-c's handler stopped for %v, want a stale claim", stop.cause)
-	case delay > demoRenewalInterval+demoAttemptTimeout:
-		return fmt.Errorf("worker-c's handler stopped %s after the cancel, more than one renewal interval and one attempt", delay)
-	}
-	summary := fmt.Sprintf("CANCELLED by the operator %.1f s into the claim; the handler stopped %d ms later (%s)",
-		cancelAt.Sub(job.DatabaseTime()).Seconds(), delay.Milliseconds(), verdict)
-	d.rec.summarize(id, summary)
-	d.rec.say("  checked in the database: job %d is CANCELLED; the handler stopped %d ms after the cancel, %s.",
-		id, delay.Milliseconds(), verdict)
-	return nil
+	return d.conclude(id, fmt.Sprintf("CANCELLED by the operator %.1f s into the claim; the handler stopped %d ms later (renewal interval %s)",
+		cancelAt.Sub(job.DatabaseTime()).Seconds(), delay.Milliseconds(), formatDuration(demoRenewalInterval)),
+		demoCheck{st.Status == goclient.StatusCancelled, fmt.Sprintf("job %d is %s after the cancel, want CANCELLED", id, st.Status)},
+		demoCheck{errors.Is(stop.cause, goclient.ErrStaleClaim), fmt.Sprintf("worker-c's handler stopped for %v, want a stale claim", stop.cause)},
+		demoCheck{delay <= demoRenewalInterval+demoAttemptTimeout, fmt.Sprintf(
+			"worker-c's handler stopped %s after the cancel, more than one renewal interval and one attempt", delay)})
 }
 
 // ---------------------------------------------------------------------------
@@ -1129,17 +1046,19 @@ func (d *demo) storyCancel(ctx context.Context) error {
 func (d *demo) printEvidence(ctx context.Context) error {
 	out := d.env.stdout
 	c := d.operator.client
-	printf(out, "\nEvidence of this run (auditor functions; no payload, token, owner id or job id):\n")
-	mv, err := c.BundleMigrationVersion(ctx)
-	if err != nil {
+	// Everything is read before anything is printed: a failed read prints
+	// no half summary.
+	mv, mvErr := c.BundleMigrationVersion(ctx)
+	records, recordsErr := c.ControlEvidence(ctx, d.startedAt)
+	outcomes, outcomesErr := c.LeaseOutcomeTotals(ctx, d.startedAt)
+	statuses, statusesErr := c.JobStatusTotals(ctx)
+	report, auditErr := auditDatabase(ctx, d.operator.pool)
+	if err := cmp.Or(mvErr, recordsErr, outcomesErr, statusesErr, auditErr); err != nil {
 		return err
 	}
+	printf(out, "\nEvidence of this run (auditor functions; no payload, token, owner id or job id):\n")
 	printf(out, "  bundle migration version %d, applied %s (leasectl carries version %d)\n",
 		mv.Version, formatTime(mv.AppliedAt), sqlbundle.NewestVersion())
-	records, err := c.ControlEvidence(ctx, d.startedAt)
-	if err != nil {
-		return err
-	}
 	printf(out, "  control evidence recorded during the run: %d record(s)\n", len(records))
 	for _, r := range records {
 		queue := ""
@@ -1149,37 +1068,25 @@ func (d *demo) printEvidence(ctx context.Context) error {
 		printf(out, "    #%d %s %s%s by %s: %q\n      new values %s\n", r.ID, formatTime(r.RecordedAt), r.Kind, queue,
 			r.ChangedByRole, oneLine(r.Reason), compactJSON(r.NewValues))
 	}
-	outcomes, err := c.LeaseOutcomeTotals(ctx, d.startedAt)
-	if err != nil {
-		return err
-	}
 	var parts []string
 	for _, o := range outcomes {
 		if d.isDemoQueue(o.Queue) {
 			parts = append(parts, fmt.Sprintf("%s %s %d", o.Queue, o.Outcome, o.Count))
 		}
 	}
-	printf(out, "  rare lease outcomes in the demo queues: %s\n", joinOrNone(parts))
-	statuses, err := c.JobStatusTotals(ctx)
-	if err != nil {
-		return err
-	}
+	printf(out, "  rare lease outcomes in the demo queues: %s\n", joinOrNone(parts, "; "))
 	parts = nil
 	for _, s := range statuses {
 		if d.isDemoQueue(s.Queue) {
 			parts = append(parts, fmt.Sprintf("%s %s %d", s.Queue, s.Status, s.Count))
 		}
 	}
-	printf(out, "  jobs by status in the demo queues: %s\n", joinOrNone(parts))
-	report, err := auditDatabase(ctx, d.operator.pool)
-	if err != nil {
-		return err
-	}
+	printf(out, "  jobs by status in the demo queues: %s\n", joinOrNone(parts, "; "))
+	verdict := fmt.Sprintf("%d finding(s); run leasectl audit for them", report.Findings)
 	if report.Passed {
-		printf(out, "  leasectl audit: passed, %d checks, no findings\n", len(report.Checks))
-	} else {
-		printf(out, "  leasectl audit: %d finding(s); run leasectl audit for them\n", report.Findings)
+		verdict = fmt.Sprintf("passed, %d checks, no findings", len(report.Checks))
 	}
+	printf(out, "  leasectl audit: %s\n", verdict)
 	if d.databaseURL != "" {
 		printf(out, "  the full report: leasectl evidence --since %s --database-url ...\n", d.startedAt.UTC().Format(time.RFC3339))
 	}
@@ -1188,39 +1095,23 @@ func (d *demo) printEvidence(ctx context.Context) error {
 
 // isDemoQueue reports whether queue is one of this run's.
 func (d *demo) isDemoQueue(queue string) bool {
-	for _, q := range d.queues {
-		if q == queue {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(d.queues[:], queue)
 }
 
-// joinOrNone joins parts with "; ", or says "none".
-func joinOrNone(parts []string) string {
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, "; ")
+// joinOrNone joins parts with sep, or says "none".
+func joinOrNone(parts []string, sep string) string {
+	return cmp.Or(strings.Join(parts, sep), "none")
 }
 
 // writeTimeline writes the HTML timeline of the events so far and prints
-// its path.
+// its path; after an interrupt it writes nothing.
 func (d *demo) writeTimeline(ctx context.Context) error {
-	if d.rec == nil || ctx.Err() != nil {
+	if ctx.Err() != nil {
 		return nil
 	}
-	path := d.htmlPath
-	if path == "" {
-		path = filepath.Join(os.TempDir(), "leasefence-demo-"+d.run+".html")
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return err
-	}
-	f, err := os.Create(abs)
-	if err != nil {
-		return err
+	path := cmp.Or(d.htmlPath, filepath.Join(os.TempDir(), "leasefence-demo-"+d.run+".html"))
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
 	}
 	events, stories, summaries := d.rec.snapshot()
 	page := timelinePage{
@@ -1231,14 +1122,13 @@ func (d *demo) writeTimeline(ctx context.Context) error {
 			formatDuration(demoLeaseDuration), formatDuration(demoRenewalInterval), formatDuration(demoSafetyMargin)),
 		GeneratedBy: "Written by leasectl demo.",
 	}
-	if err := writeTimelineHTML(f, page, events, stories, summaries); err != nil {
-		f.Close()
+	// The template is fixed and escapes every value: rendering fails only on
+	// a bug in the template.
+	html := must(renderTimeline(page, events, stories, summaries))
+	if err := os.WriteFile(path, html, 0o666); err != nil {
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	printf(d.env.stdout, "\nLease timeline (self-contained HTML, open it in a browser): %s\n", abs)
+	printf(d.env.stdout, "\nLease timeline (self-contained HTML, open it in a browser): %s\n", path)
 	return nil
 }
 

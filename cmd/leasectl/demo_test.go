@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -303,7 +302,7 @@ func TestDemoInterruptedStopsAndRemovesItsCluster(t *testing.T) {
 	cmd.Env = cleanEnv()
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	var stderr bytes.Buffer
+	var stderr lockedBuffer // read below while the process may still write to it
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 
@@ -365,10 +364,12 @@ func TestDemoUsageErrorsAndHelp(t *testing.T) {
 		require.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
 		require.True(t, strings.HasPrefix(r.stderr, "error: usage: demo: "), r.stderr)
 	}
-	r = leasectl(t, "demo", "--database-url", closedPortURL(t))
-	requireCode(t, exitError, r)
-	require.True(t, strings.HasPrefix(r.stderr, "error: demo: connect to database: "), r.stderr)
-	require.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
+	for _, databaseURL := range []string{closedPortURL(t), "postgres://%zz"} {
+		r = leasectl(t, "demo", "--database-url", databaseURL)
+		requireCode(t, exitError, r)
+		require.True(t, strings.HasPrefix(r.stderr, "error: demo: connect to database: "), r.stderr)
+		require.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
+	}
 }
 
 func TestDemoRefusesADatabaseAtAnotherBundleVersion(t *testing.T) {
@@ -402,10 +403,10 @@ func TestDemoTimelineEscapesTextAndDrawsEveryJob(t *testing.T) {
 		{At: at(6000), Story: 3, Job: 8, Actor: "operator", Kind: evCancelled, Text: "cancels job 8"},
 		{At: at(6300), Story: 3, Job: 8, Actor: "worker-c", Kind: evHandlerStopped, Text: "stops its handler"},
 	}
-	var b bytes.Buffer
-	require.NoError(t, writeTimelineHTML(&b, timelinePage{Title: "t & <b>", Where: "w", Policy: "p"}, events,
-		map[int]string{2: "frozen", 3: "cancel"}, map[int64]string{7: "SUCCEEDED by worker-b"}))
-	page := b.String()
+	html, err := renderTimeline(timelinePage{Title: "t & <b>", Where: "w", Policy: "p"}, events,
+		map[int]string{2: "frozen", 3: "cancel"}, map[int64]string{7: "SUCCEEDED by worker-b"})
+	require.NoError(t, err)
+	page := string(html)
 	requireSelfContainedHTML(t, page)
 	require.NotContains(t, page, "<script>alert")
 	require.Contains(t, page, "&lt;script&gt;alert(1)&lt;/script&gt;")
@@ -427,8 +428,7 @@ func TestDemoLoginConnStringReplacesUserAndPassword(t *testing.T) {
 		"postgres://admin:secret@db.internal:6432/jobs?sslmode=disable",
 		"host=db.internal port=6432 dbname=jobs user=admin password=secret sslmode=disable",
 	} {
-		conn, err := loginConnString(base, "leasefence_demo_ab12cd_worker", "0123abcd")
-		require.NoError(t, err)
+		conn := loginConnString(base, "leasefence_demo_ab12cd_worker", "0123abcd")
 		cfg, err := pgconn.ParseConfig(conn)
 		require.NoError(t, err, base)
 		require.Equal(t, "leasefence_demo_ab12cd_worker", cfg.User, base)
@@ -437,8 +437,6 @@ func TestDemoLoginConnStringReplacesUserAndPassword(t *testing.T) {
 		require.EqualValues(t, 6432, cfg.Port, base)
 		require.Equal(t, "jobs", cfg.Database, base)
 	}
-	conn, err := loginConnString("", "leasefence_demo_ab12cd_worker", "0123abcd")
-	require.NoError(t, err)
-	require.Equal(t, "user='leasefence_demo_ab12cd_worker' password='0123abcd'", conn,
+	require.Equal(t, "user='leasefence_demo_ab12cd_worker' password='0123abcd'", loginConnString("", "leasefence_demo_ab12cd_worker", "0123abcd"),
 		"with no URL the PG* variables give the rest")
 }

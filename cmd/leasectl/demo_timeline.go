@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"cmp"
 	_ "embed"
 	"fmt"
 	"html/template"
 	"io"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -65,8 +67,6 @@ type demoEvent struct {
 
 	// arrived is the local monotonic time the event was recorded.
 	arrived time.Time
-	// seq orders events with equal At the way they were recorded.
-	seq int
 }
 
 // printDelay is how long an event waits before it is printed, so that
@@ -80,7 +80,6 @@ type demoRecorder struct {
 	mu      sync.Mutex
 	pending []demoEvent
 	events  []demoEvent
-	seq     int
 	// summaries holds the one-line outcome of each job, for the timeline.
 	summaries map[int64]string
 	// stories holds each story's title, for the timeline.
@@ -129,8 +128,6 @@ func (r *demoRecorder) emit(ev demoEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ev.arrived = time.Now()
-	r.seq++
-	ev.seq = r.seq
 	r.pending = append(r.pending, ev)
 	r.events = append(r.events, ev)
 }
@@ -194,14 +191,12 @@ func (r *demoRecorder) snapshot() ([]demoEvent, map[int]string, map[int64]string
 	return events, stories, summaries
 }
 
-// sortEvents orders events by database time, then by recording order.
+// sortEvents orders events by database time. The sort is stable, and both
+// lists it sorts are kept in recording order among equal times (events are
+// appended as they are recorded, and pending stays sorted between appends),
+// so events with equal times stay in the order they were recorded.
 func sortEvents(events []demoEvent) {
-	sort.SliceStable(events, func(i, j int) bool {
-		if !events[i].At.Equal(events[j].At) {
-			return events[i].At.Before(events[j].At)
-		}
-		return events[i].seq < events[j].seq
-	})
+	slices.SortStableFunc(events, func(a, b demoEvent) int { return a.At.Compare(b.At) })
 }
 
 // clockTime prints a database time as UTC hours to milliseconds.
@@ -332,31 +327,29 @@ func actorColor(actor string, workers map[string]string) string {
 	return colorControl
 }
 
-// writeTimelineHTML renders the events as one self-contained HTML page.
-func writeTimelineHTML(w io.Writer, page timelinePage, events []demoEvent, stories map[int]string, summaries map[int64]string) error {
+// renderTimeline renders events (in database-time order, as snapshot
+// returns them; each names its job) as one self-contained HTML page: one
+// chart per job, by story, and within a story in the order of the jobs'
+// first events.
+func renderTimeline(page timelinePage, events []demoEvent, stories map[int]string, summaries map[int64]string) ([]byte, error) {
 	byJob := map[int64][]demoEvent{}
 	var jobs []int64
 	for _, ev := range events {
-		if ev.Job == 0 {
-			continue
-		}
 		if _, ok := byJob[ev.Job]; !ok {
 			jobs = append(jobs, ev.Job)
 		}
 		byJob[ev.Job] = append(byJob[ev.Job], ev)
 	}
-	sort.Slice(jobs, func(i, j int) bool {
-		a, b := byJob[jobs[i]][0], byJob[jobs[j]][0]
-		if a.Story != b.Story {
-			return a.Story < b.Story
-		}
-		return a.At.Before(b.At)
-	})
+	// jobs is in the order of first events; the stable sort keeps it within
+	// a story.
+	slices.SortStableFunc(jobs, func(a, b int64) int { return cmp.Compare(byJob[a][0].Story, byJob[b][0].Story) })
 	for _, job := range jobs {
 		evs := byJob[job]
 		page.Charts = append(page.Charts, buildChart(job, evs, stories[evs[0].Story], summaries[job]))
 	}
-	return timelineTemplate.Execute(w, page)
+	var b bytes.Buffer
+	err := timelineTemplate.Execute(&b, page)
+	return b.Bytes(), err
 }
 
 // buildChart lays one job's events out on lanes against database time.
@@ -410,10 +403,9 @@ func buildChart(job int64, evs []demoEvent, storyTitle, summary string) timeline
 	span := end.Sub(start).Seconds()
 	plot := chartWidth - chartLeft - chartRight
 	x := func(t time.Time) float64 { return chartLeft + t.Sub(start).Seconds()/span*plot }
-	step := 1.0
-	for span/step > 16 {
-		step *= 2
-	}
+	// Grid lines every 1 s, or every 2, 4, 8, ... s so that there are at
+	// most 16 of them.
+	step := math.Exp2(math.Max(0, math.Ceil(math.Log2(span/16))))
 	origin := evs[0].At
 	for s := 0.0; ; s += step {
 		t := origin.Add(time.Duration(s * float64(time.Second)))
@@ -555,8 +547,6 @@ func buildChart(job int64, evs []demoEvent, storyTitle, summary string) timeline
 			m.Shape, m.Color, m.Label = "flag", actorColor(ev.Actor, workers), "handler stopped"
 		case evChecked:
 			m.Shape, m.Color, m.Label = "circle", colorControl, "checked"
-		default:
-			m.Shape, m.Color, m.Label = "circle", colorControl, ""
 		}
 		// Labels alternate above and below the lane's middle so that
 		// neighbours overlap less.
