@@ -167,4 +167,10 @@
 // payload); NewPgRenewalPort is the PostgreSQL adapter and the default.
 // Renewal attempts run on a Scheduler; GoroutineScheduler is the default and
 // an embedding application can supply its own bounded executor.
+//
+// All SQL text lives in two port files: port_pg.go (producer, claim,
+// renewal and terminal calls) and port_admin.go (operator and auditor calls:
+// policy, deployment evidence, lease health, control evidence). Each
+// statement calls one function of the leasefence bundle; no other file of
+// this package holds SQL.
 package goclient

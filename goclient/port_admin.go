@@ -9,10 +9,12 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// This file holds the operator and auditor calls: lease policy, deployment
-// evidence, lease health and control evidence. Every one is payload-blind:
-// the functions it calls never return a payload, claim token, owner id,
-// idempotency key or job id, so neither do these methods.
+// This file is the admin port: the operator and auditor calls (lease policy,
+// deployment evidence, lease health and control evidence). Like port_pg.go,
+// it is one of the port_*.go files, the only places SQL text appears in
+// goclient. Every call here is payload-blind: the functions it calls never
+// return a payload, claim token, owner id, idempotency key or job id, so
+// neither do these methods.
 
 // LeasePolicy is the lease policy of one queue as the database holds it.
 // The queue "*" is the default for queues without a policy of their own.
