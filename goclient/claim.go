@@ -128,8 +128,6 @@ type Job struct {
 	sentAt time.Time
 	// renewalInterval is the policy's renewal interval at claim time.
 	renewalInterval time.Duration
-	// kind says whether the claim took a waiting job or an expired one.
-	kind ClaimKind
 }
 
 // Claim returns the job's claim, to pass to Complete, Retry, Fail or Release.

@@ -211,6 +211,9 @@ func TestUnrenewedClaimIsReclaimedOnlyAfterDatabaseExpiry(t *testing.T) {
 		"reclaimed at database time %s, before the first claim's expiry %s", second.DatabaseTime(), first.LeaseExpiresAt())
 	require.Equal(t, 2, second.Attempt())
 	require.Equal(t, int64(2), second.FencingGeneration())
+	rec.mu.Lock()
+	require.Equal(t, 1, rec.claims, "the reclaim is counted once, as a claim like any other (empty polls are not)")
+	rec.mu.Unlock()
 
 	r, err := a.Renew(context.Background(), first.Claim())
 	require.NoError(t, err)

@@ -147,7 +147,7 @@ type recorder struct {
 	rejected int
 	lags     []time.Duration
 	margins  []time.Duration
-	claims   map[goclient.ClaimKind]int
+	claims   int
 	lost     map[goclient.LossCause]int
 	offsets  []time.Duration
 	inFlight []int
@@ -156,7 +156,7 @@ type recorder struct {
 }
 
 func newRecorder() *recorder {
-	return &recorder{renewals: map[goclient.RenewalOutcome]int{}, claims: map[goclient.ClaimKind]int{},
+	return &recorder{renewals: map[goclient.RenewalOutcome]int{},
 		lost: map[goclient.LossCause]int{}, queues: map[string]bool{}}
 }
 
@@ -189,11 +189,11 @@ func (r *recorder) SafetyMarginRemaining(q string, d time.Duration) {
 	r.margins = append(r.margins, d)
 }
 
-func (r *recorder) Claimed(q string, k goclient.ClaimKind) {
+func (r *recorder) Claimed(q string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.queues[q] = true
-	r.claims[k]++
+	r.claims++
 }
 
 func (r *recorder) OwnershipLost(q string, c goclient.LossCause) {

@@ -85,8 +85,8 @@ func (c *Client) claim(ctx context.Context, queue, sql string, args ...any) ([]J
 			return nil, rejected
 		}
 	}
-	for _, j := range jobs {
-		c.cfg.Observer.Claimed(queue, j.kind)
+	for range jobs {
+		c.cfg.Observer.Claimed(queue)
 	}
 	return jobs, nil
 }

@@ -20,17 +20,6 @@ const (
 	RenewalDatabaseFailure RenewalOutcome = "database_failure"
 )
 
-// ClaimKind says whether a claim took a waiting job or an expired one.
-type ClaimKind string
-
-// The claim kinds.
-const (
-	// ClaimFresh: the job was QUEUED or RETRY_SCHEDULED.
-	ClaimFresh ClaimKind = "fresh"
-	// ClaimReclaim: the job was RUNNING under an expired lease.
-	ClaimReclaim ClaimKind = "reclaim"
-)
-
 // LossCause says why the client stopped trusting a claim it held.
 type LossCause string
 
@@ -65,8 +54,12 @@ type Observer interface {
 	// previous trust deadline minus the time the confirmation arrived: how
 	// close the claim came to being given up.
 	SafetyMarginRemaining(queue string, remaining time.Duration)
-	// Claimed is called for every claim the client makes.
-	Claimed(queue string, kind ClaimKind)
+	// Claimed is called for every claim the client makes. It does not say
+	// whether the claim took a waiting job or reclaimed an expired lease:
+	// claim_next_job's answer does not tell, so the client does not guess.
+	// The database counts reclaims itself (lease_health_by_queue; see
+	// prommetrics.NewDatabaseCollector).
+	Claimed(queue string)
 	// OwnershipLost is called once when a held claim stops being trusted.
 	OwnershipLost(queue string, cause LossCause)
 	// DatabaseClockOffset is called after every answered renewal attempt with
@@ -94,7 +87,7 @@ func (NopObserver) SchedulerLag(string, time.Duration) {}
 func (NopObserver) SafetyMarginRemaining(string, time.Duration) {}
 
 // Claimed does nothing.
-func (NopObserver) Claimed(string, ClaimKind) {}
+func (NopObserver) Claimed(string) {}
 
 // OwnershipLost does nothing.
 func (NopObserver) OwnershipLost(string, LossCause) {}

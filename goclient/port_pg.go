@@ -129,7 +129,7 @@ func claimJobs(ctx context.Context, q querier, queue, owner, sql string, args ..
 	sentAt := time.Now()
 	rows, _ := q.Query(ctx, sql, args...)
 	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Job, error) {
-		j := Job{claim: Claim{queue: queue}, sentAt: sentAt, kind: ClaimFresh}
+		j := Job{claim: Claim{queue: queue}, sentAt: sentAt}
 		secret := claimToken{owner: owner}
 		var payload []byte
 		err := row.Scan(&j.claim.jobID, &secret.uuid, &j.claim.generation, &j.leaseExpiresAt,

@@ -1,5 +1,6 @@
 // Package prommetrics exposes a goclient.Observer as Prometheus metrics on
-// github.com/prometheus/client_golang.
+// github.com/prometheus/client_golang, and the database's own lease health
+// as a prometheus.Collector.
 //
 // # Overview
 //
@@ -11,13 +12,28 @@
 //	client, err := goclient.New(pool, goclient.WithObserver(obs), ...)
 //	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //
+// The observer counts what one client sees. Some things only the database
+// knows: whether a claim reclaimed an expired lease (claim_next_job's answer
+// does not say, so leasefence_claims_total has no "kind"), how many leases
+// have expired and wait, how old the oldest claim is. A DatabaseCollector
+// reads them at every scrape from lease_health_by_queue, through a client
+// whose login is granted durable_job_auditor, with a timeout:
+//
+//	auditor, err := goclient.New(auditorPool)
+//	collector, err := prommetrics.NewDatabaseCollector(auditor, 5*time.Second)
+//	reg.MustRegister(collector)
+//
+// Run one collector per database (say, in one process or a small exporter),
+// not one per worker: every collector exports the same database-wide counts.
+//
 // # Metrics
 //
 // Metrics lists every metric with its type, help text and labels, and the
 // constants below name them; documentation and alert rules use these names.
 // The only labels are "queue" (bounded by the queues that have a lease
-// policy or jobs) and one enumerated label per metric ("outcome", "kind" or
+// policy or jobs) and one enumerated label per metric ("outcome" or
 // "cause") whose values are the goclient constants listed in Metrics. No
 // metric ever carries a job id, claim token, owner id, principal, payload,
-// SQL or error text.
+// SQL or error text; a failed database read is a count
+// (leasefence_database_scrape_failures_total), never a message.
 package prommetrics

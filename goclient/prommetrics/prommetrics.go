@@ -20,7 +20,9 @@ const (
 	// SafetyMarginRemainingSeconds is a histogram of the trust deadline
 	// minus now at each confirmed renewal.
 	SafetyMarginRemainingSeconds = "leasefence_safety_margin_remaining_seconds"
-	// ClaimsTotal counts claims by queue and kind.
+	// ClaimsTotal counts claims by queue: first claims and reclaims alike,
+	// because the client cannot tell them apart (DatabaseReclaimsLastHour
+	// counts the reclaims).
 	ClaimsTotal = "leasefence_claims_total"
 	// OwnershipLostTotal counts claims the client stopped trusting, by queue and cause.
 	OwnershipLostTotal = "leasefence_ownership_lost_total"
@@ -29,6 +31,25 @@ const (
 	DatabaseClockOffsetSeconds = "leasefence_database_clock_offset_seconds"
 	// RenewalsInFlight is the number of renewal calls open now.
 	RenewalsInFlight = "leasefence_renewals_in_flight"
+
+	// DatabaseReclaimsLastHour is how many expired leases the database saw
+	// reclaimed in the last hour, per queue (DatabaseCollector).
+	DatabaseReclaimsLastHour = "leasefence_database_reclaims_last_hour"
+	// DatabaseStaleRenewalsLastHour is how many renewals the database
+	// answered "stale" in the last hour, per queue (DatabaseCollector).
+	DatabaseStaleRenewalsLastHour = "leasefence_database_stale_renewals_last_hour"
+	// DatabaseExpiredAwaitingReclaim is how many RUNNING jobs have a lease
+	// that expired by database time and wait to be reclaimed (DatabaseCollector).
+	DatabaseExpiredAwaitingReclaim = "leasefence_database_expired_awaiting_reclaim"
+	// DatabaseRunningJobs is how many jobs are RUNNING, expired leases
+	// included (DatabaseCollector).
+	DatabaseRunningJobs = "leasefence_database_running_jobs"
+	// DatabaseOldestLeaseAgeSeconds is the age of the oldest running claim
+	// of a queue, 0 when none runs (DatabaseCollector).
+	DatabaseOldestLeaseAgeSeconds = "leasefence_database_oldest_lease_age_seconds"
+	// DatabaseScrapeFailuresTotal counts the scrapes whose lease health read
+	// failed or timed out (DatabaseCollector).
+	DatabaseScrapeFailuresTotal = "leasefence_database_scrape_failures_total"
 )
 
 // The label names.
@@ -37,13 +58,12 @@ const (
 	LabelQueue = "queue"
 	// LabelOutcome is a goclient.RenewalOutcome.
 	LabelOutcome = "outcome"
-	// LabelKind is a goclient.ClaimKind.
-	LabelKind = "kind"
 	// LabelCause is a goclient.LossCause.
 	LabelCause = "cause"
 )
 
-// Metric describes one metric the observer exports.
+// Metric describes one metric this package exports, from the Observer or
+// from the DatabaseCollector.
 type Metric struct {
 	// Name is the metric name.
 	Name string
@@ -56,9 +76,14 @@ type Metric struct {
 	// Values lists, for each enumerated label, every value it can take.
 	// The queue label is bounded by the policy table and is not listed.
 	Values map[string][]string
+	// FromDatabase is true for the metrics a DatabaseCollector reads from
+	// the database at each scrape, false for the ones the Observer counts
+	// in the client.
+	FromDatabase bool
 }
 
-// Metrics is the table of every metric the observer exports.
+// Metrics is the table of every metric this package exports: the
+// Observer's first, then the DatabaseCollector's (FromDatabase).
 var Metrics = []Metric{
 	{Name: RenewalsTotal, Type: "counter", Help: "Renewal attempts per claim, by queue and outcome.",
 		Labels: []string{LabelQueue, LabelOutcome},
@@ -72,9 +97,9 @@ var Metrics = []Metric{
 	{Name: SafetyMarginRemainingSeconds, Type: "histogram",
 		Help:   "Trust deadline minus now at each confirmed renewal, in seconds.",
 		Labels: []string{LabelQueue}},
-	{Name: ClaimsTotal, Type: "counter", Help: "Claims made, by queue and kind.",
-		Labels: []string{LabelQueue, LabelKind},
-		Values: map[string][]string{LabelKind: {string(goclient.ClaimFresh), string(goclient.ClaimReclaim)}}},
+	{Name: ClaimsTotal, Type: "counter",
+		Help:   "Claims made, by queue: first claims and reclaims alike (the database counts reclaims).",
+		Labels: []string{LabelQueue}},
 	{Name: OwnershipLostTotal, Type: "counter", Help: "Claims the client stopped trusting, by queue and cause.",
 		Labels: []string{LabelQueue, LabelCause},
 		Values: map[string][]string{LabelCause: {string(goclient.LossStale), string(goclient.LossTrustDeadlinePassed),
@@ -82,6 +107,24 @@ var Metrics = []Metric{
 	{Name: DatabaseClockOffsetSeconds, Type: "gauge",
 		Help: "Database time minus the application wall clock at the last answered renewal, in seconds."},
 	{Name: RenewalsInFlight, Type: "gauge", Help: "Renewal calls open now."},
+
+	{Name: DatabaseReclaimsLastHour, Type: "gauge", FromDatabase: true,
+		Help:   "Expired leases reclaimed in the last hour, as the database counts them, by queue.",
+		Labels: []string{LabelQueue}},
+	{Name: DatabaseStaleRenewalsLastHour, Type: "gauge", FromDatabase: true,
+		Help:   "Renewals the database answered stale in the last hour, by queue (queue * holds unknown jobs).",
+		Labels: []string{LabelQueue}},
+	{Name: DatabaseExpiredAwaitingReclaim, Type: "gauge", FromDatabase: true,
+		Help:   "RUNNING jobs whose lease expired by database time and that no worker has reclaimed yet, by queue.",
+		Labels: []string{LabelQueue}},
+	{Name: DatabaseRunningJobs, Type: "gauge", FromDatabase: true,
+		Help:   "RUNNING jobs, expired leases included, by queue.",
+		Labels: []string{LabelQueue}},
+	{Name: DatabaseOldestLeaseAgeSeconds, Type: "gauge", FromDatabase: true,
+		Help:   "Age of the oldest running claim by database time, in seconds, by queue; 0 when none runs.",
+		Labels: []string{LabelQueue}},
+	{Name: DatabaseScrapeFailuresTotal, Type: "counter", FromDatabase: true,
+		Help: "Scrapes whose database lease health read failed or timed out; such a scrape exports no database gauge."},
 }
 
 // Buckets of the two histograms, in seconds.
@@ -106,8 +149,9 @@ type Observer struct {
 
 var _ goclient.Observer = (*Observer)(nil)
 
-// New creates the metrics of Metrics and registers them on reg. It fails
-// when reg already holds a metric of the same name.
+// New creates the Observer's metrics of Metrics (those not FromDatabase)
+// and registers them on reg. It fails when reg already holds a metric of
+// the same name.
 func New(reg prometheus.Registerer) (*Observer, error) {
 	help := make(map[string]Metric, len(Metrics))
 	for _, m := range Metrics {
@@ -161,9 +205,7 @@ func (o *Observer) SafetyMarginRemaining(queue string, remaining time.Duration) 
 }
 
 // Claimed counts one claim.
-func (o *Observer) Claimed(queue string, kind goclient.ClaimKind) {
-	o.claims.WithLabelValues(queue, string(kind)).Inc()
-}
+func (o *Observer) Claimed(queue string) { o.claims.WithLabelValues(queue).Inc() }
 
 // OwnershipLost counts one loss of trust in a claim.
 func (o *Observer) OwnershipLost(queue string, cause goclient.LossCause) {
