@@ -426,17 +426,26 @@ func (h *heartbeat) close() {
 // leaseHeap orders queued leases by their next due time.
 type leaseHeap []*Lease
 
-func (q leaseHeap) Len() int           { return len(q) }
+// Len is the number of leases waiting for their next renewal (heap.Interface).
+func (q leaseHeap) Len() int { return len(q) }
+
+// Less orders leases by when their next renewal is due, earliest first.
 func (q leaseHeap) Less(i, j int) bool { return q[i].nextDue.Before(q[j].nextDue) }
+
+// Swap exchanges two leases and keeps their heap positions current.
 func (q leaseHeap) Swap(i, j int) {
 	q[i], q[j] = q[j], q[i]
 	q[i].index, q[j].index = i, j
 }
+
+// Push adds a lease to the heap; call heap.Push, not this method.
 func (q *leaseHeap) Push(x any) {
 	l := x.(*Lease)
 	l.index = len(*q)
 	*q = append(*q, l)
 }
+
+// Pop removes the last lease of the heap; call heap.Pop, not this method.
 func (q *leaseHeap) Pop() any {
 	old := *q
 	l := old[len(old)-1]

@@ -227,6 +227,7 @@ func (w *Worker) shutdown(base context.Context, wg *sync.WaitGroup) {
 // terminal write.
 type handlerError struct{ err error }
 
+// Error returns the handler's own error text (it stays inside the process).
 func (e *handlerError) Error() string { return e.err.Error() }
 
 // errAbandoned: the lease ended before the terminal write, so none is made.

@@ -14,7 +14,10 @@ import (
 // prefixList collects repeated -prefix flags.
 type prefixList []string
 
-func (p *prefixList) String() string     { return strings.Join(*p, ",") }
+// String lists the prefixes given so far (flag.Value).
+func (p *prefixList) String() string { return strings.Join(*p, ",") }
+
+// Set adds one -prefix value (flag.Value).
 func (p *prefixList) Set(v string) error { *p = append(*p, strings.TrimSuffix(v, "/")); return nil }
 
 func main() {
