@@ -2,9 +2,13 @@ package sqlbundle
 
 import (
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"path"
+	"testing/fstest"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/tern/v2/migrate"
@@ -14,18 +18,46 @@ import (
 // records the bundle's migration version. It survives "down" to version 0.
 const VersionTable = "public.leasefence_schema_version"
 
-//go:embed migrations
+// embedded holds the three folders of the bundle as they are in the
+// repository: the numbered migrations, the versioned function families and
+// the roles.
+//
+//go:embed migrations/*.sql functions/*.sql roles/*.sql
 var embedded embed.FS
 
-// Migrations returns the migration folder as tern reads it: the numbered
-// migration files at its root and the shared function and role files in
-// its subfolders.
-func Migrations() fs.FS {
-	sub, err := fs.Sub(embedded, "migrations")
+// bundle is the folder tern reads: the numbered migrations at its root and
+// functions/ and roles/ beside them, the shared templates that the
+// migrations pull in with {{ template "functions/claim.sql" . }}.
+var bundle = mustBundle()
+
+func mustBundle() fstest.MapFS {
+	out := fstest.MapFS{}
+	err := fs.WalkDir(embedded, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		body, err := fs.ReadFile(embedded, p)
+		if err != nil {
+			return err
+		}
+		name := p
+		if path.Dir(p) == "migrations" {
+			name = path.Base(p)
+		}
+		out[name] = &fstest.MapFile{Data: body, Mode: 0o444}
+		return nil
+	})
 	if err != nil {
-		panic(err) // the folder is embedded at build time; it cannot be missing
+		panic(err) // the files are embedded at build time; reading them cannot fail
 	}
-	return sub
+	return out
+}
+
+// Migrations returns the bundle as tern reads it: the numbered migration
+// files of sql/migrations at its root, and the shared templates of
+// sql/functions and sql/roles in its folders functions/ and roles/.
+func Migrations() fs.FS {
+	return bundle
 }
 
 // NewMigrator returns a tern migrator over conn with the bundle loaded and
@@ -64,4 +96,24 @@ func Apply(ctx context.Context, url string) error {
 		return err
 	}
 	return m.Migrate(ctx)
+}
+
+// Rendered returns every migration of the bundle as tern renders it, the
+// shared templates expanded, in order. It needs no database.
+func Rendered() ([]*migrate.Migration, error) {
+	m, err := migrate.NewMigrator(context.Background(), nil, VersionTable)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.LoadMigrations(Migrations()); err != nil {
+		return nil, fmt.Errorf("load migrations: %w", err)
+	}
+	return m.Migrations, nil
+}
+
+// RenderedDigest is the sha256, in hex, of one rendered migration: its up
+// SQL and its down SQL. A released migration's digest never changes.
+func RenderedDigest(m *migrate.Migration) string {
+	sum := sha256.Sum256([]byte("-- up\n" + m.UpSQL + "\n-- down\n" + m.DownSQL))
+	return hex.EncodeToString(sum[:])
 }

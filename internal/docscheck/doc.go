@@ -28,7 +28,7 @@
 //   - an alert name starting with Leasefence and a capital letter; it must be
 //     an `alert:` rule in deploy/prometheus/leasefence-alerts.yml;
 //   - durable_jobs.name; it must be a function created in
-//     sql/migrations/functions/*.sql or a table or type created by a
+//     sql/functions/*.sql or a table or type created by a
 //     migration;
 //   - a role name starting with durable_job_; it must be created by the
 //     bundle's role file;

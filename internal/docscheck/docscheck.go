@@ -279,7 +279,7 @@ func MarkdownFiles(root string) ([]string, error) {
 // tool ignores: names starting with "." or "_", testdata, vendor), identifiers from
 // internal/controls, the given metric names, alert rules from
 // deploy/prometheus/leasefence-alerts.yml, functions, tables and types from
-// sql/migrations, and roles from sql/migrations/roles.
+// sql/migrations and sql/functions, and roles from sql/roles.
 func LoadKnown(root string, metricNames []string) (Known, error) {
 	k := Known{Root: root}
 	k.add(KindTest)
@@ -329,7 +329,7 @@ func LoadKnown(root string, metricNames []string) (Known, error) {
 		k.add(KindAlert, string(m[1]))
 	}
 
-	sqlFiles, err := globAll(root, "sql/migrations/*.sql", "sql/migrations/functions/*.sql")
+	sqlFiles, err := globAll(root, "sql/migrations/*.sql", "sql/functions/*.sql")
 	if err != nil {
 		return Known{}, err
 	}
@@ -342,7 +342,7 @@ func LoadKnown(root string, metricNames []string) (Known, error) {
 			k.add(KindSQLObject, "durable_jobs."+string(m[1]))
 		}
 	}
-	roleFiles, err := globAll(root, "sql/migrations/roles/*.sql")
+	roleFiles, err := globAll(root, "sql/roles/*.sql")
 	if err != nil {
 		return Known{}, err
 	}
