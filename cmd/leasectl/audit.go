@@ -38,6 +38,14 @@ per finding, each starting with the check's stable identifier:
                                   DELETE (always rolled back) are refused
   AUDIT-MIGRATION-VERSION         the database is at the newest bundle version
                                   this leasectl carries
+  AUDIT-OBJECT-DEPENDENCIES       every function, constraint, default, index and
+                                  trigger of the schema depends only on objects
+                                  of pg_catalog and durable_jobs
+  AUDIT-DEFINER-OWNERS            the six definer owner roles cannot log in and
+                                  have no members
+  AUDIT-EVIDENCE-TRIGGER          the evidence table's append-only triggers are
+                                  enabled and execute refuse_evidence_change(),
+                                  owned by the table's owner
 
 The audit reads the system catalogs and needs no privilege beyond a login,
 except that AUDIT-MIGRATION-VERSION reads the version from the version table
@@ -69,6 +77,9 @@ var auditCheckFuncs = map[string]auditCheckFunc{
 	controls.CheckSchemaCreate:       checkSchemaCreate,
 	controls.CheckEvidenceAppendOnly: checkEvidenceAppendOnly,
 	controls.CheckMigrationVersion:   checkMigrationVersion,
+	controls.CheckObjectDependencies: checkObjectDependencies,
+	controls.CheckDefinerOwners:      checkDefinerOwners,
+	controls.CheckEvidenceTrigger:    checkEvidenceTrigger,
 }
 
 // auditCheckResult is the outcome of one check.

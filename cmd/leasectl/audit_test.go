@@ -227,7 +227,7 @@ func TestAuditFindsEveryBrokenCheck(t *testing.T) {
 			[]string{"AUDIT-SEARCH-PATH-CREATE: role durable_job_worker holds CREATE on schema pg_catalog"}},
 		{"evidence triggers disabled", func(*testing.T) []string {
 			return []string{`ALTER TABLE durable_jobs.control_evidence_record DISABLE TRIGGER USER`}
-		}, []string{controls.CheckEvidenceAppendOnly},
+		}, []string{controls.CheckEvidenceAppendOnly, controls.CheckEvidenceTrigger},
 			[]string{"AUDIT-EVIDENCE-APPEND-ONLY: no enabled BEFORE UPDATE row trigger guards durable_jobs.control_evidence_record",
 				"AUDIT-EVIDENCE-APPEND-ONLY: no enabled BEFORE DELETE row trigger guards durable_jobs.control_evidence_record",
 				"AUDIT-EVIDENCE-APPEND-ONLY: no enabled BEFORE TRUNCATE trigger guards durable_jobs.control_evidence_record",
@@ -294,7 +294,7 @@ func TestAuditAsAuditorWithDisabledTriggersSeesTheTriggersButCannotProbe(t *test
 	execSQL(t, db.Pool(t), `ALTER TABLE durable_jobs.control_evidence_record DISABLE TRIGGER control_evidence_record_append_only`)
 	text, _ := runAuditBoth(t, db.LoginURL(t, "durable_job_auditor"))
 	requireCode(t, exitFindings, text)
-	require.Equal(t, []string{controls.CheckEvidenceAppendOnly}, findingIDs(text.stdout))
+	require.Equal(t, []string{controls.CheckEvidenceAppendOnly, controls.CheckEvidenceTrigger}, findingIDs(text.stdout))
 	require.Contains(t, text.stdout, "no enabled BEFORE UPDATE row trigger")
 	require.NotContains(t, text.stdout, "trial")
 }
