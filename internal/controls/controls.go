@@ -101,6 +101,8 @@ const (
 	CheckEvidenceAppendOnly = "AUDIT-EVIDENCE-APPEND-ONLY"
 	// CheckMigrationVersion: the database is at the newest bundle version.
 	CheckMigrationVersion = "AUDIT-MIGRATION-VERSION"
+	// CheckFunctionDrift: every function is what its recorded version installs.
+	CheckFunctionDrift = "AUDIT-FUNCTION-DRIFT"
 )
 
 // Evidence section identifiers. Each names one entry of EvidenceSections.
@@ -198,6 +200,9 @@ var auditCheckTable = []AuditCheck{
 	{CheckMigrationVersion, "Migration version is current",
 		"The bundle's migration version recorded in the database equals the newest version this leasectl binary carries.",
 		[]string{ChangeMigrations, AuditConfiguration}},
+	{CheckFunctionDrift, "Functions are what their version installs",
+		"Every function in schema durable_jobs has the definition, owner and EXECUTE grants that the bundle's manifest records for the database's migration version: none replaced by hand, none missing, none extra.",
+		[]string{ChangeMigrations, AccessDefinerPath, AuditConfiguration}},
 }
 
 var evidenceSectionTable = []EvidenceSection{
