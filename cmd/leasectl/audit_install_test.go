@@ -33,7 +33,7 @@ func TestAuditInstallChecksFindEachBreak(t *testing.T) {
 				"AUDIT-OBJECT-DEPENDENCIES: default value for column lease_owner_id of table durable_jobs.job_record depends on function lf_stray_default() in schema public"}},
 		{"guard function owned by another role", func(t *testing.T) []string {
 			return []string{`ALTER FUNCTION durable_jobs.refuse_evidence_change() OWNER TO ` + elevatedRole(t, "")}
-		}, []string{controls.CheckEvidenceTrigger},
+		}, []string{controls.CheckEvidenceTrigger, controls.CheckFunctionDrift},
 			[]string{"AUDIT-EVIDENCE-TRIGGER: function durable_jobs.refuse_evidence_change() of trigger control_evidence_record_append_only is owned by lf_elevated_"}},
 		{"guard trigger replaced and one dropped", func(*testing.T) []string {
 			return []string{
@@ -45,7 +45,7 @@ func TestAuditInstallChecksFindEachBreak(t *testing.T) {
 					FOR EACH ROW EXECUTE FUNCTION durable_jobs.stray_refuse()`,
 				`DROP TRIGGER control_evidence_record_no_truncate ON durable_jobs.control_evidence_record`,
 			}
-		}, []string{controls.CheckEvidenceAppendOnly, controls.CheckEvidenceTrigger},
+		}, []string{controls.CheckEvidenceAppendOnly, controls.CheckEvidenceTrigger, controls.CheckFunctionDrift},
 			[]string{"AUDIT-EVIDENCE-TRIGGER: trigger control_evidence_record_append_only on durable_jobs.control_evidence_record executes durable_jobs.stray_refuse(), not durable_jobs.refuse_evidence_change()",
 				"AUDIT-EVIDENCE-TRIGGER: trigger control_evidence_record_no_truncate on durable_jobs.control_evidence_record does not exist"}},
 		{"guard trigger fires only in replica sessions", func(*testing.T) []string {

@@ -107,6 +107,8 @@ const (
 	CheckDefinerOwners = "AUDIT-DEFINER-OWNERS"
 	// CheckEvidenceTrigger: the evidence triggers are enabled and run the installer's guard.
 	CheckEvidenceTrigger = "AUDIT-EVIDENCE-TRIGGER"
+	// CheckFunctionDrift: every function is what its recorded version installs.
+	CheckFunctionDrift = "AUDIT-FUNCTION-DRIFT"
 )
 
 // Evidence section identifiers. Each names one entry of EvidenceSections.
@@ -213,6 +215,9 @@ var auditCheckTable = []AuditCheck{
 	{CheckEvidenceTrigger, "Evidence guard is the installer's",
 		"Both append-only triggers of durable_jobs.control_evidence_record exist, fire in every session (enabled O or A) and execute durable_jobs.refuse_evidence_change(), owned by the table's owner.",
 		[]string{AuditAppendOnly, AuditConfiguration}},
+	{CheckFunctionDrift, "Functions are what their version installs",
+		"Every function in schema durable_jobs has the definition, owner and EXECUTE grants that the bundle's manifest records for the database's migration version: none replaced by hand, none missing, none extra.",
+		[]string{ChangeMigrations, AccessDefinerPath, AuditConfiguration}},
 }
 
 var evidenceSectionTable = []EvidenceSection{
