@@ -38,10 +38,22 @@ per finding, each starting with the check's stable identifier:
                                   DELETE (always rolled back) are refused
   AUDIT-MIGRATION-VERSION         the database is at the newest bundle version
                                   this leasectl carries
+  AUDIT-OBJECT-DEPENDENCIES       every function, constraint, default, index and
+                                  trigger of the schema depends only on objects
+                                  of pg_catalog and durable_jobs
+  AUDIT-DEFINER-OWNERS            the six definer owner roles cannot log in and
+                                  have no members
+  AUDIT-EVIDENCE-TRIGGER          the evidence table's append-only triggers are
+                                  enabled and execute refuse_evidence_change(),
+                                  owned by the table's owner
+  AUDIT-FUNCTION-DRIFT            every function in durable_jobs has the
+                                  definition, owner and grants the bundle's
+                                  manifest records for the database's version
+                                  (none replaced by hand, missing or extra)
 
 The audit reads the system catalogs and needs no privilege beyond a login,
-except that AUDIT-MIGRATION-VERSION reads the version from the version table
-or, failing that, from bundle_migration_version(): grant the login
+except that AUDIT-MIGRATION-VERSION and AUDIT-FUNCTION-DRIFT read the version
+from the version table or, failing that, from bundle_migration_version(): grant the login
 durable_job_auditor, or it reports that it cannot tell. The trial UPDATE and
 DELETE run only when the login could otherwise change the evidence (for
 example the table owner); they are always rolled back.
@@ -69,6 +81,10 @@ var auditCheckFuncs = map[string]auditCheckFunc{
 	controls.CheckSchemaCreate:       checkSchemaCreate,
 	controls.CheckEvidenceAppendOnly: checkEvidenceAppendOnly,
 	controls.CheckMigrationVersion:   checkMigrationVersion,
+	controls.CheckObjectDependencies: checkObjectDependencies,
+	controls.CheckDefinerOwners:      checkDefinerOwners,
+	controls.CheckEvidenceTrigger:    checkEvidenceTrigger,
+	controls.CheckFunctionDrift:      checkFunctionDrift,
 }
 
 // auditCheckResult is the outcome of one check.
@@ -604,14 +620,55 @@ func probeRefused(ctx context.Context, pool *pgxpool.Pool, sql string) (int64, e
 }
 
 // checkMigrationVersion: the database is at the newest bundle version this
-// binary carries. The version is read from the version table when the
-// login may read it, else from the auditor function bundle_migration_version.
+// binary carries.
 func checkMigrationVersion(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
 	newest := sqlbundle.NewestVersion()
+	version, finding, err := recordedVersion(ctx, pool)
+	if err != nil || finding != "" {
+		return optionalFinding(finding), err
+	}
+	switch {
+	case version < newest:
+		return []string{fmt.Sprintf("database is at migration version %d, this leasectl carries %d: run leasectl migrate up", version, newest)}, nil
+	case version > newest:
+		return []string{fmt.Sprintf("database is at migration version %d, newer than the %d this leasectl carries: upgrade leasectl", version, newest)}, nil
+	}
+	return nil, nil
+}
+
+// checkFunctionDrift: every function of the schema is exactly what the
+// database's recorded version installs, by the manifest this binary
+// carries (a body replaced by hand, a function added or dropped, a
+// migration skipped or an owner or grant changed is a finding).
+func checkFunctionDrift(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+	version, finding, err := recordedVersion(ctx, pool)
+	if err != nil || finding != "" {
+		return optionalFinding(finding), err
+	}
+	live, err := sqlbundle.FunctionDigests(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	return sqlbundle.BundleManifest().Drift(version, live), nil
+}
+
+// optionalFinding is finding as a list: empty when it is "".
+func optionalFinding(finding string) []string {
+	if finding == "" {
+		return nil
+	}
+	return []string{finding}
+}
+
+// recordedVersion reads the bundle version the database records: from the
+// version table when the login may read it, else from the auditor function
+// bundle_migration_version. When it cannot tell (no schema, no access) it
+// returns a finding saying why instead.
+func recordedVersion(ctx context.Context, pool *pgxpool.Pool) (version int32, finding string, err error) {
 	versionSchema, versionTable, _ := strings.Cut(sqlbundle.VersionTable, ".")
 	versionOID, err := relationOID(ctx, pool, versionSchema, versionTable)
 	if err != nil {
-		return nil, err
+		return 0, "", err
 	}
 	// Objects are found through the catalogs by name and checked by OID:
 	// a name lookup would need USAGE on the schema, which a plain login
@@ -627,30 +684,21 @@ func checkMigrationVersion(ctx context.Context, pool *pgxpool.Pool) ([]string, e
 		                 WHERE n.nspname = 'durable_jobs' AND p.proname = 'bundle_migration_version'
 		                   AND p.pronargs = 0), false)`,
 		versionOID, versionSchema).Scan(&schema, &tableReadable, &functionCallable); err != nil {
-		return nil, err
+		return 0, "", err
 	}
 	if !schema {
-		return []string{fmt.Sprintf("schema durable_jobs does not exist: the bundle is not applied (newest version %d)", newest)}, nil
+		return 0, fmt.Sprintf("schema durable_jobs does not exist: the bundle is not applied (newest version %d)", sqlbundle.NewestVersion()), nil
 	}
-	var version int32
 	switch {
 	case tableReadable:
-		if err := pool.QueryRow(ctx, `SELECT version FROM `+sqlbundle.VersionTable).Scan(&version); err != nil {
-			return nil, err
-		}
+		err = pool.QueryRow(ctx, `SELECT version FROM `+sqlbundle.VersionTable).Scan(&version)
 	case functionCallable:
-		err := pool.QueryRow(ctx, `SELECT migration_version FROM durable_jobs.bundle_migration_version()`).Scan(&version)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return nil, err
+		err = pool.QueryRow(ctx, `SELECT migration_version FROM durable_jobs.bundle_migration_version()`).Scan(&version)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = nil
 		}
 	default:
-		return []string{fmt.Sprintf("this login can read neither %s nor durable_jobs.bundle_migration_version(); grant it durable_job_auditor", sqlbundle.VersionTable)}, nil
+		return 0, fmt.Sprintf("this login can read neither %s nor durable_jobs.bundle_migration_version(); grant it durable_job_auditor", sqlbundle.VersionTable), nil
 	}
-	switch {
-	case version < newest:
-		return []string{fmt.Sprintf("database is at migration version %d, this leasectl carries %d: run leasectl migrate up", version, newest)}, nil
-	case version > newest:
-		return []string{fmt.Sprintf("database is at migration version %d, newer than the %d this leasectl carries: upgrade leasectl", version, newest)}, nil
-	}
-	return nil, nil
+	return version, "", err
 }

@@ -100,9 +100,11 @@ func TestAuditWithoutAuditorRoleCannotReadTheVersion(t *testing.T) {
 	db := testdb.New(t)
 	text, report := runAuditBoth(t, plainLoginURL(t, db, "lf_plain_"+randomSuffix(t)))
 	requireCode(t, exitFindings, text)
-	require.Equal(t, []string{controls.CheckMigrationVersion}, findingIDs(text.stdout))
+	require.Equal(t, []string{controls.CheckMigrationVersion, controls.CheckFunctionDrift}, findingIDs(text.stdout))
+	require.Contains(t, text.stdout, "AUDIT-MIGRATION-VERSION: this login can read neither")
+	require.Contains(t, text.stdout, "AUDIT-FUNCTION-DRIFT: this login can read neither")
 	require.Contains(t, text.stdout, "grant it durable_job_auditor")
-	require.Equal(t, 1, report.Findings)
+	require.Equal(t, 2, report.Findings)
 }
 
 // randomSuffix returns a short name suffix unique to this run.
@@ -151,24 +153,24 @@ func TestAuditFindsEveryBrokenCheck(t *testing.T) {
 	}{
 		{"search_path reset", func(*testing.T) []string {
 			return []string{`ALTER FUNCTION durable_jobs.renew_job_lease(bigint, uuid, text) RESET search_path`}
-		}, []string{controls.CheckSearchPath},
+		}, []string{controls.CheckSearchPath, controls.CheckFunctionDrift},
 			[]string{"AUDIT-SEARCH-PATH: function durable_jobs.renew_job_lease(bigint,uuid,text) does not set search_path"}},
 		{"search_path with public first", func(*testing.T) []string {
 			return []string{`ALTER FUNCTION durable_jobs.job_status_totals() SET search_path = public, pg_catalog, pg_temp`}
-		}, []string{controls.CheckSearchPath, controls.CheckSchemaCreate},
+		}, []string{controls.CheckSearchPath, controls.CheckSchemaCreate, controls.CheckFunctionDrift},
 			[]string{`AUDIT-SEARCH-PATH: function durable_jobs.job_status_totals() has search_path "public, pg_catalog, pg_temp"`,
 				"AUDIT-SEARCH-PATH-CREATE: role pg_database_owner owns schema public"}},
 		{"search_path naming a missing schema", func(*testing.T) []string {
 			return []string{`ALTER FUNCTION durable_jobs.job_status_totals() SET search_path = pg_catalog, nowhere_schema, pg_temp`}
-		}, []string{controls.CheckSearchPath, controls.CheckSchemaCreate},
+		}, []string{controls.CheckSearchPath, controls.CheckSchemaCreate, controls.CheckFunctionDrift},
 			[]string{"AUDIT-SEARCH-PATH-CREATE: schema nowhere_schema on a definer's search_path does not exist"}},
 		{"PUBLIC execute", func(*testing.T) []string {
 			return []string{`GRANT EXECUTE ON FUNCTION durable_jobs.job_status_totals() TO PUBLIC`}
-		}, []string{controls.CheckPublicExecute},
+		}, []string{controls.CheckPublicExecute, controls.CheckFunctionDrift},
 			[]string{"AUDIT-PUBLIC-EXECUTE: PUBLIC can execute function durable_jobs.job_status_totals()"}},
 		{"PUBLIC execute by default on a new helper", func(*testing.T) []string {
 			return []string{`CREATE FUNCTION durable_jobs.stray_helper() RETURNS int LANGUAGE sql RETURN 1`}
-		}, []string{controls.CheckPublicExecute},
+		}, []string{controls.CheckPublicExecute, controls.CheckFunctionDrift},
 			[]string{"AUDIT-PUBLIC-EXECUTE: PUBLIC can execute function durable_jobs.stray_helper()"}},
 		{"runtime role table privilege", func(*testing.T) []string {
 			return []string{`GRANT SELECT, UPDATE ON durable_jobs.job_record TO durable_job_worker`}
@@ -198,11 +200,11 @@ func TestAuditFindsEveryBrokenCheck(t *testing.T) {
 		{"definer owned by an elevated role", func(t *testing.T) []string {
 			role := elevatedRole(t, "CREATEDB BYPASSRLS CREATEROLE")
 			return []string{`ALTER FUNCTION durable_jobs.job_status_totals() OWNER TO ` + role}
-		}, []string{controls.CheckDefinerAttributes},
+		}, []string{controls.CheckDefinerAttributes, controls.CheckFunctionDrift},
 			[]string{"(owner of 1 SECURITY DEFINER functions) has BYPASSRLS, CREATEROLE, CREATEDB"}},
 		{"definer owned by a superuser", func(t *testing.T) []string {
 			return []string{`ALTER FUNCTION durable_jobs.job_status_totals() OWNER TO ` + elevatedRole(t, "SUPERUSER")}
-		}, []string{controls.CheckDefinerAttributes},
+		}, []string{controls.CheckDefinerAttributes, controls.CheckFunctionDrift},
 			[]string{"(owner of 1 SECURITY DEFINER functions) has SUPERUSER"}},
 		{"renewal owner can read payloads", func(*testing.T) []string {
 			return []string{`GRANT SELECT ON durable_jobs.job_payload_record TO durable_job_renewal_owner`}
@@ -211,11 +213,11 @@ func TestAuditFindsEveryBrokenCheck(t *testing.T) {
 				"AUDIT-RENEWAL-PAYLOAD: owner durable_job_renewal_owner of durable_jobs.renew_job_leases(text,bigint[],uuid[]) holds SELECT on durable_jobs.job_payload_record"}},
 		{"renewal owned by a role with payload columns", func(*testing.T) []string {
 			return []string{`ALTER FUNCTION durable_jobs.renew_job_leases(text, bigint[], uuid[]) OWNER TO durable_job_claim_owner`}
-		}, []string{controls.CheckRenewalPayload},
+		}, []string{controls.CheckRenewalPayload, controls.CheckFunctionDrift},
 			[]string{"AUDIT-RENEWAL-PAYLOAD: owner durable_job_claim_owner of durable_jobs.renew_job_leases(text,bigint[],uuid[]) holds column privileges on durable_jobs.job_payload_record"}},
 		{"renewal function missing", func(*testing.T) []string {
 			return []string{`DROP FUNCTION durable_jobs.renew_job_leases(text, bigint[], uuid[]) CASCADE`}
-		}, []string{controls.CheckRenewalPayload},
+		}, []string{controls.CheckRenewalPayload, controls.CheckFunctionDrift},
 			[]string{"AUDIT-RENEWAL-PAYLOAD: function durable_jobs.renew_job_leases does not exist"}},
 		{"PUBLIC may create in pg_catalog", func(*testing.T) []string {
 			return []string{`GRANT CREATE ON SCHEMA pg_catalog TO PUBLIC`}
@@ -227,7 +229,7 @@ func TestAuditFindsEveryBrokenCheck(t *testing.T) {
 			[]string{"AUDIT-SEARCH-PATH-CREATE: role durable_job_worker holds CREATE on schema pg_catalog"}},
 		{"evidence triggers disabled", func(*testing.T) []string {
 			return []string{`ALTER TABLE durable_jobs.control_evidence_record DISABLE TRIGGER USER`}
-		}, []string{controls.CheckEvidenceAppendOnly},
+		}, []string{controls.CheckEvidenceAppendOnly, controls.CheckEvidenceTrigger},
 			[]string{"AUDIT-EVIDENCE-APPEND-ONLY: no enabled BEFORE UPDATE row trigger guards durable_jobs.control_evidence_record",
 				"AUDIT-EVIDENCE-APPEND-ONLY: no enabled BEFORE DELETE row trigger guards durable_jobs.control_evidence_record",
 				"AUDIT-EVIDENCE-APPEND-ONLY: no enabled BEFORE TRUNCATE trigger guards durable_jobs.control_evidence_record",
@@ -236,17 +238,30 @@ func TestAuditFindsEveryBrokenCheck(t *testing.T) {
 		{"evidence guard replaced by one that lets changes through", func(*testing.T) []string {
 			return []string{`CREATE OR REPLACE FUNCTION durable_jobs.refuse_evidence_change() RETURNS trigger
 				LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$BEGIN IF TG_OP = 'DELETE' THEN RETURN OLD; END IF; RETURN NEW; END$$`}
-		}, []string{controls.CheckEvidenceAppendOnly},
+		}, []string{controls.CheckEvidenceAppendOnly, controls.CheckFunctionDrift},
 			[]string{"AUDIT-EVIDENCE-APPEND-ONLY: a trial UPDATE of durable_jobs.control_evidence_record was accepted for",
 				"AUDIT-EVIDENCE-APPEND-ONLY: a trial DELETE of durable_jobs.control_evidence_record was accepted for"}},
+		{"function body replaced by hand", func(*testing.T) []string {
+			return []string{`CREATE OR REPLACE FUNCTION durable_jobs.cancel_job(p_job_record_id bigint) RETURNS boolean
+				LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$SELECT false$$`}
+		}, []string{controls.CheckFunctionDrift},
+			[]string{fmt.Sprintf("AUDIT-FUNCTION-DRIFT: function durable_jobs.cancel_job(bigint) differs from what version %d installs (definition, owner or grants)", sqlbundle.NewestVersion())}},
+		{"function added and one dropped by hand", func(*testing.T) []string {
+			return []string{`CREATE FUNCTION durable_jobs.extra_helper_function() RETURNS integer LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$SELECT 1$$`,
+				`REVOKE ALL ON FUNCTION durable_jobs.extra_helper_function() FROM PUBLIC`,
+				`DROP FUNCTION durable_jobs.job_status_totals()`}
+		}, []string{controls.CheckFunctionDrift},
+			[]string{fmt.Sprintf("AUDIT-FUNCTION-DRIFT: function durable_jobs.job_status_totals() is missing (version %d installs it)", sqlbundle.NewestVersion()),
+				fmt.Sprintf("AUDIT-FUNCTION-DRIFT: function durable_jobs.extra_helper_function() is not installed by version %d", sqlbundle.NewestVersion())}},
 		{"migration version behind", func(*testing.T) []string {
 			return []string{`UPDATE ` + sqlbundle.VersionTable + ` SET version = 1`}
-		}, []string{controls.CheckMigrationVersion},
+		}, []string{controls.CheckMigrationVersion, controls.CheckFunctionDrift},
 			[]string{fmt.Sprintf("AUDIT-MIGRATION-VERSION: database is at migration version 1, this leasectl carries %d: run leasectl migrate up", sqlbundle.NewestVersion())}},
 		{"migration version ahead", func(*testing.T) []string {
 			return []string{`UPDATE ` + sqlbundle.VersionTable + ` SET version = 99`}
-		}, []string{controls.CheckMigrationVersion},
-			[]string{"AUDIT-MIGRATION-VERSION: database is at migration version 99, newer than"}},
+		}, []string{controls.CheckMigrationVersion, controls.CheckFunctionDrift},
+			[]string{"AUDIT-MIGRATION-VERSION: database is at migration version 99, newer than",
+				"AUDIT-FUNCTION-DRIFT: version 99 is not in this build's manifest"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -283,8 +298,8 @@ func TestAuditOfAnEmptyDatabaseReportsTheMissingBundle(t *testing.T) {
 	db := testdb.NewEmpty(t)
 	text, _ := runAuditBoth(t, db.URL)
 	requireCode(t, exitFindings, text)
-	require.Equal(t, []string{controls.CheckRenewalPayload, controls.CheckEvidenceAppendOnly, controls.CheckMigrationVersion},
-		findingIDs(text.stdout))
+	require.Equal(t, []string{controls.CheckRenewalPayload, controls.CheckEvidenceAppendOnly, controls.CheckMigrationVersion,
+		controls.CheckFunctionDrift}, findingIDs(text.stdout))
 	require.Contains(t, text.stdout, "AUDIT-MIGRATION-VERSION: schema durable_jobs does not exist: the bundle is not applied")
 }
 
@@ -294,7 +309,7 @@ func TestAuditAsAuditorWithDisabledTriggersSeesTheTriggersButCannotProbe(t *test
 	execSQL(t, db.Pool(t), `ALTER TABLE durable_jobs.control_evidence_record DISABLE TRIGGER control_evidence_record_append_only`)
 	text, _ := runAuditBoth(t, db.LoginURL(t, "durable_job_auditor"))
 	requireCode(t, exitFindings, text)
-	require.Equal(t, []string{controls.CheckEvidenceAppendOnly}, findingIDs(text.stdout))
+	require.Equal(t, []string{controls.CheckEvidenceAppendOnly, controls.CheckEvidenceTrigger}, findingIDs(text.stdout))
 	require.Contains(t, text.stdout, "no enabled BEFORE UPDATE row trigger")
 	require.NotContains(t, text.stdout, "trial")
 }

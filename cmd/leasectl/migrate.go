@@ -26,7 +26,9 @@ kept in ` + sqlbundle.VersionTable + `.
           object of the bundle except the cluster-wide roles and the version
           table; add --drop-roles to also drop every role named durable_job_*
           (only possible once no database in the cluster still uses them).
-  status  print the current and the newest version.
+  status  print the current and the newest version, and whether every
+          function is what the current version installs (a body replaced by
+          hand or a skipped migration is listed, and the exit code is 2).
 
 The connecting role must be able to create roles and own the bundle's
 objects the first time (a superuser, or the database owner with CREATEROLE).
@@ -141,14 +143,37 @@ func migrateStatus(ctx context.Context, env *cliEnv, common *commonFlags) int {
 	case current > newest:
 		state = "the database is newer than this leasectl: upgrade leasectl"
 	}
+	drift := []string{}
+	if current > 0 && current <= newest {
+		live, err := sqlbundle.FunctionDigests(ctx, conn)
+		if err != nil {
+			return env.fail("read the functions", err)
+		}
+		drift = append(drift, sqlbundle.BundleManifest().Drift(current, live)...)
+	}
+	code := exitOK
+	if len(drift) > 0 {
+		code = exitFindings
+	}
 	if common.json() {
 		_ = writeJSON(env.stdout, map[string]any{
 			"current_version": current, "newest_version": newest, "up_to_date": current == newest,
+			"function_drift": drift,
 		})
-		return exitOK
+		return code
 	}
 	printf(env.stdout, "current version: %d\nnewest version:  %d\nstate:           %s\n", current, newest, state)
-	return exitOK
+	switch {
+	case current == 0 || current > newest:
+	case len(drift) == 0:
+		printf(env.stdout, "functions:       as version %d installs them\n", current)
+	default:
+		printf(env.stdout, "functions:       %d differ from what version %d installs (see leasectl audit, AUDIT-FUNCTION-DRIFT):\n", len(drift), current)
+		for _, line := range drift {
+			printf(env.stdout, "  - %s\n", line)
+		}
+	}
+	return code
 }
 
 // readVersionTable returns the version recorded in the bundle's version

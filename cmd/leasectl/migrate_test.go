@@ -88,10 +88,27 @@ func TestMigrateUpDownStatusOnAnEmptyDatabase(t *testing.T) {
 	var status map[string]any
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &status))
 	require.Equal(t, map[string]any{"current_version": float64(newest), "newest_version": float64(newest),
-		"up_to_date": true}, status)
+		"up_to_date": true, "function_drift": []any{}}, status)
 	r = leasectl(t, "migrate", "status", "--database-url", db.URL)
 	requireCode(t, exitOK, r)
 	require.Contains(t, r.stdout, "state:           up to date")
+	require.Contains(t, r.stdout, fmt.Sprintf("functions:       as version %d installs them", newest))
+
+	// A function replaced by hand is drift: listed, and exit code 2.
+	_, err := pool.Exec(context.Background(), `CREATE OR REPLACE FUNCTION durable_jobs.job_status_totals()
+		RETURNS TABLE (queue_name text, job_status text, job_count bigint)
+		LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+		AS $$SELECT 'q'::text, 'QUEUED'::text, 0::bigint$$`)
+	require.NoError(t, err)
+	r = leasectl(t, "migrate", "status", "--database-url", db.URL)
+	requireCode(t, exitFindings, r)
+	require.Contains(t, r.stdout, fmt.Sprintf("functions:       1 differ from what version %d installs", newest))
+	require.Contains(t, r.stdout, fmt.Sprintf("  - function durable_jobs.job_status_totals() differs from what version %d installs", newest))
+	r = leasectl(t, "migrate", "status", "--output", "json", "--database-url", db.URL)
+	requireCode(t, exitFindings, r)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &status))
+	require.Len(t, status["function_drift"], 1)
+	// The down --to 0 and up below put the function back.
 
 	// down steps back exactly one migration.
 	r = leasectl(t, "migrate", "down", "--database-url", db.URL)
@@ -119,7 +136,7 @@ func TestMigrateUpDownStatusOnAnEmptyDatabase(t *testing.T) {
 	require.Equal(t, "already at version 0; nothing to do\n", r.stdout)
 
 	// A database ahead of this binary is reported as such.
-	_, err := pool.Exec(context.Background(), `UPDATE `+sqlbundle.VersionTable+` SET version = 999`)
+	_, err = pool.Exec(context.Background(), `UPDATE `+sqlbundle.VersionTable+` SET version = 999`)
 	require.NoError(t, err)
 	r = leasectl(t, "migrate", "status", "--database-url", db.URL)
 	requireCode(t, exitOK, r)
