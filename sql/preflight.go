@@ -187,3 +187,37 @@ func pinMigrations(m *migrate.Migrator) {
 func quoteLiteral(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
+
+// ErrForeignVersionTable is the error ReadVersion wraps when VersionTable
+// is not the plain table tern creates.
+var ErrForeignVersionTable = errors.New("refusing to read the version")
+
+// RowQuerier is what ReadVersion reads through: a *pgx.Conn, a
+// *pgxpool.Pool or a pgx.Tx.
+type RowQuerier interface {
+	// QueryRow runs a query that returns one row, as pgx's QueryRow does.
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// ReadVersion returns the version recorded in VersionTable, and false when
+// the table does not exist (version 0). It refuses to read a table that is
+// not exactly the one tern creates: a view, a rule or a row-level policy
+// there could run another role's code as the reader, who may be a
+// superuser.
+func ReadVersion(ctx context.Context, q RowQuerier) (version int32, exists bool, err error) {
+	if err := q.QueryRow(ctx, `SELECT pg_catalog.to_regclass($1) IS NOT NULL`, VersionTable).Scan(&exists); err != nil {
+		return 0, false, err
+	}
+	if !exists {
+		return 0, false, nil
+	}
+	var problem *string
+	if err := q.QueryRow(ctx, versionTableProblemSQL).Scan(&problem); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return 0, true, err
+	}
+	if problem != nil {
+		return 0, true, fmt.Errorf("%w: %s", ErrForeignVersionTable, strings.TrimPrefix(*problem, "refusing to migrate: "))
+	}
+	err = q.QueryRow(ctx, `SELECT version FROM `+VersionTable).Scan(&version)
+	return version, true, err
+}

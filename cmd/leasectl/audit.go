@@ -691,7 +691,10 @@ func recordedVersion(ctx context.Context, pool *pgxpool.Pool) (version int32, fi
 	}
 	switch {
 	case tableReadable:
-		err = pool.QueryRow(ctx, `SELECT version FROM `+sqlbundle.VersionTable).Scan(&version)
+		version, _, err = sqlbundle.ReadVersion(ctx, pool)
+		if errors.Is(err, sqlbundle.ErrForeignVersionTable) {
+			return 0, err.Error(), nil
+		}
 	case functionCallable:
 		err = pool.QueryRow(ctx, `SELECT migration_version FROM durable_jobs.bundle_migration_version()`).Scan(&version)
 		if errors.Is(err, pgx.ErrNoRows) {

@@ -253,6 +253,15 @@ func TestAuditFindsEveryBrokenCheck(t *testing.T) {
 		}, []string{controls.CheckFunctionDrift},
 			[]string{fmt.Sprintf("AUDIT-FUNCTION-DRIFT: function durable_jobs.job_status_totals() is missing (version %d installs it)", sqlbundle.NewestVersion()),
 				fmt.Sprintf("AUDIT-FUNCTION-DRIFT: function durable_jobs.extra_helper_function() is not installed by version %d", sqlbundle.NewestVersion())}},
+		{"version table replaced by a view that runs code as its reader", func(*testing.T) []string {
+			return []string{`CREATE TABLE public.audit_reader_seen (who text)`,
+				`CREATE FUNCTION public.note_reader() RETURNS integer LANGUAGE sql AS
+					$$INSERT INTO public.audit_reader_seen VALUES (current_user) RETURNING 2$$`,
+				`DROP TABLE ` + sqlbundle.VersionTable,
+				`CREATE VIEW ` + sqlbundle.VersionTable + ` AS SELECT public.note_reader() AS version`}
+		}, []string{controls.CheckMigrationVersion, controls.CheckFunctionDrift},
+			[]string{"AUDIT-MIGRATION-VERSION: refusing to read the version: " + sqlbundle.VersionTable + " is not the table leasefence creates: it has rules; it is not a plain table",
+				"AUDIT-FUNCTION-DRIFT: refusing to read the version: "}},
 		{"migration version behind", func(*testing.T) []string {
 			return []string{`UPDATE ` + sqlbundle.VersionTable + ` SET version = 1`}
 		}, []string{controls.CheckMigrationVersion, controls.CheckFunctionDrift},
@@ -283,6 +292,15 @@ func TestAuditFindsEveryBrokenCheck(t *testing.T) {
 				require.Contains(t, text.stdout, line)
 			}
 			require.Contains(t, text.stdout, "audit failed: ")
+			var planted bool
+			require.NoError(t, pool.QueryRow(context.Background(),
+				`SELECT to_regclass('public.audit_reader_seen') IS NOT NULL`).Scan(&planted))
+			if planted {
+				var readerSeen int
+				require.NoError(t, pool.QueryRow(context.Background(),
+					`SELECT count(*) FROM public.audit_reader_seen`).Scan(&readerSeen))
+				require.Zero(t, readerSeen, "the audit never ran code planted in the version table")
+			}
 			// The trial changes were rolled back: the evidence is intact.
 			var evidenceAfter int
 			require.NoError(t, pool.QueryRow(context.Background(),
