@@ -86,18 +86,19 @@ type Config struct {
 	Logf func(format string, args ...any)
 	// Dir is where histories are kept (default: a new temporary folder,
 	// removed unless KeepDir).
-	Dir     string
+	Dir string
+	// KeepDir keeps the temporary history folder after the run.
 	KeepDir bool
 }
 
 // Result is what a campaign did and found.
 type Result struct {
-	Seed       uint64
-	Ops        int
+	Seed       uint64         // the seed of the run
+	Ops        int            // operations checked
 	Faults     map[string]int // fault kind -> times it ran
-	Violations []Violation
-	History    []Event
-	Duration   time.Duration
+	Violations []Violation    // what the checker found
+	History    []Event        // the merged history that was checked
+	Duration   time.Duration  // from the workers' start to the end of the check
 }
 
 // FaultKinds returns how many distinct fault kinds actually ran.

@@ -27,35 +27,35 @@ const (
 
 // JobRow is the checker's view of one job in the database at the end.
 type JobRow struct {
-	ID         int64
-	Queue      string
-	Status     string
-	Generation int64
-	Expires    time.Time // zero when NULL
+	ID         int64     // job_record_id
+	Queue      string    // queue_name
+	Status     string    // job_status
+	Generation int64     // lease_fencing_generation (0 when never claimed)
+	Expires    time.Time // lease_expires_at, zero when NULL
 }
 
 // TargetRow is one row of the campaign's target table: the effect a
 // worker wrote in the transaction of its complete_job.
 type TargetRow struct {
-	Job        int64
-	Generation int64
+	Job        int64 // the job whose completion wrote it
+	Generation int64 // the fencing generation of the claim that wrote it
 }
 
 // Snapshot is the database state the checker reads after the run.
 type Snapshot struct {
-	Jobs    []JobRow
-	Targets []TargetRow
-	Now     time.Time // database clock_timestamp() at the snapshot
-	Lease   time.Duration
+	Jobs    []JobRow      // every job of the campaign database
+	Targets []TargetRow   // every target row
+	Now     time.Time     // database clock_timestamp() at the snapshot
+	Lease   time.Duration // the lease duration of the campaign's policy
 }
 
 // Violation is one broken property, with the smallest sub-history that
 // shows it (the events of the offending job, or of the offending process).
 type Violation struct {
-	Kind    string
-	Job     int64
-	Message string
-	Events  []Event
+	Kind    string  // one of the V constants
+	Job     int64   // the offending job (0 when it is a process's)
+	Message string  // what is wrong, in one sentence
+	Events  []Event // the sub-history that shows it
 }
 
 // Report renders v with its sub-history and the seed that replays the run.

@@ -278,7 +278,9 @@ func (e *env) zombieComplete(ctx context.Context, conn *pgx.Conn, c zclaim) erro
 }
 
 // zombieConn connects as the workers' login, directly (no proxy).
-func (e *env) zombieConn(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, e.workerURL) }
+func (e *env) zombieConn(ctx context.Context) (*pgx.Conn, error) {
+	return pgx.Connect(ctx, e.workerURL)
+}
 
 // zombieRound returns a fresh queue name for one zombie scenario.
 func (e *env) zombieQueue(prefix string) string {

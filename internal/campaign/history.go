@@ -42,17 +42,17 @@ const (
 // Expires) are its clock_timestamp(); At is the recording process's
 // monotonic clock, in nanoseconds since the campaign began.
 type Event struct {
-	Proc    string    `json:"proc"`
-	Op      int64     `json:"op"`
-	Invoke  bool      `json:"invoke,omitempty"`
-	Kind    string    `json:"kind"`
-	Job     int64     `json:"job,omitempty"`
-	Gen     int64     `json:"gen,omitempty"`
-	Outcome string    `json:"outcome,omitempty"`
-	DBTime  time.Time `json:"db_time,omitzero"`
-	Expires time.Time `json:"expires,omitzero"`
-	At      int64     `json:"at"`
-	Detail  string    `json:"detail,omitempty"`
+	Proc    string    `json:"proc"`              // the recording process (w1, zombie, driver)
+	Op      int64     `json:"op"`                // operation id, unique within Proc
+	Invoke  bool      `json:"invoke,omitempty"`  // the line written before the call was sent
+	Kind    string    `json:"kind"`              // one of the Kind constants
+	Job     int64     `json:"job,omitempty"`     // job_record_id
+	Gen     int64     `json:"gen,omitempty"`     // fencing generation of the claim
+	Outcome string    `json:"outcome,omitempty"` // one of the Out constants, or the database's renewal outcome
+	DBTime  time.Time `json:"db_time,omitzero"`  // database time of the decision (claims, renewals) or before it (terminals)
+	Expires time.Time `json:"expires,omitzero"`  // lease_expires_at granted
+	At      int64     `json:"at"`                // client monotonic nanoseconds since the campaign began
+	Detail  string    `json:"detail,omitempty"`  // fault kind, loss cause or function name; never a secret
 }
 
 // String is a one-line rendering for violation reports (no secrets: a
