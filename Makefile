@@ -29,9 +29,10 @@ GOCLIENT_MIN := 100
 LEASECTL_MIN := 95
 
 # What make deps checks and installs (Debian package names).
-# chromium renders the demo's HTML timeline in its test.
+# chromium renders the demo's HTML timeline in its test; faketime moves the
+# database clock in the reliability campaign (internal/campaign).
 DEB_PACKAGES := postgresql-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl \
-                postgresql-15-plpgsql-check prometheus chromium
+                postgresql-15-plpgsql-check prometheus chromium faketime
 
 .PHONY: deps test demo lint tools clean soak
 

@@ -41,6 +41,7 @@ const (
 	FaultZombie          = "zombie_stale_replay"
 	FaultForged          = "forged_token"
 	FaultEarlyReclaim    = "early_reclaim_attempt"
+	FaultDBClockJump     = "db_clock_jump"
 	mainQueue            = "campaign.main"
 	defaultLease         = 2 * time.Second
 	defaultInterval      = 500 * time.Millisecond
@@ -59,7 +60,7 @@ const (
 var AllFaults = []string{
 	FaultProxyCut, FaultProxyBlackhole, FaultProxyDelay, FaultProxyDropReply,
 	FaultSIGSTOP, FaultSIGKILL, FaultTerminate, FaultRestartImmed,
-	FaultRowLock, FaultCancelInTx, FaultZombie, FaultForged, FaultEarlyReclaim,
+	FaultRowLock, FaultCancelInTx, FaultZombie, FaultForged, FaultEarlyReclaim, FaultDBClockJump,
 }
 
 // Config says how to run one campaign.
@@ -153,6 +154,8 @@ type env struct {
 	zombie    *Recorder
 	faults    map[string]int
 	faultsMu  sync.Mutex
+	clock     *dbClock // the server's libfaketime offset
+	jumped    bool     // the database clock was moved
 
 	mu      sync.Mutex
 	workers []*workerProc
@@ -218,7 +221,13 @@ func randomHex(n int) string {
 // setup starts the cluster, applies the bundle and makes the logins, the
 // target table, the policy, the proxy and the recorders.
 func (e *env) setup(ctx context.Context) error {
+	clock, binDir, err := newDBClock()
+	if err != nil {
+		return err
+	}
+	e.clock = clock
 	c, err := pglocal.Start(ctx, pglocal.Options{
+		BinDir: binDir,
 		Settings: map[string]string{
 			"fsync": "off", "full_page_writes": "off", "max_connections": "200",
 			// synchronous_commit stays on: an acknowledged commit must
@@ -318,6 +327,9 @@ func (e *env) close() {
 	}
 	if e.cluster != nil {
 		_ = e.cluster.Stop()
+	}
+	if e.clock != nil {
+		e.clock.remove()
 	}
 	if e.driver != nil {
 		_ = e.driver.Close()
@@ -479,6 +491,7 @@ func (e *env) check(ctx context.Context) (Result, error) {
 	sleepCtx(ctx, defaultLease+200*time.Millisecond)
 	var s Snapshot
 	s.Lease = defaultLease
+	s.ClockJumps = e.jumped
 	rows, err := e.admin.Query(ctx, `SELECT job_record_id, queue_name, job_status::text,
 	        COALESCE(lease_fencing_generation, 0), lease_expires_at FROM durable_jobs.job_record`)
 	if err != nil {

@@ -82,6 +82,21 @@ func (e *env) inject(ctx context.Context, kind string) error {
 		if err := e.forged(ctx); err != nil {
 			return err
 		}
+	case FaultDBClockJump:
+		// The database clock steps forward 3 s (every lease ends early in
+		// real time, while its holder may still trust it) or back 2 s.
+		step := 3 * time.Second
+		if e.clock.offset > 0 && e.rng.IntN(2) == 0 {
+			step = -2 * time.Second
+		}
+		if err := e.clock.set(e.clock.offset + step); err != nil {
+			return err
+		}
+		e.jumped = true
+		if err := e.waitDBClockOffset(ctx, e.clock.offset); err != nil {
+			return err
+		}
+		sleepCtx(ctx, time.Second)
 	case FaultEarlyReclaim:
 		if err := e.earlyReclaim(ctx); err != nil {
 			return err
@@ -385,4 +400,24 @@ func (e *env) earlyReclaim(ctx context.Context) error {
 		return e.zombieComplete(ctx, conn, second)
 	}
 	return e.zombieComplete(ctx, conn, first)
+}
+
+// waitDBClockOffset waits (up to 5 s) until the database's clock_timestamp()
+// is offset from this process's clock by want, give or take 500 ms: proof
+// that the jump took effect.
+func (e *env) waitDBClockOffset(ctx context.Context, want time.Duration) error {
+	var last time.Duration
+	for i := 0; i < 50; i++ {
+		var db time.Time
+		before := time.Now()
+		if err := e.admin.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&db); err != nil {
+			return err
+		}
+		last = db.Sub(before) - want
+		if last > -500*time.Millisecond && last < 500*time.Millisecond {
+			return nil
+		}
+		sleepCtx(ctx, 100*time.Millisecond)
+	}
+	return fmt.Errorf("libfaketime did not move the database clock to %s (off by %s)", want, last)
 }
