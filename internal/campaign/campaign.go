@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -42,6 +43,8 @@ const (
 	FaultForged          = "forged_token"
 	FaultEarlyReclaim    = "early_reclaim_attempt"
 	FaultDBClockJump     = "db_clock_jump"
+	FaultFailover        = "standby_promoted"
+	standbyName          = "campaign_standby"
 	mainQueue            = "campaign.main"
 	defaultLease         = 2 * time.Second
 	defaultInterval      = 500 * time.Millisecond
@@ -61,6 +64,7 @@ var AllFaults = []string{
 	FaultProxyCut, FaultProxyBlackhole, FaultProxyDelay, FaultProxyDropReply,
 	FaultSIGSTOP, FaultSIGKILL, FaultTerminate, FaultRestartImmed,
 	FaultRowLock, FaultCancelInTx, FaultZombie, FaultForged, FaultEarlyReclaim, FaultDBClockJump,
+	FaultFailover,
 }
 
 // Config says how to run one campaign.
@@ -141,13 +145,15 @@ func BuildWorker(ctx context.Context, dir string) (string, error) {
 type env struct {
 	cfg       Config
 	rng       *mrand.Rand
-	cluster   *pglocal.Cluster
-	dbURL     string // superuser, direct
+	cluster   *pglocal.Cluster // the current primary
+	standby   *pglocal.Cluster // its synchronous standby, until the failover
+	retired   *pglocal.Cluster // the old primary after the failover
+	dbURL     string           // superuser, direct
 	admin     *pgxpool.Pool
 	producer  *pgxpool.Pool
-	workerURL string // direct
-	proxyURL  string // worker login through the proxy
-	proxy     *faultproxy.Proxy
+	workerURL string              // direct
+	proxyURL  string              // worker login through the proxy
+	proxies   []*faultproxy.Proxy // one in front of the primary, one in front of the standby
 	dir       string
 	epoch     time.Time
 	driver    *Recorder
@@ -279,23 +285,41 @@ func (e *env) setup(ctx context.Context) error {
 			return fmt.Errorf("campaign: mutate: %w", err)
 		}
 	}
-	login := func(user, pass string, port int) string {
-		u, _ := url.Parse(e.dbURL)
-		u.User = url.UserPassword(user, pass)
-		u.Host = "127.0.0.1:" + strconv.Itoa(port)
-		return u.String()
+	// A synchronous streaming standby: every commit acknowledged from here
+	// on is on both servers.
+	if e.standby, err = c.StartStandby(ctx, standbyName); err != nil {
+		return fmt.Errorf("campaign: start the standby: %w", err)
 	}
-	e.workerURL = login(workerLogin, wpass, c.Port())
-	if e.admin, err = pgxpool.New(ctx, e.dbURL); err != nil {
+	if err := waitSync(ctx, conn); err != nil {
 		return err
 	}
-	if e.producer, err = pgxpool.New(ctx, login(producerLogin, ppass, c.Port())); err != nil {
+	// Every URL names both servers; target_session_attrs=read-write picks
+	// whichever is the primary, before and after the failover.
+	login := func(user, pass string, ports ...int) string {
+		hosts := make([]string, len(ports))
+		for i, p := range ports {
+			hosts[i] = "127.0.0.1:" + strconv.Itoa(p)
+		}
+		return "postgres://" + url.UserPassword(user, pass).String() + "@" + strings.Join(hosts, ",") +
+			"/campaign?sslmode=disable&target_session_attrs=read-write&connect_timeout=2"
+	}
+	e.workerURL = login(workerLogin, wpass, c.Port(), e.standby.Port())
+	if e.admin, err = pgxpool.New(ctx, login(c.Superuser(), "", c.Port(), e.standby.Port())); err != nil {
 		return err
 	}
-	if e.proxy, err = faultproxy.Start(fmt.Sprintf("127.0.0.1:%d", c.Port())); err != nil {
+	if e.producer, err = pgxpool.New(ctx, login(producerLogin, ppass, c.Port(), e.standby.Port())); err != nil {
 		return err
 	}
-	e.proxyURL = login(workerLogin, wpass, e.proxy.Port()) + "&connect_timeout=2"
+	var proxyPorts []int
+	for _, target := range []int{c.Port(), e.standby.Port()} {
+		p, err := faultproxy.Start(fmt.Sprintf("127.0.0.1:%d", target))
+		if err != nil {
+			return err
+		}
+		e.proxies = append(e.proxies, p)
+		proxyPorts = append(proxyPorts, p.Port())
+	}
+	e.proxyURL = login(workerLogin, wpass, proxyPorts...)
 	e.epoch = time.Now() // the histories' time zero
 	if e.driver, err = NewRecorder(filepath.Join(e.dir, "driver.jsonl"), "driver", 0); err != nil {
 		return err
@@ -303,7 +327,8 @@ func (e *env) setup(ctx context.Context) error {
 	if e.zombie, err = NewRecorder(filepath.Join(e.dir, "zombie.jsonl"), "zombie", 0); err != nil {
 		return err
 	}
-	e.cfg.Logf("campaign: PostgreSQL on port %d, proxy on %d, seed %d", c.Port(), e.proxy.Port(), e.cfg.Seed)
+	e.cfg.Logf("campaign: PostgreSQL primary on port %d, standby on %d, proxies on %v, seed %d",
+		c.Port(), e.standby.Port(), proxyPorts, e.cfg.Seed)
 	return nil
 }
 
@@ -316,8 +341,8 @@ func (e *env) close() {
 		_ = w.cmd.Process.Kill()
 		<-w.done
 	}
-	if e.proxy != nil {
-		_ = e.proxy.Close()
+	for _, p := range e.proxies {
+		_ = p.Close()
 	}
 	if e.producer != nil {
 		e.producer.Close()
@@ -325,8 +350,10 @@ func (e *env) close() {
 	if e.admin != nil {
 		e.admin.Close()
 	}
-	if e.cluster != nil {
-		_ = e.cluster.Stop()
+	for _, c := range []*pglocal.Cluster{e.cluster, e.standby, e.retired} {
+		if c != nil {
+			_ = c.Stop()
+		}
 	}
 	if e.clock != nil {
 		e.clock.remove()
@@ -539,6 +566,25 @@ func (e *env) check(ctx context.Context) (Result, error) {
 	}
 	e.faultsMu.Unlock()
 	return Result{Seed: e.cfg.Seed, Ops: CountOps(h), Faults: faults, Violations: Check(h, s), History: h}, nil
+}
+
+// waitSync makes the standby synchronous and waits until the primary
+// reports it so.
+func waitSync(ctx context.Context, conn *pgx.Conn) error {
+	for _, q := range []string{`ALTER SYSTEM SET synchronous_standby_names = '` + standbyName + `'`, `SELECT pg_reload_conf()`} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	var state string
+	for i := 0; i < 200; i++ {
+		_ = conn.QueryRow(ctx, `SELECT sync_state FROM pg_stat_replication WHERE application_name = $1`, standbyName).Scan(&state)
+		if state == "sync" {
+			return nil
+		}
+		sleepCtx(ctx, 50*time.Millisecond)
+	}
+	return fmt.Errorf("campaign: the standby never became synchronous (state %q)", state)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

@@ -34,9 +34,11 @@ func findLibfaketime() (string, error) {
 // dbClock is the database server's clock offset, applied by libfaketime:
 // the server runs from a bin folder whose postgres is a script that
 // preloads libfaketime with the offset read from a file, so writing the
-// file moves clock_timestamp() for every backend within a second. The
-// monotonic clocks stay real, so PostgreSQL's own timeouts are not
-// disturbed.
+// file moves clock_timestamp() for every backend at once. (No cache: a
+// cached offset lets backends disagree for up to a second, which no real
+// clock step does, and the checker rightly reports the false expiries
+// that follow.) The monotonic clocks stay real, so PostgreSQL's own
+// timeouts are not disturbed.
 type dbClock struct {
 	dir    string // the wrapper bin folder, readable by the server's account
 	file   string // the offset file
@@ -78,7 +80,7 @@ func newDBClock() (*dbClock, string, error) {
 	}
 	script := "#!/bin/sh\n" +
 		"LD_PRELOAD=" + strconv.Quote(lib) + " FAKETIME_TIMESTAMP_FILE=" + strconv.Quote(c.file) +
-		" FAKETIME_CACHE_DURATION=1 FAKETIME_DONT_FAKE_MONOTONIC=1 exec " +
+		" FAKETIME_NO_CACHE=1 FAKETIME_DONT_FAKE_MONOTONIC=1 exec " +
 		strconv.Quote(filepath.Join(realBin, "postgres")) + " \"$@\"\n"
 	if err := os.WriteFile(filepath.Join(dir, "postgres"), []byte(script), 0o755); err != nil {
 		return nil, "", err

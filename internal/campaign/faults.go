@@ -19,22 +19,36 @@ import (
 func (e *env) inject(ctx context.Context, kind string) error {
 	switch kind {
 	case FaultProxyCut:
-		e.proxy.Cut()
+		e.eachProxy(func(p *faultproxy.Proxy) { p.Cut() })
 	case FaultProxyBlackhole:
-		e.proxy.SetMode(faultproxy.Blackhole)
+		e.eachProxy(func(p *faultproxy.Proxy) { p.SetMode(faultproxy.Blackhole) })
 		sleepCtx(ctx, 1500*time.Millisecond)
-		e.proxy.SetMode(faultproxy.Open)
+		e.eachProxy(func(p *faultproxy.Proxy) { p.SetMode(faultproxy.Open) })
 	case FaultProxyDelay:
-		e.proxy.SetDelay(300 * time.Millisecond)
-		e.proxy.SetMode(faultproxy.Delay)
+		e.eachProxy(func(p *faultproxy.Proxy) { p.SetDelay(300 * time.Millisecond); p.SetMode(faultproxy.Delay) })
 		sleepCtx(ctx, 2*time.Second)
-		e.proxy.SetMode(faultproxy.Open)
+		e.eachProxy(func(p *faultproxy.Proxy) { p.SetMode(faultproxy.Open) })
 	case FaultProxyDropReply:
 		// Requests still reach the server, which commits; the answers
 		// are lost (the case a client must not count as a success).
-		e.proxy.SetMode(faultproxy.DropReplies)
+		e.eachProxy(func(p *faultproxy.Proxy) { p.SetMode(faultproxy.DropReplies) })
 		sleepCtx(ctx, 400*time.Millisecond+time.Duration(e.rng.Int64N(int64(600*time.Millisecond))))
-		e.proxy.SetMode(faultproxy.Open)
+		e.eachProxy(func(p *faultproxy.Proxy) { p.SetMode(faultproxy.Open) })
+	case FaultFailover:
+		if e.standby == nil {
+			return nil // one failover per campaign: this phase injects nothing
+		}
+		// The primary dies (immediate stop), the synchronous standby is
+		// promoted; every client finds it through its multi-host URL.
+		if err := e.cluster.StopImmediate(); err != nil {
+			return err
+		}
+		if err := e.standby.Promote(ctx); err != nil {
+			return err
+		}
+		e.retired, e.cluster, e.standby = e.cluster, e.standby, nil
+		e.admin.Reset()
+		e.producer.Reset()
 	case FaultSIGSTOP:
 		ws := e.liveWorkers()
 		if len(ws) == 0 {
@@ -106,6 +120,13 @@ func (e *env) inject(ctx context.Context, kind string) error {
 	}
 	e.count(kind)
 	return nil
+}
+
+// eachProxy applies f to every proxy.
+func (e *env) eachProxy(f func(*faultproxy.Proxy)) {
+	for _, p := range e.proxies {
+		f(p)
+	}
 }
 
 // watchBlocked polls, for d, the sessions that wait on pid's locks, and
