@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -287,11 +288,16 @@ func (e *env) setup(ctx context.Context) error {
 	}
 	// A synchronous streaming standby: every commit acknowledged from here
 	// on is on both servers.
-	if e.standby, err = c.StartStandby(ctx, standbyName); err != nil {
-		return fmt.Errorf("campaign: start the standby: %w", err)
-	}
-	if err := waitSync(ctx, conn); err != nil {
-		return err
+	// (Only when the failover is scheduled: a standby costs a few seconds.)
+	ports := []int{c.Port()}
+	if slices.Contains(e.cfg.Faults, FaultFailover) {
+		if e.standby, err = c.StartStandby(ctx, standbyName); err != nil {
+			return fmt.Errorf("campaign: start the standby: %w", err)
+		}
+		if err := waitSync(ctx, conn); err != nil {
+			return err
+		}
+		ports = append(ports, e.standby.Port())
 	}
 	// Every URL names both servers; target_session_attrs=read-write picks
 	// whichever is the primary, before and after the failover.
@@ -303,15 +309,15 @@ func (e *env) setup(ctx context.Context) error {
 		return "postgres://" + url.UserPassword(user, pass).String() + "@" + strings.Join(hosts, ",") +
 			"/campaign?sslmode=disable&target_session_attrs=read-write&connect_timeout=2"
 	}
-	e.workerURL = login(workerLogin, wpass, c.Port(), e.standby.Port())
-	if e.admin, err = pgxpool.New(ctx, login(c.Superuser(), "", c.Port(), e.standby.Port())); err != nil {
+	e.workerURL = login(workerLogin, wpass, ports...)
+	if e.admin, err = pgxpool.New(ctx, login(c.Superuser(), "", ports...)); err != nil {
 		return err
 	}
-	if e.producer, err = pgxpool.New(ctx, login(producerLogin, ppass, c.Port(), e.standby.Port())); err != nil {
+	if e.producer, err = pgxpool.New(ctx, login(producerLogin, ppass, ports...)); err != nil {
 		return err
 	}
 	var proxyPorts []int
-	for _, target := range []int{c.Port(), e.standby.Port()} {
+	for _, target := range ports {
 		p, err := faultproxy.Start(fmt.Sprintf("127.0.0.1:%d", target))
 		if err != nil {
 			return err
@@ -327,8 +333,7 @@ func (e *env) setup(ctx context.Context) error {
 	if e.zombie, err = NewRecorder(filepath.Join(e.dir, "zombie.jsonl"), "zombie", 0); err != nil {
 		return err
 	}
-	e.cfg.Logf("campaign: PostgreSQL primary on port %d, standby on %d, proxies on %v, seed %d",
-		c.Port(), e.standby.Port(), proxyPorts, e.cfg.Seed)
+	e.cfg.Logf("campaign: PostgreSQL on ports %v (primary first), proxies on %v, seed %d", ports, proxyPorts, e.cfg.Seed)
 	return nil
 }
 
