@@ -4,7 +4,7 @@
 -- renewal owner none on payloads; no bundle role can log in or escalate.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(317);
+SELECT plan(333);
 
 -- Which runtime role may execute which function. record_deployment_version
 -- is not a runtime function: only the role that applied the bundle runs it.
@@ -39,7 +39,10 @@ INSERT INTO expected_execute VALUES
  ('record_lease_outcome', '{text,text,bigint}', '{}'),
  ('lock_fenced_claim', '{bigint,uuid,text}', '{}'),
  ('raise_stale_claim', '{}', '{}'),
- ('refuse_evidence_change', '{}', '{}');
+ ('refuse_evidence_change', '{}', '{}'),
+ ('absolute_duration', '{interval}', '{}'),
+ ('is_plain_change_reason', '{text}', '{}'),
+ ('lock_evidence_order', '{}', '{}');
 
 CREATE TEMP TABLE runtime_role (role_name name PRIMARY KEY) ON COMMIT DROP;
 INSERT INTO runtime_role VALUES
@@ -264,8 +267,17 @@ SELECT is_empty(
       CROSS JOIN pg_class c
       CROSS JOIN unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) AS p(privilege)
       WHERE c.relnamespace = 'durable_jobs'::regnamespace AND c.relkind = 'r'
-        AND has_table_privilege(d.role_name, c.oid, p.privilege)$$,
-    'no definer owner holds a table-level privilege: each holds only the column privileges its family needs');
+        AND has_table_privilege(d.role_name, c.oid, p.privilege)
+        AND NOT (c.relname = 'lease_outcome_tally' AND p.privilege = 'DELETE'
+                 AND d.role_name IN ('durable_job_claim_owner', 'durable_job_renewal_owner'))$$,
+    'no definer owner holds a table-level privilege: each holds only the column privileges its family needs (but DELETE on the tally, below)');
+-- Migration 003: the two tally writers delete tally rows older than 30 days
+-- (DELETE has no column form); no other owner may.
+SELECT set_eq(
+    $$SELECT d.role_name::text FROM definer_role d
+      WHERE has_table_privilege(d.role_name, 'durable_jobs.lease_outcome_tally', 'DELETE')$$,
+    $$VALUES ('durable_job_claim_owner'), ('durable_job_renewal_owner')$$,
+    'only the claim and renewal owners, the tally writers, may delete (expired) tally rows');
 SELECT is_empty(
     $$SELECT d.role_name, c.relname FROM definer_role d CROSS JOIN pg_class c
       WHERE c.relnamespace = 'durable_jobs'::regnamespace AND c.relkind = 'r'
