@@ -461,8 +461,9 @@ SELECT is_empty(
 SELECT set_eq(
     $$SELECT t.queue_name, sum(t.outcome_count)::bigint FROM durable_jobs.lease_outcome_tally t
       WHERE t.outcome_kind = 'stale_renewal' AND t.queue_name LIKE 'renew\_check\_%' GROUP BY t.queue_name$$,
-    $$VALUES ('renew_check_m2'::text, 2::bigint)$$,
-    'migration 003: a stale renewal is tallied under its job''s queue only when the renewing login holds a running claim there (m2''s wrong token and wrong owner); nothing else is');
+    $$VALUES ('renew_check_m2'::text, 2::bigint), ('renew_check_m1', 1), ('renew_check_disabled', 1),
+             ('renew_check_expiry', 1), ('renew_check_supersede', 1)$$,
+    'migration 003: a stale renewal is tallied under its job''s queue only when the renewing login holds a running claim there (expired, superseded, wrong token or owner); nothing else is');
 SELECT is((SELECT value FROM marks WHERE label = 'star_stale_after_1000') - (SELECT value FROM marks WHERE label = 'star_stale_before'),
           1010::bigint,
           'stale renewals of unknown jobs (3 single, 1 in the mixed batch, 1,000 in the largest batch) and the 6 of logins holding no running claim in the job''s queue (m2 from another login, m3 twice, m4, m5, m6) are tallied under queue ''*''');
