@@ -6,9 +6,10 @@
 -- running jobs, leases expiring within one renewal interval, expired leases
 -- still RUNNING (awaiting reclaim), reclaims and stale renewals in the last
 -- hour (tallies summed over every backend's rows; '*' holds stale renewals
--- of unknown jobs and of queues where the renewing login held no running
--- claim), the oldest running claim's age, and the database time it was read
--- at. Computes in UTC whatever the caller's TimeZone.
+-- of unknown jobs and those made by a login that is not the last claimer of
+-- any job of the queue, so a guess cannot pass for the queue's trouble), the
+-- oldest running claim's age, and the database time it was read at.
+-- Computes in UTC whatever the caller's TimeZone.
 CREATE OR REPLACE FUNCTION durable_jobs.lease_health_by_queue()
 RETURNS TABLE (queue_name text, running_jobs bigint, expiring_within_interval bigint,
                expired_awaiting_reclaim bigint, reclaims_last_hour bigint, stale_renewals_last_hour bigint,
@@ -45,13 +46,17 @@ BEGIN ATOMIC
         GROUP BY j.queue_name
     ),
     tallies AS (
-        SELECT t.queue_name,
+        SELECT CASE WHEN t.outcome_kind = 'stale_renewal' AND t.counted_by_role <> ''
+                         AND NOT EXISTS (SELECT 1 FROM durable_jobs.job_record j
+                                         WHERE j.queue_name = t.queue_name
+                                           AND j.lease_claimed_by_role = t.counted_by_role)
+                    THEN '*' ELSE t.queue_name END AS queue_name,
                pg_catalog.sum(t.outcome_count) FILTER (WHERE t.outcome_kind = 'reclaim') AS reclaims,
                pg_catalog.sum(t.outcome_count) FILTER (WHERE t.outcome_kind = 'stale_renewal') AS stale_renewals
         FROM durable_jobs.lease_outcome_tally t
         CROSS JOIN read_at r
         WHERE t.tally_minute >= r.read_time - interval '1 hour'
-        GROUP BY t.queue_name
+        GROUP BY 1
     )
     SELECT e.queue_name,
            COALESCE(ru.running_jobs, 0), COALESCE(ru.expiring_soon, 0), COALESCE(ru.expired, 0),
@@ -98,7 +103,9 @@ END;
 
 -- lease_outcome_totals: stale renewals and reclaims per queue summed over
 -- every backend's per-minute tallies since the UTC minute of p_since (all of
--- them when NULL), whatever the caller's TimeZone.
+-- them when NULL), whatever the caller's TimeZone. A stale renewal made by a
+-- login that is not the last claimer of any job of its queue is counted
+-- under '*' (as are renewals of unknown jobs).
 CREATE OR REPLACE FUNCTION durable_jobs.lease_outcome_totals(p_since timestamptz)
 RETURNS TABLE (queue_name text, outcome_kind text, outcome_count bigint)
 LANGUAGE sql
@@ -107,11 +114,17 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET TimeZone = 'UTC'
 BEGIN ATOMIC
-    SELECT t.queue_name, t.outcome_kind, pg_catalog.sum(t.outcome_count)::bigint
-    FROM durable_jobs.lease_outcome_tally t
-    WHERE p_since IS NULL OR t.tally_minute >= pg_catalog.date_trunc('minute', p_since, 'UTC')
-    GROUP BY t.queue_name, t.outcome_kind
-    ORDER BY t.queue_name, t.outcome_kind;
+    SELECT a.queue_name, a.outcome_kind, pg_catalog.sum(a.outcome_count)::bigint
+    FROM (SELECT CASE WHEN t.outcome_kind = 'stale_renewal' AND t.counted_by_role <> ''
+                           AND NOT EXISTS (SELECT 1 FROM durable_jobs.job_record j
+                                           WHERE j.queue_name = t.queue_name
+                                             AND j.lease_claimed_by_role = t.counted_by_role)
+                      THEN '*' ELSE t.queue_name END AS queue_name,
+                 t.outcome_kind, t.outcome_count
+          FROM durable_jobs.lease_outcome_tally t
+          WHERE p_since IS NULL OR t.tally_minute >= pg_catalog.date_trunc('minute', p_since, 'UTC')) a
+    GROUP BY a.queue_name, a.outcome_kind
+    ORDER BY a.queue_name, a.outcome_kind;
 END;
 
 -- job_status_totals: how many jobs each queue has in each status.

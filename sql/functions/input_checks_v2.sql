@@ -85,16 +85,16 @@ SET search_path = pg_catalog, pg_temp
 RETURN pg_catalog.pg_advisory_xact_lock(1279655936, 1);
 
 -- record_lease_outcome: adds p_outcome_count to this minute's (UTC) tally
--- of a rare committed outcome (stale_renewal, reclaim). Each backend counts
--- in rows of its own, keyed by (minute, queue, kind, pg_backend_pid()): no
--- two live sessions ever write the same row, so counting never makes a
--- session wait on another. A stale renewal is counted under its queue only
--- when the calling login holds a RUNNING claim in that queue (its own lease
--- there ran out or was lost); otherwise under '*', so a guessed or foreign
--- job id never raises another queue's stale tally. Retention: each call
--- deletes up to 16 rows older than 30 days that no one else has locked
--- (SKIP LOCKED), so the table stays bounded without anyone waiting.
--- Locks its own tally row and the expired rows it deletes.
+-- of a rare committed outcome (stale_renewal, reclaim) under p_queue_name.
+-- Each backend counts in rows of its own, keyed by (minute, queue, kind,
+-- pg_backend_pid(), session_user): no two live sessions ever write the same
+-- row, so counting never makes a session wait on another. The row records
+-- the counting login (counted_by_role, never returned by any function) so
+-- that the auditor functions can charge a stale renewal to its queue only
+-- when that login has claimed a job there, and to '*' otherwise.
+-- Retention: each call deletes up to 16 rows older than 30 days that no one
+-- else has locked (SKIP LOCKED), so the table stays bounded without anyone
+-- waiting. Locks its own tally row and the expired rows it deletes.
 CREATE OR REPLACE FUNCTION durable_jobs.record_lease_outcome(p_queue_name text, p_outcome_kind text, p_outcome_count bigint)
 RETURNS void
 LANGUAGE plpgsql
@@ -104,28 +104,16 @@ SET TimeZone = 'UTC'
 AS $function$
 DECLARE
     v_minute timestamptz := pg_catalog.date_trunc('minute', pg_catalog.clock_timestamp(), 'UTC');
-    v_queue_name text := p_queue_name;
 BEGIN
-    -- Only the renewal owner may read lease_claimed_by_role: the claim
-    -- family (reclaims) never runs this query.
-    IF p_outcome_kind = 'stale_renewal' THEN
-        IF NOT EXISTS (
-            SELECT 1 FROM durable_jobs.job_record j
-            WHERE j.queue_name = p_queue_name AND j.job_status = 'RUNNING'
-              AND j.lease_claimed_by_role = SESSION_USER) THEN
-            v_queue_name := '*';
-        END IF;
-    END IF;
-
     INSERT INTO durable_jobs.lease_outcome_tally AS t
-        (tally_minute, queue_name, outcome_kind, tally_backend_pid, outcome_count)
-    VALUES (v_minute, v_queue_name, p_outcome_kind, pg_catalog.pg_backend_pid(), p_outcome_count)
-    ON CONFLICT (tally_minute, queue_name, outcome_kind, tally_backend_pid)
+        (tally_minute, queue_name, outcome_kind, tally_backend_pid, counted_by_role, outcome_count)
+    VALUES (v_minute, p_queue_name, p_outcome_kind, pg_catalog.pg_backend_pid(), SESSION_USER, p_outcome_count)
+    ON CONFLICT (tally_minute, queue_name, outcome_kind, tally_backend_pid, counted_by_role)
     DO UPDATE SET outcome_count = t.outcome_count + EXCLUDED.outcome_count;
 
     DELETE FROM durable_jobs.lease_outcome_tally t
-    WHERE (t.tally_minute, t.queue_name, t.outcome_kind, t.tally_backend_pid) IN (
-        SELECT o.tally_minute, o.queue_name, o.outcome_kind, o.tally_backend_pid
+    WHERE (t.tally_minute, t.queue_name, t.outcome_kind, t.tally_backend_pid, t.counted_by_role) IN (
+        SELECT o.tally_minute, o.queue_name, o.outcome_kind, o.tally_backend_pid, o.counted_by_role
         FROM durable_jobs.lease_outcome_tally o
         WHERE o.tally_minute < v_minute - interval '30 days'
         ORDER BY o.tally_minute

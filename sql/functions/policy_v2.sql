@@ -43,18 +43,23 @@ BEGIN
     IF p_queue_name IS DISTINCT FROM '*' THEN
         PERFORM durable_jobs.require_well_formed('queue_name', p_queue_name, 'LF002');
     END IF;
-    IF v_lease_duration IS NULL OR v_renewal_interval IS NULL OR v_max_claim_lifetime IS NULL
+    IF p_lease_duration IS NULL OR p_renewal_interval IS NULL OR p_max_claim_lifetime IS NULL
        OR p_renewal_enabled IS NULL OR p_change_reason IS NULL
-       OR v_lease_duration NOT BETWEEN interval '1 second' AND interval '24 hours'
-       OR v_renewal_interval < interval '100 milliseconds' OR v_renewal_interval > v_lease_duration / 3
-       OR v_max_claim_lifetime < v_lease_duration OR v_max_claim_lifetime > interval '168 hours'
+       OR p_lease_duration NOT BETWEEN interval '1 second' AND interval '24 hours'
+       OR p_renewal_interval < interval '100 milliseconds' OR p_renewal_interval > p_lease_duration / 3
+       OR p_max_claim_lifetime < p_lease_duration OR p_max_claim_lifetime > interval '168 hours'
+       OR p_change_reason !~ '[^[:space:]]' OR pg_catalog.length(p_change_reason) > 500 THEN
+        RAISE EXCEPTION 'invalid lease policy' USING
+            ERRCODE = 'LF002',
+            DETAIL = 'Need 1 second <= lease_duration <= 24 hours, 100 milliseconds <= renewal_interval <= lease_duration / 3, '
+                  || 'lease_duration <= max_claim_lifetime <= 7 days, renewal_enabled set, and a change reason of 1 to 500 characters.';
+    END IF;
+    IF v_lease_duration IS NULL OR v_renewal_interval IS NULL OR v_max_claim_lifetime IS NULL
        OR NOT durable_jobs.is_plain_change_reason(p_change_reason) THEN
         RAISE EXCEPTION 'invalid lease policy' USING
             ERRCODE = 'LF002',
-            DETAIL = 'Need plain durations (no month part, no mixed signs), 1 second <= lease_duration <= 24 hours, '
-                  || '100 milliseconds <= renewal_interval <= lease_duration / 3, '
-                  || 'lease_duration <= max_claim_lifetime <= 7 days, renewal_enabled set, and a change reason of '
-                  || '1 to 500 characters, not blank, without control or bidirectional-control characters.';
+            DETAIL = 'Need plain durations (no month or year part, day and time parts of one sign) and a change reason '
+                  || 'without control or bidirectional-control characters.';
     END IF;
 
     PERFORM durable_jobs.lock_evidence_order();

@@ -84,7 +84,7 @@ func TestStaleRenewalNeverWaitsOnAnotherSessionsOpenTally(t *testing.T) {
 
 	require.NoError(t, tx.Commit(f.ctx))
 	require.Equal(t, int64(1), f.outcomeTotal(t, queue, "stale_renewal"),
-		"the worker's own stale renewal counts under its queue, where it holds a running claim")
+		"the worker's own stale renewal counts under its queue, where it is a job's last claimer")
 	require.Equal(t, starBefore+1, f.outcomeTotal(t, "*", "stale_renewal"),
 		"the attacker's guess counts under '*', not under the victim's queue")
 }
@@ -313,7 +313,8 @@ func TestDayUnitsAreExactUnderAnExoticTimeZone(t *testing.T) {
 }
 
 // Item 5: another login's renewal of a job with a guessed token raised the
-// victim queue's stale tally. It is counted under '*' now; the claiming
+// victim queue's stale tally. The auditor functions now count it under '*'
+// (the guessing login is no job's last claimer in that queue); the claiming
 // login's own stale renewal still counts under the queue.
 func TestAnotherLoginsGuessIsNotChargedToTheVictimsQueue(t *testing.T) {
 	t.Parallel()
@@ -334,5 +335,5 @@ func TestAnotherLoginsGuessIsNotChargedToTheVictimsQueue(t *testing.T) {
 
 	mustRenew(t, f.ctx, victim, c.JobID, randomToken(t), "worker-v", "stale", "the victim's own wrong token is stale")
 	require.Equal(t, int64(1), f.outcomeTotal(t, queue, "stale_renewal"),
-		"a stale renewal by the login that holds a running claim in the queue counts under the queue")
+		"a stale renewal by a login that is the last claimer of a job in the queue counts under the queue")
 }

@@ -17,11 +17,14 @@ CREATE TABLE durable_jobs.lease_outcome_tally_next (
     queue_name        text NOT NULL,
     outcome_kind      text NOT NULL CONSTRAINT lease_outcome_tally_kind CHECK (outcome_kind IN ('stale_renewal', 'reclaim')),
     tally_backend_pid integer NOT NULL,
+    counted_by_role   text NOT NULL,
     outcome_count     bigint NOT NULL CONSTRAINT lease_outcome_tally_count_positive CHECK (outcome_count > 0),
-    CONSTRAINT lease_outcome_tally_next_pkey PRIMARY KEY (tally_minute, queue_name, outcome_kind, tally_backend_pid)
+    CONSTRAINT lease_outcome_tally_next_pkey
+        PRIMARY KEY (tally_minute, queue_name, outcome_kind, tally_backend_pid, counted_by_role)
 );
-INSERT INTO durable_jobs.lease_outcome_tally_next (tally_minute, queue_name, outcome_kind, tally_backend_pid, outcome_count)
-SELECT t.tally_minute, t.queue_name, t.outcome_kind, -1 - t.tally_shard, t.outcome_count
+INSERT INTO durable_jobs.lease_outcome_tally_next
+    (tally_minute, queue_name, outcome_kind, tally_backend_pid, counted_by_role, outcome_count)
+SELECT t.tally_minute, t.queue_name, t.outcome_kind, -1 - t.tally_shard, '', t.outcome_count
 FROM durable_jobs.lease_outcome_tally t;
 DROP TABLE durable_jobs.lease_outcome_tally;
 ALTER TABLE durable_jobs.lease_outcome_tally_next RENAME TO lease_outcome_tally;
@@ -29,15 +32,18 @@ ALTER TABLE durable_jobs.lease_outcome_tally RENAME CONSTRAINT lease_outcome_tal
 CREATE INDEX lease_outcome_tally_recent ON durable_jobs.lease_outcome_tally (tally_minute);
 COMMENT ON TABLE durable_jobs.lease_outcome_tally IS 'Per-minute (UTC) tallies of committed rare outcomes. Each backend counts in rows of its own, so counting never waits on another session; readers sum. Rows older than 30 days are deleted by the writers (SKIP LOCKED).';
 COMMENT ON COLUMN durable_jobs.lease_outcome_tally.tally_minute IS 'The UTC minute the outcomes were counted in, whatever the session''s TimeZone.';
-COMMENT ON COLUMN durable_jobs.lease_outcome_tally.queue_name IS 'Queue of the job; ''*'' when the renewal named a job that does not exist or a queue where the renewing login held no running claim.';
+COMMENT ON COLUMN durable_jobs.lease_outcome_tally.queue_name IS 'Queue of the job; ''*'' when the renewal named a job that does not exist.';
+COMMENT ON COLUMN durable_jobs.lease_outcome_tally.counted_by_role IS 'session_user that counted the outcome ('''' for rows carried over from version 2). Never returned: the auditor functions charge a stale renewal to its queue only when this login is the last claimer of a job there, else to ''*''.';
 COMMENT ON COLUMN durable_jobs.lease_outcome_tally.tally_backend_pid IS 'pg_backend_pid() of the counting session: no two live sessions share a row. Negative for rows carried over from the 16 shards of version 2.';
 REVOKE ALL ON durable_jobs.lease_outcome_tally FROM PUBLIC;
-GRANT SELECT (tally_minute, queue_name, outcome_kind, tally_backend_pid, outcome_count),
-      INSERT (tally_minute, queue_name, outcome_kind, tally_backend_pid, outcome_count),
+GRANT SELECT (tally_minute, queue_name, outcome_kind, tally_backend_pid, counted_by_role, outcome_count),
+      INSERT (tally_minute, queue_name, outcome_kind, tally_backend_pid, counted_by_role, outcome_count),
       UPDATE (outcome_count), DELETE
     ON durable_jobs.lease_outcome_tally TO durable_job_claim_owner, durable_job_renewal_owner;
-GRANT SELECT (tally_minute, queue_name, outcome_kind, outcome_count)
+GRANT SELECT (tally_minute, queue_name, outcome_kind, counted_by_role, outcome_count)
     ON durable_jobs.lease_outcome_tally TO durable_job_audit_owner;
+-- The auditor functions attribute stale renewals by the job's last claimer.
+GRANT SELECT (lease_claimed_by_role) ON durable_jobs.job_record TO durable_job_audit_owner;
 
 -- Policy intervals become absolute durations: no month or day part, so
 -- adding one to a time gives the same instant under every TimeZone.
@@ -90,12 +96,14 @@ DROP FUNCTION durable_jobs.absolute_duration(interval);
 DROP FUNCTION durable_jobs.claim_token_digest(uuid);
 DROP FUNCTION durable_jobs.require_well_formed(text, text, text);
 
+REVOKE SELECT (lease_claimed_by_role) ON durable_jobs.job_record FROM durable_job_audit_owner;
+
 -- Durations stay as stored ('24:00:00' is also valid for version 2).
 ALTER TABLE durable_jobs.queue_lease_policy DROP CONSTRAINT queue_lease_policy_absolute_durations;
 
 -- The tally table of version 2, exactly as 001 made it; each row goes to
 -- its minute's slot and its backend's shard (a carried-over row to the
--- shard it came from), newest minute per slot, counts summed.
+-- shard it came from), newest minute per slot, counts summed over logins.
 CREATE TABLE durable_jobs.lease_outcome_tally_prev (
     tally_slot    integer NOT NULL CONSTRAINT lease_outcome_tally_slot_range CHECK (tally_slot BETWEEN 0 AND 43199),
     tally_minute  timestamptz NOT NULL,

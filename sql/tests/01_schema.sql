@@ -3,7 +3,7 @@
 -- and STYLE.md promise. Catalog checks only; nothing here writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(156);
+SELECT plan(157);
 
 -- Schema, type, tables -------------------------------------------------------
 
@@ -49,7 +49,7 @@ SELECT columns_are('durable_jobs', 'control_evidence_record',
           'changed_by_role', 'recorded_at'],
     'control_evidence_record has exactly its evidence columns');
 SELECT columns_are('durable_jobs', 'lease_outcome_tally',
-    ARRAY['tally_minute', 'queue_name', 'outcome_kind', 'tally_backend_pid', 'outcome_count'],
+    ARRAY['tally_minute', 'queue_name', 'outcome_kind', 'tally_backend_pid', 'counted_by_role', 'outcome_count'],
     'lease_outcome_tally has exactly its per-backend tally columns (migration 003)');
 
 SELECT col_type_is('durable_jobs', 'job_record', 'lease_claim_digest', 'bytea',
@@ -134,7 +134,7 @@ SELECT set_eq(
              ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_kind', 'c'),
              ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_count_positive', 'c')$$,
     'every constraint of the bundle has its chosen name, and there are no unnamed extras');
-SELECT col_is_pk('durable_jobs', 'lease_outcome_tally', ARRAY['tally_minute', 'queue_name', 'outcome_kind', 'tally_backend_pid'],
+SELECT col_is_pk('durable_jobs', 'lease_outcome_tally', ARRAY['tally_minute', 'queue_name', 'outcome_kind', 'tally_backend_pid', 'counted_by_role'],
     'a tally row is one UTC minute, queue, outcome kind and backend: no two live sessions share a row');
 SELECT fk_ok('durable_jobs', 'job_payload_record', 'job_record_id', 'durable_jobs', 'job_record', 'job_record_id',
     'every payload belongs to a job_record');
@@ -146,8 +146,8 @@ SELECT throws_ok(
     '23514', NULL,
     'a RUNNING job without a claim digest, owner, role, expiry and deadline is refused by the table itself');
 SELECT throws_ok(
-    $$INSERT INTO durable_jobs.lease_outcome_tally (tally_minute, queue_name, outcome_kind, tally_backend_pid, outcome_count)
-      VALUES (date_trunc('minute', now(), 'UTC'), 'q', 'reclaim', 1, 0)$$,
+    $$INSERT INTO durable_jobs.lease_outcome_tally (tally_minute, queue_name, outcome_kind, tally_backend_pid, counted_by_role, outcome_count)
+      VALUES (date_trunc('minute', now(), 'UTC'), 'q', 'reclaim', 1, 'r', 0)$$,
     '23514', NULL, 'a tally count of zero is refused');
 SELECT throws_ok(
     $$INSERT INTO durable_jobs.queue_lease_policy (queue_name, lease_duration, renewal_interval, max_claim_lifetime, renewal_enabled)
@@ -180,7 +180,7 @@ SELECT ok(col_description('durable_jobs.lease_outcome_tally'::regclass,
               (SELECT attnum FROM pg_attribute WHERE attrelid = 'durable_jobs.lease_outcome_tally'::regclass
                AND attname = c)) IS NOT NULL,
           'lease_outcome_tally.' || c || ' carries a comment that says what it means')
-FROM unnest(ARRAY['tally_minute', 'queue_name', 'tally_backend_pid']) AS c;
+FROM unnest(ARRAY['tally_minute', 'queue_name', 'tally_backend_pid', 'counted_by_role']) AS c;
 
 -- The default policy row -------------------------------------------------------------
 

@@ -176,14 +176,15 @@ SELECT is((SELECT count(DISTINCT job_id)::integer FROM t12_enqueued), 1,
 
 -- Tallies: one row per backend, 30-day retention (last: the columns are new) --
 
-INSERT INTO durable_jobs.lease_outcome_tally (tally_minute, queue_name, outcome_kind, tally_backend_pid, outcome_count)
-VALUES (date_trunc('minute', clock_timestamp(), 'UTC') - interval '40 days', 't12_old', 'reclaim', -3, 7),
-       (date_trunc('minute', clock_timestamp(), 'UTC') - interval '29 days', 't12_old', 'reclaim', -3, 5);
+INSERT INTO durable_jobs.lease_outcome_tally (tally_minute, queue_name, outcome_kind, tally_backend_pid, counted_by_role, outcome_count)
+VALUES (date_trunc('minute', clock_timestamp(), 'UTC') - interval '40 days', 't12_old', 'reclaim', -3, '', 7),
+       (date_trunc('minute', clock_timestamp(), 'UTC') - interval '29 days', 't12_old', 'reclaim', -3, '', 5);
 SELECT durable_jobs.record_lease_outcome('t12_tz', 'reclaim', 1);
-SELECT results_eq(
-    $$SELECT DISTINCT tally_backend_pid FROM durable_jobs.lease_outcome_tally WHERE queue_name = 't12_tz'$$,
-    $$VALUES (pg_backend_pid())$$,
-    'this session''s outcomes are counted in rows keyed by its own backend pid');
+SELECT is_empty(
+    $$SELECT 1 FROM durable_jobs.lease_outcome_tally
+      WHERE queue_name = 't12_tz' AND (tally_backend_pid <> pg_backend_pid()
+            OR counted_by_role COLLATE "C" <> session_user::text COLLATE "C")$$,
+    'this session''s outcomes are counted in rows keyed by its own backend pid and login');
 SELECT results_eq(
     $$SELECT outcome_count FROM durable_jobs.lease_outcome_tally WHERE queue_name = 't12_old' ORDER BY tally_minute$$,
     $$VALUES (5::bigint)$$,
