@@ -47,9 +47,9 @@ BEGIN ATOMIC
     ),
     tallies AS (
         SELECT CASE WHEN t.outcome_kind = 'stale_renewal' AND t.counted_by_role <> ''
-                         AND NOT EXISTS (SELECT 1 FROM durable_jobs.job_record j
-                                         WHERE j.queue_name = t.queue_name
-                                           AND j.lease_claimed_by_role = t.counted_by_role)
+                         AND (t.queue_name, t.counted_by_role) NOT IN (
+                             SELECT j.queue_name, j.lease_claimed_by_role FROM durable_jobs.job_record j
+                             WHERE j.lease_claimed_by_role IS NOT NULL)
                     THEN '*' ELSE t.queue_name END AS queue_name,
                pg_catalog.sum(t.outcome_count) FILTER (WHERE t.outcome_kind = 'reclaim') AS reclaims,
                pg_catalog.sum(t.outcome_count) FILTER (WHERE t.outcome_kind = 'stale_renewal') AS stale_renewals
@@ -116,9 +116,9 @@ SET TimeZone = 'UTC'
 BEGIN ATOMIC
     SELECT a.queue_name, a.outcome_kind, pg_catalog.sum(a.outcome_count)::bigint
     FROM (SELECT CASE WHEN t.outcome_kind = 'stale_renewal' AND t.counted_by_role <> ''
-                           AND NOT EXISTS (SELECT 1 FROM durable_jobs.job_record j
-                                           WHERE j.queue_name = t.queue_name
-                                             AND j.lease_claimed_by_role = t.counted_by_role)
+                           AND (t.queue_name, t.counted_by_role) NOT IN (
+                             SELECT j.queue_name, j.lease_claimed_by_role FROM durable_jobs.job_record j
+                             WHERE j.lease_claimed_by_role IS NOT NULL)
                       THEN '*' ELSE t.queue_name END AS queue_name,
                  t.outcome_kind, t.outcome_count
           FROM durable_jobs.lease_outcome_tally t
