@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/stretchr/testify/require"
+
+	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
 // Migration 003 (merged as 005): counting, time and policy. Each race here
@@ -336,4 +338,71 @@ func TestAnotherLoginsGuessIsNotChargedToTheVictimsQueue(t *testing.T) {
 	mustRenew(t, f.ctx, victim, c.JobID, randomToken(t), "worker-v", "stale", "the victim's own wrong token is stale")
 	require.Equal(t, int64(1), f.outcomeTotal(t, queue, "stale_renewal"),
 		"a stale renewal by a login that is the last claimer of a job in the queue counts under the queue")
+}
+
+// Migration 003 up keeps every tally count and stores policy intervals as
+// absolute durations; down puts each tally row back in its version-2 slot
+// and shard.
+func TestMigrationKeepsTalliesAndNormalisesPolicies(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	_, conn := emptyDatabase(t, ctx)
+	m := migrator(t, ctx, conn)
+	newest := sqlbundle.NewestVersion()
+	require.NoError(t, m.MigrateTo(ctx, newest-1))
+	_, err := conn.Exec(ctx, `
+		INSERT INTO durable_jobs.lease_outcome_tally (tally_slot, tally_minute, queue_name, outcome_kind, tally_shard, outcome_count)
+		SELECT (floor(extract(epoch FROM m) / 60)::bigint % 43200)::int, m, q, k, s, c
+		FROM (SELECT date_trunc('minute', clock_timestamp(), 'UTC') - interval '5 minutes' AS m) mm,
+		     (VALUES ('mig_a', 'stale_renewal', 3::smallint, 4::bigint), ('mig_a', 'stale_renewal', 7, 6),
+		             ('mig_a', 'reclaim', 3, 2), ('*', 'stale_renewal', 15, 9)) AS v(q, k, s, c);
+		INSERT INTO durable_jobs.queue_lease_policy (queue_name, lease_duration, renewal_interval, max_claim_lifetime, renewal_enabled)
+		VALUES ('mig_days', interval '1 day', interval '1 hour', interval '2 days', true)`)
+	require.NoError(t, err)
+	const v2Rows = `SELECT string_agg(format('%s/%s/%s/%s/%s/%s', tally_slot, tally_minute, queue_name, outcome_kind, tally_shard, outcome_count),
+		' ' ORDER BY queue_name, outcome_kind, tally_shard) FROM durable_jobs.lease_outcome_tally`
+	var before string
+	require.NoError(t, conn.QueryRow(ctx, v2Rows).Scan(&before))
+
+	require.NoError(t, m.MigrateTo(ctx, newest))
+	var totals string
+	require.NoError(t, conn.QueryRow(ctx, `SELECT string_agg(format('%s/%s/%s', queue_name, outcome_kind, outcome_count), ' '
+		ORDER BY queue_name, outcome_kind) FROM durable_jobs.lease_outcome_totals(NULL)`).Scan(&totals))
+	require.Equal(t, "*/stale_renewal/9 mig_a/reclaim/2 mig_a/stale_renewal/10", totals, "every count survives the upgrade")
+	var lease, renewal, maxLife string
+	require.NoError(t, conn.QueryRow(ctx, `SELECT lease_duration::text, renewal_interval::text, max_claim_lifetime::text
+		FROM durable_jobs.queue_lease_policy WHERE queue_name = 'mig_days'`).Scan(&lease, &renewal, &maxLife))
+	require.Equal(t, []string{"24:00:00", "01:00:00", "48:00:00"}, []string{lease, renewal, maxLife})
+
+	require.NoError(t, m.MigrateTo(ctx, newest-1))
+	var after string
+	require.NoError(t, conn.QueryRow(ctx, v2Rows).Scan(&after))
+	require.Equal(t, before, after, "down puts every tally row back in its slot and shard")
+}
+
+// Terminal writes are not refused in REPEATABLE READ: the fence is checked
+// with SELECT ... FOR UPDATE on the current row, and a row changed after the
+// caller's snapshot raises 40001 instead of being acted on.
+func TestTerminalWriteInRepeatableReadNeverActsOnAnOldSnapshot(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	queue := f.queue + "_rr"
+	f.setPolicy(t, queue, 30*time.Second, 10*time.Second, time.Hour, true)
+	enqueueOn(t, f.ctx, f.admin, queue, `{"part": "rr"}`)
+	w := f.worker(t)
+	c := mustClaim(t, f.ctx, w, queue, "worker-rr")
+	tx, err := w.BeginTx(f.ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	_, err = tx.Exec(f.ctx, "SELECT 1") // the transaction's snapshot is taken here, the job still running
+	require.NoError(t, err)
+
+	var ok bool
+	require.NoError(t, f.admin.QueryRow(f.ctx, "SELECT durable_jobs.cancel_job($1)", c.JobID).Scan(&ok))
+	require.True(t, ok)
+	requireSQLState(t, complete(f.ctx, tx, c, "worker-rr"), "40001",
+		"the completion in the old snapshot is refused as a serialization failure")
+	require.NoError(t, tx.Rollback(f.ctx))
+	require.Equal(t, "CANCELLED", f.state(t, c.JobID).Status)
 }
