@@ -24,8 +24,14 @@ kept in ` + sqlbundle.VersionTable + `.
           On an up-to-date database it changes nothing.
   down    step back one migration, or to --to N. "down --to 0" removes every
           object of the bundle except the cluster-wide roles and the version
-          table; add --drop-roles to also drop every role named durable_job_*
-          (only possible once no database in the cluster still uses them).
+          table; add --drop-roles to also drop the bundle's ten roles, by
+          exact name: durable_job_producer, durable_job_worker,
+          durable_job_operator, durable_job_auditor, durable_job_producer_owner,
+          durable_job_claim_owner, durable_job_renewal_owner,
+          durable_job_terminal_owner, durable_job_policy_owner and
+          durable_job_audit_owner. Other roles (durable_job_worker_eu, say)
+          are left alone. Only possible once no database in the cluster
+          still uses them.
   status  print the current and the newest version.
 
 The connecting role must be able to create roles and own the bundle's
@@ -53,7 +59,7 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) int {
 		fs.Var(&to, "to", "target `version` (up: default the newest; down: default one step back)")
 	}
 	if action == "down" {
-		fs.BoolVar(&dropRoles, "drop-roles", false, "with --to 0: also drop the cluster-wide durable_job_* roles")
+		fs.BoolVar(&dropRoles, "drop-roles", false, "with --to 0: also drop the bundle's ten cluster-wide roles")
 	}
 	if done, code := parseFlags(env, fs, migrateUsage, args[1:]); done {
 		return code
@@ -166,13 +172,22 @@ func readVersionTable(ctx context.Context, conn *pgx.Conn) (int32, error) {
 	return version, err
 }
 
-// dropBundleRoles drops every role whose name starts with durable_job_, in
-// one transaction, and returns their names. PostgreSQL refuses (and nothing
-// is dropped) while any database in the cluster still has objects or
+// bundleRoleNames are the ten cluster-wide roles the bundle creates (see
+// sql/migrations/roles/bundle_roles.sql): the only roles --drop-roles drops.
+var bundleRoleNames = []string{
+	"durable_job_producer", "durable_job_worker", "durable_job_operator", "durable_job_auditor",
+	"durable_job_producer_owner", "durable_job_claim_owner", "durable_job_renewal_owner",
+	"durable_job_terminal_owner", "durable_job_policy_owner", "durable_job_audit_owner",
+}
+
+// dropBundleRoles drops those of the bundle's ten roles that exist, by exact
+// name, in one transaction, and returns their names. Other roles, named
+// durable_job_something or not, are left alone. PostgreSQL refuses (and
+// nothing is dropped) while any database in the cluster still has objects or
 // privileges of one of them; its DETAIL names those databases.
 func dropBundleRoles(ctx context.Context, conn *pgx.Conn) ([]string, error) {
 	rows, _ := conn.Query(ctx, `SELECT rolname FROM pg_catalog.pg_roles
-		WHERE rolname LIKE 'durable\_job\_%' ORDER BY rolname`)
+		WHERE rolname OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[]) ORDER BY rolname`, bundleRoleNames)
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return nil, err

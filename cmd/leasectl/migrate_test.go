@@ -186,12 +186,19 @@ func TestMigrateFailuresSayWhatFailed(t *testing.T) {
 	require.Equal(t, int32(0), versionOf(t, pool))
 }
 
-func TestMigrateDownDropRolesRemovesEveryBundleRole(t *testing.T) {
+func TestMigrateDownDropRolesDropsOnlyTheBundlesTenRoles(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	_, db := testdb.OwnCluster(t)
 	pool := db.Pool(t)
 	require.Contains(t, bundleRoles(t, pool), "durable_job_renewal_owner")
+	// Roles of the operators' own that share the prefix: a worker login of
+	// one region and a reporting role that owns a table.
+	_, err := pool.Exec(ctx, `CREATE ROLE durable_job_worker_eu LOGIN IN ROLE durable_job_worker;
+		CREATE ROLE durable_job_reporting LOGIN;
+		CREATE TABLE public.report (n int); ALTER TABLE public.report OWNER TO durable_job_reporting`)
+	require.NoError(t, err)
+	operatorRoles := []string{"durable_job_reporting", "durable_job_worker_eu"}
 
 	// The template database of this cluster still uses the roles, so
 	// PostgreSQL refuses to drop them: nothing is dropped and DETAIL says why.
@@ -202,9 +209,9 @@ func TestMigrateDownDropRolesRemovesEveryBundleRole(t *testing.T) {
 	require.False(t, schemaExists(t, pool))
 	require.Contains(t, bundleRoles(t, pool), "durable_job_renewal_owner")
 
-	// Once no database uses them, down --to 0 --drop-roles drops them all.
+	// Once no database uses them, down --to 0 --drop-roles drops the ten.
 	// (This cluster is the test's own, so opening its template is harmless.)
-	_, err := pool.Exec(ctx, `ALTER DATABASE `+testdb.TemplateName+` WITH ALLOW_CONNECTIONS true`)
+	_, err = pool.Exec(ctx, `ALTER DATABASE `+testdb.TemplateName+` WITH ALLOW_CONNECTIONS true`)
 	require.NoError(t, err)
 	u, err := url.Parse(db.URL)
 	require.NoError(t, err)
@@ -214,8 +221,19 @@ func TestMigrateDownDropRolesRemovesEveryBundleRole(t *testing.T) {
 	r = leasectl(t, "migrate", "down", "--to", "0", "--drop-roles", "--database-url", db.URL)
 	requireCode(t, exitOK, r)
 	require.Contains(t, r.stdout, "already at version 0")
-	require.Contains(t, r.stdout, "dropped ")
-	require.Empty(t, bundleRoles(t, pool))
+	require.Contains(t, r.stdout, "dropped 10 roles: [durable_job_audit_owner durable_job_auditor durable_job_claim_owner "+
+		"durable_job_operator durable_job_policy_owner durable_job_producer durable_job_producer_owner "+
+		"durable_job_renewal_owner durable_job_terminal_owner durable_job_worker]\n")
+	require.Equal(t, operatorRoles, bundleRoles(t, pool), "the operators' own roles are left alone")
+	var owner string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT relowner::regrole::text FROM pg_class WHERE oid = 'public.report'::regclass`).Scan(&owner))
+	require.Equal(t, "durable_job_reporting", owner)
+
+	// A second run finds none of the ten and drops nothing.
+	r = leasectl(t, "migrate", "down", "--to", "0", "--drop-roles", "--database-url", db.URL)
+	requireCode(t, exitOK, r)
+	require.Contains(t, r.stdout, "dropped 0 roles: []\n")
+	require.Equal(t, operatorRoles, bundleRoles(t, pool))
 
 	// And the bundle installs again from nothing, roles included.
 	r = leasectl(t, "migrate", "up", "--database-url", db.URL)
