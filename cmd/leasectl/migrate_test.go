@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -240,4 +241,50 @@ func TestMigrateDownDropRolesDropsOnlyTheBundlesTenRoles(t *testing.T) {
 	requireCode(t, exitOK, r)
 	require.Contains(t, bundleRoles(t, pool), "durable_job_worker")
 	require.True(t, schemaExists(t, pool))
+}
+
+func TestMigrateWaitsForTheMigrationLockAtMostLockTimeout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	pool := db.Pool(t)
+
+	// Any login may take tern's migration lock and keep it; this one is an
+	// auditor, and its query text carries a marker that must not be shown.
+	holder := db.LoginConn(t, "durable_job_auditor")
+	const marker = "holder-query-text-S3CRET"
+	var pid int32
+	var role string
+	require.NoError(t, holder.QueryRow(ctx, `SELECT pg_backend_pid(), current_user::text
+		FROM (SELECT pg_advisory_lock(9628173550095224)) l /* `+marker+` */`).Scan(&pid, &role))
+
+	for _, action := range []string{"up", "down"} {
+		began := time.Now()
+		r := leasectl(t, "migrate", action, "--lock-timeout", "300ms", "--database-url", db.URL)
+		requireCode(t, exitError, r, action)
+		require.Less(t, time.Since(began), 20*time.Second, "the wait is bounded")
+		require.Equal(t, fmt.Sprintf("error: migrate %s: the migration lock (advisory lock 9628173550095224) was not free "+
+			"within 300ms: held by pid %d (role %q); wait for that session, or end it with pg_terminate_backend(pid), "+
+			"and try again\n", action, pid, role), r.stderr)
+		require.NotContains(t, r.output(), marker)
+		require.Empty(t, r.stdout, "nothing was migrated")
+	}
+	require.Equal(t, sqlbundle.NewestVersion(), versionOf(t, pool))
+
+	// Once the lock is free, migrate runs (and leaves the lock free).
+	_, err := holder.Exec(ctx, `SELECT pg_advisory_unlock(9628173550095224)`)
+	require.NoError(t, err)
+	r := leasectl(t, "migrate", "down", "--lock-timeout", "2s", "--database-url", db.URL)
+	requireCode(t, exitOK, r)
+	r = leasectl(t, "migrate", "up", "--database-url", db.URL)
+	requireCode(t, exitOK, r)
+	require.Equal(t, sqlbundle.NewestVersion(), versionOf(t, pool))
+	var held int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&held))
+	require.Zero(t, held)
+
+	r = leasectl(t, "migrate", "--help")
+	requireCode(t, exitOK, r)
+	require.Contains(t, r.stdout, "--lock-timeout (default\n60s)")
 }
