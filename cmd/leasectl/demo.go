@@ -231,7 +231,7 @@ func (d *demo) connect(ctx context.Context) error {
 		d.where = "an existing database"
 	}
 	d.step = "connect to database"
-	cfg, err := goclient.ParsePoolConfig(d.adminURL, statementTimeout)
+	cfg, err := parsePoolConfig(d.adminURL)
 	if err != nil {
 		return err
 	}
