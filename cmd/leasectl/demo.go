@@ -1066,7 +1066,7 @@ func (d *demo) printEvidence(ctx context.Context) error {
 			queue = " " + r.Queue
 		}
 		printf(out, "    #%d %s %s%s by %s: %q\n      new values %s\n", r.ID, formatTime(r.RecordedAt), r.Kind, queue,
-			r.ChangedByRole, oneLine(r.Reason), compactJSON(r.NewValues))
+			visible(r.ChangedByRole), oneLine(r.Reason), visible(compactJSON(r.NewValues)))
 	}
 	var parts []string
 	for _, o := range outcomes {

@@ -256,7 +256,10 @@ func TestDemoStopsAtTheFirstStoryWhenTheProducerCannotEnqueue(t *testing.T) {
 	require.NoError(t, err)
 	// The timeline of the story so far is asked for in a folder that does
 	// not exist: the demo says it could not write it.
-	htmlPath := filepath.Join(t.TempDir(), "missing", "timeline.html")
+	// Its name holds an escape sequence and a byte that is not UTF-8: the
+	// error line shows both as escapes.
+	dir := t.TempDir()
+	htmlPath := filepath.Join(dir, "missing\x1b[2J\xff", "timeline.html")
 	r := leasectl(t, "demo", "--database-url", db.URL, "--html", htmlPath)
 	requireDemoError(t, r, "story 1: ")
 	require.Contains(t, r.stderr, "permission denied for function enqueue_job (SQLSTATE 42501)")
@@ -265,7 +268,9 @@ func TestDemoStopsAtTheFirstStoryWhenTheProducerCannotEnqueue(t *testing.T) {
 	require.NotContains(t, r.stdout, "Story 2:")
 	require.Zero(t, demoJobCount(t, admin))
 	requireNoDemoRoles(t, admin, demoRunID(t, r.stdout))
-	require.Contains(t, r.stdout, "The HTML timeline of the run so far could not be written: open "+htmlPath+": no such file or directory")
+	require.Contains(t, r.stdout, "The HTML timeline of the run so far could not be written: open "+dir+
+		`/missing\u001b[2J\xff/timeline.html: no such file or directory`)
+	require.NotContains(t, r.stdout, "\x1b")
 	require.NotContains(t, r.stdout, "Lease timeline (self-contained HTML")
 }
 

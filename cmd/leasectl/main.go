@@ -148,9 +148,10 @@ func formatError(doing string, err error) string {
 	return fmt.Sprintf("error: %s: %s\n", doing, oneLine(err.Error()))
 }
 
-// oneLine joins a multi-line text into one line.
+// oneLine joins a multi-line text into one line, with its control and
+// bidirectional characters shown as escapes (see visible).
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	return visible(strings.Join(strings.Fields(s), " "))
 }
 
 // newFlagSet returns a flag set for a subcommand that reports errors to
