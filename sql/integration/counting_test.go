@@ -14,7 +14,7 @@ import (
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
-// Migration 003 (merged as 005): counting, time and policy. Each race here
+// Migration 004 (assigned number 005): counting, time and policy. Each race here
 // runs in two real sessions: one holds a transaction open, the other acts,
 // and what the second saw is checked.
 

@@ -3,7 +3,7 @@
 -- and STYLE.md promise. Catalog checks only; nothing here writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(157);
+SELECT plan(158);
 
 -- Schema, type, tables -------------------------------------------------------
 
@@ -50,7 +50,7 @@ SELECT columns_are('durable_jobs', 'control_evidence_record',
     'control_evidence_record has exactly its evidence columns');
 SELECT columns_are('durable_jobs', 'lease_outcome_tally',
     ARRAY['tally_minute', 'queue_name', 'outcome_kind', 'tally_backend_pid', 'counted_by_role', 'outcome_count'],
-    'lease_outcome_tally has exactly its per-backend tally columns (migration 003)');
+    'lease_outcome_tally has exactly its per-backend tally columns (migration 004)');
 
 SELECT col_type_is('durable_jobs', 'job_record', 'lease_claim_digest', 'bytea',
     'the claim token is stored as a bytea digest');
@@ -199,9 +199,9 @@ SELECT functions_are('durable_jobs',
           'lease_health_by_queue', 'queue_lease_policies', 'control_evidence_history', 'lease_outcome_totals',
           'job_status_totals', 'bundle_migration_version',
           'require_well_formed', 'claim_token_digest', 'record_lease_outcome', 'lock_fenced_claim',
-          'raise_stale_claim', 'refuse_evidence_change', 'absolute_duration', 'is_plain_change_reason',
-          'lock_evidence_order'],
-    'the schema holds exactly the contract functions, the audit and deployment functions and nine private helpers');
+          'raise_stale_claim', 'refuse_evidence_change', 'renew_claims', 'absolute_duration',
+          'is_plain_change_reason', 'lock_evidence_order'],
+    'the schema holds exactly the contract functions, the audit and deployment functions and ten private helpers');
 
 CREATE TEMP TABLE expected_signature (
     function_name   name PRIMARY KEY,
@@ -291,10 +291,11 @@ SELECT isnt_definer('durable_jobs', h.function_name, h.argument_types,
     'private helper durable_jobs.' || h.function_name || ' is not SECURITY DEFINER, so it never runs as its installer')
 FROM (VALUES ('require_well_formed'::name, '{text,text,text}'::name[]), ('claim_token_digest', '{uuid}'),
              ('record_lease_outcome', '{text,text,bigint}'), ('lock_fenced_claim', '{bigint,uuid,text}'),
-             ('raise_stale_claim', '{}'), ('refuse_evidence_change', '{}'), ('absolute_duration', '{interval}'),
+             ('raise_stale_claim', '{}'), ('refuse_evidence_change', '{}'),
+             ('renew_claims', '{text,bigint[],uuid[],boolean}'), ('absolute_duration', '{interval}'),
              ('is_plain_change_reason', '{text}'), ('lock_evidence_order', '{}')) AS h(function_name, argument_types);
 
--- Migration 003: functions that do time arithmetic also pin TimeZone = UTC,
+-- Migration 004: functions that do time arithmetic also pin TimeZone = UTC,
 -- and the evidence writers bound their wait for the evidence-order lock.
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text, p.proconfig::text FROM pg_proc p

@@ -271,7 +271,7 @@ SELECT is_empty(
         AND NOT (c.relname = 'lease_outcome_tally' AND p.privilege = 'DELETE'
                  AND d.role_name IN ('durable_job_claim_owner', 'durable_job_renewal_owner'))$$,
     'no definer owner holds a table-level privilege: each holds only the column privileges its family needs (but DELETE on the tally, below)');
--- Migration 003: the two tally writers delete tally rows older than 30 days
+-- Migration 004: the two tally writers delete tally rows older than 30 days
 -- (DELETE has no column form); no other owner may.
 SELECT set_eq(
     $$SELECT d.role_name::text FROM definer_role d

@@ -337,8 +337,8 @@ SELECT results_eq(
 
 SELECT results_eq(
     $$SELECT migration_version FROM durable_jobs.bundle_migration_version()$$,
-    $$VALUES (3)$$,
-    'bundle_migration_version is 3');
+    $$VALUES (4)$$,
+    'bundle_migration_version is 4');
 SELECT ok((SELECT applied_at <= now() FROM durable_jobs.bundle_migration_version()),
           'bundle_migration_version says when the migration was applied');
 RESET ROLE;

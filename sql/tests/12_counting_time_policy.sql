@@ -1,4 +1,4 @@
--- 12_counting_time_policy: migration 003 (merged as 005). Tallies are
+-- 12_counting_time_policy: migration 004 (assigned number 005). Tallies are
 -- counted per backend in UTC minutes and expire after 30 days; policy
 -- intervals and retry delays are absolute durations (no month part, no
 -- mixed signs, '1 day' stored as 24 hours); set_queue_lease_policy refuses

@@ -1,4 +1,5 @@
--- leasefence 003 (merged as 005): counting that never makes a session wait,
+-- leasefence 004 (assigned number 005; renumber when the reserved migration
+-- lands, and the migration_version below with it): counting that never makes a session wait,
 -- time computed in UTC, absolute policy durations, policy changes and
 -- evidence serialised in commit order, bounded inputs.
 --
@@ -66,7 +67,7 @@ ALTER TABLE durable_jobs.queue_lease_policy ADD CONSTRAINT queue_lease_policy_ab
 
 SELECT pg_catalog.pg_advisory_xact_lock(1279655936, 1);
 INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
-VALUES ('migration_applied', NULL, NULL, '{"migration_version": 3, "migration_name": "003_counting_time_and_policy"}',
+VALUES ('migration_applied', NULL, NULL, '{"migration_version": 4, "migration_name": "004_counting_time_and_policy"}',
         'leasefence bundle migration');
 
 ---- create above / drop below ----
@@ -151,5 +152,5 @@ GRANT SELECT (tally_minute, queue_name, outcome_kind, outcome_count)
 
 SELECT pg_catalog.pg_advisory_xact_lock(1279655936, 1);
 INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
-VALUES ('migration_reverted', NULL, NULL, '{"migration_version": 3, "migration_name": "003_counting_time_and_policy"}',
+VALUES ('migration_reverted', NULL, NULL, '{"migration_version": 4, "migration_name": "004_counting_time_and_policy"}',
         'leasefence bundle migration rolled back');
