@@ -15,8 +15,9 @@
 -- records exactly the policy the one before it committed; the wait is bounded
 -- by lock_timeout = 10 s (then 55P03, nothing changed), and the caller's
 -- transaction may then stay idle for at most 60 s
--- (idle_in_transaction_session_timeout, set for the rest of the transaction)
--- before the server ends it, so a held change blocks others for a bounded time.
+-- (idle_in_transaction_session_timeout, set for the rest of the transaction
+-- unless the session's own bound is shorter) before the server ends it, so a
+-- held change blocks others for a bounded time.
 CREATE OR REPLACE FUNCTION durable_jobs.set_queue_lease_policy(p_queue_name text, p_lease_duration interval,
     p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text)
 RETURNS void
@@ -34,6 +35,7 @@ DECLARE
     v_previous jsonb;
     v_previous_enabled boolean;
     v_new jsonb;
+    v_idle_timeout_ms bigint;
 BEGIN
     IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
         RAISE EXCEPTION 'set_queue_lease_policy must run in a READ COMMITTED transaction' USING
@@ -63,7 +65,13 @@ BEGIN
     END IF;
 
     PERFORM durable_jobs.lock_evidence_order();
-    PERFORM pg_catalog.set_config('idle_in_transaction_session_timeout', '60s', true);
+    -- Bound how long the caller's transaction may now sit idle holding the
+    -- lock: 60 s, unless the session already has a shorter bound.
+    SELECT s.setting::bigint INTO STRICT v_idle_timeout_ms
+    FROM pg_catalog.pg_settings s WHERE s.name = 'idle_in_transaction_session_timeout';
+    IF v_idle_timeout_ms = 0 OR v_idle_timeout_ms > 60000 THEN
+        PERFORM pg_catalog.set_config('idle_in_transaction_session_timeout', '60s', true);
+    END IF;
 
     -- The queue's effective policy before the change: its own row, else the
     -- default, read after the lock so it is what the last change committed.

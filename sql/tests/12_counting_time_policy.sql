@@ -9,7 +9,7 @@
 -- are in sql/integration/counting_test.go.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(47);
+SELECT plan(49);
 COMMIT;
 
 -- A snapshot older than the statement is refused (nothing above writes data).
@@ -56,6 +56,14 @@ SELECT results_eq(
 SELECT is(
     (SELECT current_setting('idle_in_transaction_session_timeout')), '1min',
     'a policy change bounds how long its transaction may then stay idle (60 s) so it cannot hold evidence back for long');
+SET LOCAL idle_in_transaction_session_timeout = '30s';
+SELECT lives_ok(
+    $$SELECT durable_jobs.set_queue_lease_policy('t12_days', interval '1 day', interval '1 hour',
+          interval '2 days', true, 'pgTAP 12: a shorter idle bound of the session')$$,
+    'a second change in the same transaction is accepted');
+SELECT is(
+    (SELECT current_setting('idle_in_transaction_session_timeout')), '30s',
+    'a session''s own shorter idle bound is kept');
 SELECT ok(
     EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.classid = 1279655936 AND l.objid = 1
             AND l.objsubid = 2 AND l.pid = pg_backend_pid() AND l.granted),
@@ -100,7 +108,7 @@ SELECT throws_ok(
     $$SELECT durable_jobs.record_deployment_version('v1.2.3', E'release\u001b[0m')$$,
     'LF003', NULL, 'a deployment reason with ESC is refused with LF003');
 SELECT is((SELECT count(*) FROM durable_jobs.control_evidence_record) - (SELECT value FROM t12_mark WHERE label = 'evidence_before'),
-    2::bigint, 'only the two accepted policy changes wrote evidence');
+    3::bigint, 'only the three accepted policy changes wrote evidence');
 
 -- Tallies: UTC minutes ---------------------------------------------------------
 
