@@ -452,8 +452,23 @@ func TestEvidenceShowsOperatorTextAsTextNotMarkup(t *testing.T) {
 	operatorURL := u.String()
 	reason := "<img src=x onerror=alert(1)> [approved](https://evil.example/approve) \x1b[31mred\u202eevil\nline2 " +
 		"`tick` | pipe *em* _u_ ~~s~~ &amp; zero\u200bwidth <script>x</script>"
+	// The database refuses control and bidi characters in a reason (LF002),
+	// so that reason never reaches the evidence through the function.
 	r := leasectl(t, "policy", "set", "--queue", "billing", "--reason", reason, "--database-url", operatorURL)
+	requireCode(t, exitError, r)
+	require.Contains(t, r.stderr, "LF002")
+	require.NotContains(t, r.output(), "\x1b", "the refusal does not echo the reason's controls")
+	// Markup alone is accepted: it is the report's to escape.
+	r = leasectl(t, "policy", "set", "--queue", "billing", "--reason", "markup <b>only</b> [ok](https://evil.example/ok)",
+		"--database-url", operatorURL)
 	requireCode(t, exitOK, r)
+	// Older records, or ones written around the function, can still hold
+	// controls: the report must show those as text too. The table's owner
+	// plants one in the operator's name.
+	_, err = admin.Exec(ctx, `INSERT INTO durable_jobs.control_evidence_record
+		(evidence_kind, queue_name, previous_values, new_values, change_reason, changed_by_role)
+		VALUES ('lease_policy_changed', 'billing', NULL, '{"renewal_enabled": true}', $1, $2)`, reason, role)
+	require.NoError(t, err)
 
 	// A record whose JSON holds backticks, planted by the table's owner
 	// (the evidence table refuses changes, not new rows from its owner).
