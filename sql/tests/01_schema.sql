@@ -3,7 +3,7 @@
 -- and STYLE.md promise. Catalog checks only; nothing here writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(153);
+SELECT plan(154);
 
 -- Schema, type, tables -------------------------------------------------------
 
@@ -203,10 +203,10 @@ SELECT functions_are('durable_jobs',
           'lease_health_by_queue', 'queue_lease_policies', 'control_evidence_history', 'lease_outcome_totals',
           'job_status_totals', 'bundle_migration_version',
           'require_well_formed', 'claim_token_digest', 'record_lease_outcome', 'lock_fenced_claim',
-          'raise_stale_claim', 'refuse_evidence_change',
+          'raise_stale_claim', 'refuse_evidence_change', 'renew_claims',
           'set_queue_retention_policy', 'queue_retention_policies', 'purge_expired_job_data', 'erase_job_payload',
           'require_valid_change_reason'],
-    'the schema holds exactly the contract functions, the audit, deployment and retention functions and seven private helpers');
+    'the schema holds exactly the contract functions, the audit, deployment and retention functions and eight private helpers');
 
 CREATE TEMP TABLE expected_signature (
     function_name   name PRIMARY KEY,
@@ -296,7 +296,8 @@ SELECT isnt_definer('durable_jobs', h.function_name, h.argument_types,
     'private helper durable_jobs.' || h.function_name || ' is not SECURITY DEFINER, so it never runs as its installer')
 FROM (VALUES ('require_well_formed'::name, '{text,text,text}'::name[]), ('claim_token_digest', '{uuid}'),
              ('record_lease_outcome', '{text,text,bigint}'), ('lock_fenced_claim', '{bigint,uuid,text}'),
-             ('raise_stale_claim', '{}'), ('refuse_evidence_change', '{}')) AS h(function_name, argument_types);
+             ('raise_stale_claim', '{}'), ('refuse_evidence_change', '{}'),
+             ('renew_claims', '{text,bigint[],uuid[],boolean}')) AS h(function_name, argument_types);
 
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text, p.proconfig::text FROM pg_proc p

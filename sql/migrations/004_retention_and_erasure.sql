@@ -3,13 +3,19 @@
 -- Self-contained: it depends only on what 001 and 002 install, and it adds
 -- its evidence kinds to whatever list the evidence CHECK holds when it runs.
 
--- The family's definer owner: NOLOGIN, nothing elevated. Cluster-wide, so
--- it is created only when missing and dropped on the way down only when no
--- database still depends on it.
+-- The family's definer owner: NOLOGIN, nothing elevated, no members.
+-- Cluster-wide like every bundle role: created when missing, reused only
+-- when it is exactly that (sqlbundle.Preflight checks it too), kept by
+-- down, removed by leasectl migrate down --to 0 --drop-roles.
 DO $roles$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'durable_job_retention_owner') THEN
         CREATE ROLE durable_job_retention_owner NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS;
+    ELSIF EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname = 'durable_job_retention_owner'
+                  AND (r.rolcanlogin OR r.rolsuper OR r.rolcreatedb OR r.rolcreaterole OR r.rolbypassrls OR r.rolreplication
+                       OR EXISTS (SELECT 1 FROM pg_catalog.pg_auth_members m WHERE m.roleid = r.oid OR m.member = r.oid))) THEN
+        RAISE EXCEPTION 'bundle role durable_job_retention_owner exists but is not a plain NOLOGIN role without members'
+            USING ERRCODE = '42501', HINT = 'Fix or drop the role as a superuser after checking who made it.';
     END IF;
 END
 $roles$;
@@ -77,7 +83,7 @@ VALUES ('*', interval '30 days', interval '365 days');
 
 INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
 VALUES ('migration_applied', NULL, NULL,
-        '{"migration_version": 3, "migration_name": "003_retention_and_erasure", "default_retention_policy": {"payload_retention": "30 days", "record_retention": "365 days"}}',
+        '{"migration_version": 4, "migration_name": "004_retention_and_erasure", "default_retention_policy": {"payload_retention": "30 days", "record_retention": "365 days"}}',
         'leasefence bundle migration');
 
 ---- create above / drop below ----
@@ -125,17 +131,8 @@ REVOKE ALL (job_record_id) ON durable_jobs.job_payload_record FROM durable_job_r
 REVOKE ALL (job_record_id, result_document) ON durable_jobs.job_outcome_ledger FROM durable_job_retention_owner;
 REVOKE USAGE ON TYPE durable_jobs.job_status_kind FROM durable_job_retention_owner;
 REVOKE USAGE ON SCHEMA durable_jobs FROM durable_job_retention_owner;
-DO $roles$
-BEGIN
-    IF EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'durable_job_retention_owner')
-       AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_shdepend d
-                       WHERE d.refclassid = 'pg_catalog.pg_authid'::pg_catalog.regclass
-                         AND d.refobjid = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = 'durable_job_retention_owner')) THEN
-        DROP ROLE durable_job_retention_owner;
-    END IF;
-END
-$roles$;
+-- durable_job_retention_owner stays, like every bundle role.
 
 INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
-VALUES ('migration_reverted', NULL, NULL, '{"migration_version": 3, "migration_name": "003_retention_and_erasure"}',
+VALUES ('migration_reverted', NULL, NULL, '{"migration_version": 4, "migration_name": "004_retention_and_erasure"}',
         'leasefence bundle migration rolled back');
