@@ -133,12 +133,12 @@ func TestServerLogHoldsBindParametersUnlessEachLoginTurnsThemOff(t *testing.T) {
 	exec(t, db, `SELECT durable_jobs.set_queue_lease_policy('logs', '30 seconds', '10 seconds', '1 hour', true, 'log test')`)
 
 	type scenario struct {
-		name            string
-		server          map[string]string
-		loginSettings   []string // ALTER ROLE <login> SET ... for both logins
-		groupSettings   []string // ALTER ROLE <group> SET ... for both groups
-		wantPayload     bool
-		wantToken       bool
+		name          string
+		server        map[string]string
+		loginSettings []string // ALTER ROLE <login> SET ... for both logins
+		groupSettings []string // ALTER ROLE <group> SET ... for both groups
+		wantPayload   bool
+		wantToken     bool
 	}
 	leaky := map[string]string{"log_statement": "all", "log_min_duration_statement": "0",
 		"log_parameter_max_length_on_error": "-1"}
