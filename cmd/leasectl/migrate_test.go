@@ -296,10 +296,14 @@ func TestMigrateWaitsForTheMigrationLockAtMostLockTimeout(t *testing.T) {
 	r = leasectl(t, "migrate", "up", "--database-url", db.URL)
 	requireCode(t, exitOK, r)
 	require.Equal(t, sqlbundle.NewestVersion(), versionOf(t, pool))
-	var held int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'
-		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&held))
-	require.Zero(t, held)
+	// leasectl has exited, but its backend may still be ending (a session's
+	// advisory locks go with it): wait for that, bounded.
+	require.Eventually(t, func() bool {
+		var held int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&held))
+		return held == 0
+	}, 10*time.Second, 50*time.Millisecond, "no advisory lock is left once leasectl's sessions have ended")
 
 	r = leasectl(t, "migrate", "--help")
 	requireCode(t, exitOK, r)

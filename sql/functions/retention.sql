@@ -35,7 +35,8 @@ $function$;
 -- require_valid_change_reason) and the queue name is '*' or well-formed.
 -- Otherwise LF002 and nothing changes. Appends retention_policy_changed
 -- control evidence (old and new values, reason, session_user, database
--- time). Locks the queue's policy row (and the default's).
+-- time). Locks the queue's policy row (and the default's) and takes the
+-- evidence-order advisory lock.
 CREATE FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval,
     p_record_retention interval, p_change_reason text)
 RETURNS void
@@ -58,6 +59,10 @@ BEGIN
             DETAIL = 'Need 1 hour <= payload_retention <= record_retention <= 3650 days.';
     END IF;
     PERFORM durable_jobs.require_valid_change_reason(p_change_reason, 'LF002');
+    -- Evidence writers run one at a time, in commit order (the bundle's
+    -- evidence-order advisory key, taken inline so this family needs no
+    -- other migration's helper).
+    PERFORM pg_catalog.pg_advisory_xact_lock(1279655936, 1);
 
     SELECT pg_catalog.jsonb_build_object('policy_queue_name', p.queue_name,
                'payload_retention', p.payload_retention, 'record_retention', p.record_retention)
@@ -188,6 +193,7 @@ BEGIN
     END IF;
 
     IF pg_catalog.jsonb_array_length(v_rows) > 0 THEN
+        PERFORM pg_catalog.pg_advisory_xact_lock(1279655936, 1);
         INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
         VALUES ('job_data_purged', NULL, NULL,
                 pg_catalog.jsonb_build_object('batch_size', p_batch_size, 'purged', v_rows),
@@ -247,6 +253,7 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
+    PERFORM pg_catalog.pg_advisory_xact_lock(1279655936, 1);
     INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
     VALUES ('job_payload_erased', v_queue, NULL,
             pg_catalog.jsonb_build_object('job_status', v_status::text, 'payload_erased', true,

@@ -83,7 +83,7 @@ VALUES ('*', interval '30 days', interval '365 days');
 
 INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
 VALUES ('migration_applied', NULL, NULL,
-        '{"migration_version": 4, "migration_name": "004_retention_and_erasure", "default_retention_policy": {"payload_retention": "30 days", "record_retention": "365 days"}}',
+        '{"migration_version": 5, "migration_name": "005_retention_and_erasure", "default_retention_policy": {"payload_retention": "30 days", "record_retention": "365 days"}}',
         'leasefence bundle migration');
 
 ---- create above / drop below ----
@@ -134,5 +134,5 @@ REVOKE USAGE ON SCHEMA durable_jobs FROM durable_job_retention_owner;
 -- durable_job_retention_owner stays, like every bundle role.
 
 INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
-VALUES ('migration_reverted', NULL, NULL, '{"migration_version": 4, "migration_name": "004_retention_and_erasure"}',
+VALUES ('migration_reverted', NULL, NULL, '{"migration_version": 5, "migration_name": "005_retention_and_erasure"}',
         'leasefence bundle migration rolled back');
