@@ -85,6 +85,7 @@ var auditCheckFuncs = map[string]auditCheckFunc{
 	controls.CheckDefinerOwners:      checkDefinerOwners,
 	controls.CheckEvidenceTrigger:    checkEvidenceTrigger,
 	controls.CheckFunctionDrift:      checkFunctionDrift,
+	controls.CheckServerLogSecrets:   checkServerLogSecrets, controls.CheckUnencryptedSessions: checkUnencryptedSessions,
 }
 
 // auditCheckResult is the outcome of one check.

@@ -239,9 +239,9 @@ func TestMigrateDownDropRolesDropsOnlyTheBundlesTenRoles(t *testing.T) {
 	r = leasectl(t, "migrate", "down", "--to", "0", "--drop-roles", "--database-url", db.URL)
 	requireCode(t, exitOK, r)
 	require.Contains(t, r.stdout, "already at version 0")
-	require.Contains(t, r.stdout, "dropped 10 roles: [durable_job_audit_owner durable_job_auditor durable_job_claim_owner "+
+	require.Contains(t, r.stdout, "dropped 11 roles: [durable_job_audit_owner durable_job_auditor durable_job_claim_owner "+
 		"durable_job_operator durable_job_policy_owner durable_job_producer durable_job_producer_owner "+
-		"durable_job_renewal_owner durable_job_terminal_owner durable_job_worker]\n")
+		"durable_job_renewal_owner durable_job_retention_owner durable_job_terminal_owner durable_job_worker]\n")
 	require.Equal(t, operatorRoles, bundleRoles(t, pool), "the operators' own roles are left alone")
 	var owner string
 	require.NoError(t, pool.QueryRow(ctx, `SELECT relowner::regrole::text FROM pg_class WHERE oid = 'public.report'::regclass`).Scan(&owner))

@@ -349,7 +349,8 @@ func TestMigrationKeepsTalliesAndNormalisesPolicies(t *testing.T) {
 	defer cancel()
 	_, conn := emptyDatabase(t, ctx)
 	m := migrator(t, ctx, conn)
-	newest := sqlbundle.NewestVersion()
+	newest := int32(4) // the counting migration (004), whatever comes after it
+	require.GreaterOrEqual(t, sqlbundle.NewestVersion(), newest)
 	require.NoError(t, m.MigrateTo(ctx, newest-1))
 	_, err := conn.Exec(ctx, `
 		INSERT INTO durable_jobs.lease_outcome_tally (tally_slot, tally_minute, queue_name, outcome_kind, tally_shard, outcome_count)

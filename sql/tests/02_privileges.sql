@@ -4,7 +4,7 @@
 -- renewal owner none on payloads; no bundle role can log in or escalate.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(333);
+SELECT plan(374);
 
 -- Which runtime role may execute which function. record_deployment_version
 -- is not a runtime function: only the role that applied the bundle runs it.
@@ -42,7 +42,13 @@ INSERT INTO expected_execute VALUES
  ('refuse_evidence_change', '{}', '{}'),
  ('absolute_duration', '{interval}', '{}'),
  ('is_plain_change_reason', '{text}', '{}'),
- ('lock_evidence_order', '{}', '{}');
+ ('lock_evidence_order', '{}', '{}'),
+ -- retention and erasure (sql/functions/retention.sql)
+ ('set_queue_retention_policy', '{text,interval,interval,text}', '{durable_job_operator}'),
+ ('queue_retention_policies', '{}', '{durable_job_operator}'),
+ ('purge_expired_job_data', '{integer}', '{durable_job_operator}'),
+ ('erase_job_payload', '{bigint,text}', '{durable_job_operator}'),
+ ('require_valid_change_reason', '{text,text}', '{}');
 
 CREATE TEMP TABLE runtime_role (role_name name PRIMARY KEY) ON COMMIT DROP;
 INSERT INTO runtime_role VALUES
@@ -54,10 +60,10 @@ INSERT INTO definer_role VALUES
 CREATE TEMP TABLE private_table (table_name name PRIMARY KEY) ON COMMIT DROP;
 INSERT INTO private_table VALUES
  ('job_record'), ('job_payload_record'), ('job_outcome_ledger'), ('queue_lease_policy'),
- ('control_evidence_record'), ('lease_outcome_tally');
+ ('control_evidence_record'), ('lease_outcome_tally'), ('queue_retention_policy');
 GRANT SELECT ON expected_execute, runtime_role, definer_role, private_table TO PUBLIC;
 
--- EXECUTE, function by function and role by role (26 x 4 + 26 for PUBLIC) ------------
+-- EXECUTE, function by function and role by role (34 x 4 + 34 for PUBLIC) ------------
 
 SELECT function_privs_are('durable_jobs', e.function_name, e.argument_types, r.role_name,
     CASE WHEN r.role_name = ANY (e.runtime_roles) THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
