@@ -28,14 +28,11 @@ kept in ` + sqlbundle.VersionTable + `.
           On an up-to-date database it changes nothing.
   down    step back one migration, or to --to N. "down --to 0" removes every
           object of the bundle except the cluster-wide roles and the version
-          table; add --drop-roles to also drop the bundle's ten roles, by
-          exact name: durable_job_producer, durable_job_worker,
-          durable_job_operator, durable_job_auditor, durable_job_producer_owner,
-          durable_job_claim_owner, durable_job_renewal_owner,
-          durable_job_terminal_owner, durable_job_policy_owner and
-          durable_job_audit_owner. Other roles (durable_job_worker_eu, say)
-          are left alone. Only possible once no database in the cluster
-          still uses them.
+          table; add --drop-roles to also drop the bundle's own roles, by
+          exact name (the four runtime roles and the definer owners,
+          durable_job_*_owner, that the bundle creates). Other roles
+          (durable_job_worker_eu, say) are left alone. Only possible once no
+          database in the cluster still uses them.
   status  print the current and the newest version, and whether every
           function is what the current version installs (a body replaced by
           hand or a skipped migration is listed, and the exit code is 2).
@@ -73,7 +70,7 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) int {
 		fs.Var(&to, "to", "target `version` (up: default the newest; down: default one step back)")
 	}
 	if action == "down" {
-		fs.BoolVar(&dropRoles, "drop-roles", false, "with --to 0: also drop the bundle's ten cluster-wide roles")
+		fs.BoolVar(&dropRoles, "drop-roles", false, "with --to 0: also drop the bundle's own cluster-wide roles, by exact name")
 	}
 	lockTimeout := defaultLockTimeout
 	if action != "status" {
@@ -207,11 +204,11 @@ func migrateStatus(ctx context.Context, env *cliEnv, common *commonFlags) int {
 	return code
 }
 
-// bundleRoleNames are the ten cluster-wide roles the bundle creates (see
-// sql/roles/bundle_roles.sql): the only roles --drop-roles drops.
+// bundleRoleNames are the cluster-wide roles the bundle creates (see
+// sql/roles/bundle_roles.sql and the migrations that add owners): the only roles --drop-roles drops.
 var bundleRoleNames = append(append([]string{}, sqlbundle.RuntimeRoles...), sqlbundle.DefinerOwnerRoles...)
 
-// dropBundleRoles drops those of the bundle's ten roles that exist, by exact
+// dropBundleRoles drops those of the bundle's roles that exist, by exact
 // name, in one transaction, and returns their names. Other roles, named
 // durable_job_something or not, are left alone. PostgreSQL refuses (and
 // nothing is dropped) while any database in the cluster still has objects or

@@ -214,7 +214,7 @@ var auditCheckTable = []AuditCheck{
 		"Every function, constraint, column default, index, trigger and rule in schema durable_jobs depends, in pg_depend, only on objects of pg_catalog and durable_jobs: nothing bound an operator, function or type planted in another schema.",
 		[]string{AccessDefinerPath, AuditConfiguration}},
 	{CheckDefinerOwners, "Definer owners cannot be assumed",
-		"The six definer owner roles (durable_job_*_owner) are NOLOGIN and have no members, so no login can SET ROLE to one and write its tables directly.",
+		"The definer owner roles (durable_job_*_owner) are NOLOGIN and have no members, so no login can SET ROLE to one and write its tables directly.",
 		[]string{AccessDefinerRoles, AuditConfiguration}},
 	{CheckEvidenceTrigger, "Evidence guard is the installer's",
 		"Both append-only triggers of durable_jobs.control_evidence_record exist, fire in every session (enabled O or A) and execute durable_jobs.refuse_evidence_change(), owned by the table's owner.",
