@@ -39,18 +39,25 @@ the audit itself could not run.
 func auditCheckList() string {
 	var b strings.Builder
 	for _, c := range controls.AuditChecks() {
-		line := fmt.Sprintf("  %-31s", c.ID)
-		width := len(line)
-		for _, word := range strings.Fields(c.Passes) {
-			if width+1+len(word) > 79 && width > 34 {
-				b.WriteString(line + "\n")
-				line, width = strings.Repeat(" ", 33), 33
-			}
-			line += " " + word
-			width += 1 + len(word)
-		}
-		b.WriteString(line + "\n")
+		b.WriteString(wrapWords(fmt.Sprintf("  %-31s", c.ID), 33, strings.Fields(c.Passes)))
 	}
+	return b.String()
+}
+
+// wrapWords writes words after first, each word after a space, each line up
+// to 79 characters; the lines after the first start with indent spaces. It
+// ends with a newline.
+func wrapWords(first string, indent int, words []string) string {
+	var b strings.Builder
+	line := first
+	for i, word := range words {
+		if i > 0 && len(line)+1+len(word) > 79 {
+			b.WriteString(line + "\n")
+			line = strings.Repeat(" ", indent)
+		}
+		line += " " + word
+	}
+	b.WriteString(line + "\n")
 	return b.String()
 }
 

@@ -16,7 +16,7 @@ import (
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
-const migrateUsage = `Usage:
+var migrateUsage = `Usage:
   leasectl migrate up     [--to N] [--lock-timeout DURATION] [--database-url URL]
   leasectl migrate down   [--to N] [--drop-roles] [--lock-timeout DURATION] [--database-url URL]
   leasectl migrate status [--output text|json] [--database-url URL]
@@ -28,11 +28,10 @@ kept in ` + sqlbundle.VersionTable + `.
           On an up-to-date database it changes nothing.
   down    step back one migration, or to --to N. "down --to 0" removes every
           object of the bundle except the cluster-wide roles and the version
-          table; add --drop-roles to also drop the bundle's own roles, by
-          exact name (the four runtime roles and the definer owners,
-          durable_job_*_owner, that the bundle creates). Other roles
-          (durable_job_worker_eu, say) are left alone. Only possible once no
-          database in the cluster still uses them.
+` + wrapWords("         ", 9, append(strings.Fields("table; add --drop-roles to also drop the bundle's own roles, by exact name:"),
+	strings.Split(strings.Join(append(append([]string{}, sqlbundle.RuntimeRoles...), sqlbundle.DefinerOwnerRoles...), ", ")+".", " ")...)) +
+	`          Other roles (durable_job_worker_eu, say) are left alone. Only
+          possible once no database in the cluster still uses them.
   status  print the current and the newest version, and whether every
           function is what the current version installs (a body replaced by
           hand or a skipped migration is listed, and the exit code is 2).
