@@ -109,6 +109,10 @@ const (
 	CheckEvidenceTrigger = "AUDIT-EVIDENCE-TRIGGER"
 	// CheckFunctionDrift: every function is what its recorded version installs.
 	CheckFunctionDrift = "AUDIT-FUNCTION-DRIFT"
+	// CheckServerLogSecrets: no runtime login's log settings write bind parameters to the server log.
+	CheckServerLogSecrets = "AUDIT-SERVER-LOG-SECRETS"
+	// CheckUnencryptedSessions: no runtime login has a TCP session without TLS.
+	CheckUnencryptedSessions = "AUDIT-UNENCRYPTED-SESSIONS"
 )
 
 // Evidence section identifiers. Each names one entry of EvidenceSections.
@@ -210,7 +214,7 @@ var auditCheckTable = []AuditCheck{
 		"Every function, constraint, column default, index, trigger and rule in schema durable_jobs depends, in pg_depend, only on objects of pg_catalog and durable_jobs: nothing bound an operator, function or type planted in another schema.",
 		[]string{AccessDefinerPath, AuditConfiguration}},
 	{CheckDefinerOwners, "Definer owners cannot be assumed",
-		"The six definer owner roles (durable_job_*_owner) are NOLOGIN and have no members, so no login can SET ROLE to one and write its tables directly.",
+		"The definer owner roles (durable_job_*_owner) are NOLOGIN and have no members, so no login can SET ROLE to one and write its tables directly.",
 		[]string{AccessDefinerRoles, AuditConfiguration}},
 	{CheckEvidenceTrigger, "Evidence guard is the installer's",
 		"Both append-only triggers of durable_jobs.control_evidence_record exist, fire in every session (enabled O or A) and execute durable_jobs.refuse_evidence_change(), owned by the table's owner.",
@@ -218,6 +222,12 @@ var auditCheckTable = []AuditCheck{
 	{CheckFunctionDrift, "Functions are what their version installs",
 		"Every function in schema durable_jobs has the definition, owner and EXECUTE grants that the bundle's manifest records for the database's migration version: none replaced by hand, none missing, none extra.",
 		[]string{ChangeMigrations, AccessDefinerPath, AuditConfiguration}},
+	{CheckServerLogSecrets, "Server log gets no bind parameters",
+		"For every login in a runtime role, the log settings in force for it (its own, the database's, the server's) do not write bind parameters, which carry claim tokens and payloads, to the server log: log_parameter_max_length is 0 wherever log_statement is mod or all or log_min_duration_statement is not -1, and log_parameter_max_length_on_error is 0.",
+		[]string{PrivacyTelemetry, AuditConfiguration}},
+	{CheckUnencryptedSessions, "Runtime sessions are encrypted",
+		"No session of a login in a runtime role in this database is a TCP connection without TLS (pg_stat_ssl); local socket sessions are not counted. Without pg_read_all_stats the auditing login sees only its own sessions.",
+		[]string{PrivacyTelemetry, AuditConfiguration}},
 }
 
 var evidenceSectionTable = []EvidenceSection{
