@@ -85,6 +85,7 @@ var auditCheckFuncs = map[string]auditCheckFunc{
 	controls.CheckEvidenceTrigger:    checkEvidenceTrigger,
 	controls.CheckFunctionDrift:      checkFunctionDrift,
 	controls.CheckServerLogSecrets:   checkServerLogSecrets, controls.CheckUnencryptedSessions: checkUnencryptedSessions,
+	controls.CheckLoginTimeouts: checkRuntimeLoginTimeouts,
 }
 
 // auditCheckResult is the outcome of one check.

@@ -213,6 +213,8 @@ func TestMigrateDownDropRolesDropsOnlyTheBundlesTenRoles(t *testing.T) {
 	// Roles of the operators' own that share the prefix: a worker login of
 	// one region and a reporting role that owns a table.
 	_, err := pool.Exec(ctx, `CREATE ROLE durable_job_worker_eu LOGIN IN ROLE durable_job_worker;
+		ALTER ROLE durable_job_worker_eu SET statement_timeout = '5min';
+		ALTER ROLE durable_job_worker_eu SET idle_in_transaction_session_timeout = '5min';
 		CREATE ROLE durable_job_reporting LOGIN;
 		CREATE TABLE public.report (n int); ALTER TABLE public.report OWNER TO durable_job_reporting`)
 	require.NoError(t, err)

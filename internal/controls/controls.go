@@ -113,6 +113,8 @@ const (
 	CheckServerLogSecrets = "AUDIT-SERVER-LOG-SECRETS"
 	// CheckUnencryptedSessions: no runtime login has a TCP session without TLS.
 	CheckUnencryptedSessions = "AUDIT-UNENCRYPTED-SESSIONS"
+	// CheckLoginTimeouts: no login that locks job rows can hold one for ever.
+	CheckLoginTimeouts = "AUDIT-RUNTIME-LOGIN-TIMEOUTS"
 )
 
 // Evidence section identifiers. Each names one entry of EvidenceSections.
@@ -228,6 +230,9 @@ var auditCheckTable = []AuditCheck{
 	{CheckUnencryptedSessions, "Runtime sessions are encrypted",
 		"No session of a login in a runtime role in this database is a TCP connection without TLS (pg_stat_ssl); local socket sessions are not counted. Without pg_read_all_stats the auditing login sees only its own sessions.",
 		[]string{PrivacyTelemetry, AuditConfiguration}},
+	{CheckLoginTimeouts, "Runtime logins cannot hold a job row for ever",
+		"Every login in the producer, worker or operator role has a non-zero statement_timeout and idle_in_transaction_session_timeout in force (its own, the database's or the server's), so a job row it locks (a completion or cancel left open) is held for a bounded time and cannot block reclaim or cancel past it.",
+		[]string{IntegrityFencing, AvailabilityHealth, AuditConfiguration}},
 }
 
 var evidenceSectionTable = []EvidenceSection{
