@@ -50,11 +50,23 @@ per finding, each starting with the check's stable identifier:
                                   definition, owner and grants the bundle's
                                   manifest records for the database's version
                                   (none replaced by hand, missing or extra)
+  AUDIT-POLICY-MATCHES-EVIDENCE   every queue's live policy equals what its
+                                  last evidence record says
+  AUDIT-EVIDENCE-CHAIN            the evidence hash chain is intact (no record
+                                  deleted, altered or reordered) and its
+                                  triggers fire in every session
+  AUDIT-ACCESS-REVIEW             no login or PUBLIC holds a table, column or
+                                  sequence privilege in the schema, no login
+                                  holds a definer owner role, and no login
+                                  holds both worker and operator unless its
+                                  role comment says 'leasefence: separation of
+                                  duties accepted: <TICKET-1>'
 
 The audit reads the system catalogs and needs no privilege beyond a login,
 except that AUDIT-MIGRATION-VERSION and AUDIT-FUNCTION-DRIFT read the version
-from the version table or, failing that, from bundle_migration_version(): grant the login
-durable_job_auditor, or it reports that it cannot tell. The trial UPDATE and
+from the version table or, failing that, from bundle_migration_version(), and
+AUDIT-POLICY-MATCHES-EVIDENCE and AUDIT-EVIDENCE-CHAIN call auditor functions:
+grant the login durable_job_auditor, or they report that they cannot tell. The trial UPDATE and
 DELETE run only when the login could otherwise change the evidence (for
 example the table owner); they are always rolled back.
 
