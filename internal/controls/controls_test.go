@@ -10,7 +10,7 @@ import (
 func TestTablesAreConsistent(t *testing.T) {
 	require.NoError(t, Validate())
 	require.NotEmpty(t, Controls())
-	require.Len(t, AuditChecks(), 12)
+	require.Len(t, AuditChecks(), 15)
 	require.NotEmpty(t, EvidenceSections())
 }
 
@@ -55,7 +55,8 @@ func TestCopiesDoNotChangeTheTable(t *testing.T) {
 func TestEveryAuditCheckAndSectionIsNamedByConstant(t *testing.T) {
 	checks := []string{CheckSearchPath, CheckPublicExecute, CheckRuntimePrivileges, CheckDefinerAttributes,
 		CheckRenewalPayload, CheckSchemaCreate, CheckEvidenceAppendOnly, CheckMigrationVersion,
-		CheckObjectDependencies, CheckDefinerOwners, CheckEvidenceTrigger, CheckFunctionDrift}
+		CheckObjectDependencies, CheckDefinerOwners, CheckEvidenceTrigger, CheckFunctionDrift,
+		CheckPolicyEvidence, CheckEvidenceChain, CheckAccessReview}
 	for i, a := range AuditChecks() {
 		require.Equal(t, checks[i], a.ID)
 	}
