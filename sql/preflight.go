@@ -16,12 +16,13 @@ var RuntimeRoles = []string{
 	"durable_job_producer", "durable_job_worker", "durable_job_operator", "durable_job_auditor",
 }
 
-// DefinerOwnerRoles are the bundle's six NOLOGIN roles that own one
+// DefinerOwnerRoles are the bundle's NOLOGIN roles that own one
 // function family each. Nothing but the bundle may act as one of them: they
 // have no login and no members.
 var DefinerOwnerRoles = []string{
 	"durable_job_producer_owner", "durable_job_claim_owner", "durable_job_renewal_owner",
 	"durable_job_terminal_owner", "durable_job_policy_owner", "durable_job_audit_owner",
+	"durable_job_retention_owner", // created by the retention migration
 }
 
 // migrationPrefix is run at the start of every migration, inside its

@@ -14,7 +14,7 @@ import (
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
-// The checks of migration 005 (evidence an auditor can rely on):
+// The checks of the evidence-chain migration (evidence an auditor can rely on):
 // AUDIT-POLICY-MATCHES-EVIDENCE, AUDIT-EVIDENCE-CHAIN and AUDIT-ACCESS-REVIEW.
 
 func init() {
@@ -26,7 +26,7 @@ func init() {
 // genesisHash is what the first evidence record chains to.
 var genesisHash = make([]byte, sha256.Size)
 
-// chainTriggers are the triggers of migration 005 that make evidence
+// chainTriggers are the triggers of the evidence-chain migration that make evidence
 // complete and chained: table, trigger name.
 var chainTriggers = [][2]string{
 	{"control_evidence_record", "control_evidence_record_chain"},

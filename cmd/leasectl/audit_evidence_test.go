@@ -134,6 +134,10 @@ func TestAccessReviewFindsExcessAccessAndListsEveryLogin(t *testing.T) {
 	execSQL(t, pool, `CREATE ROLE etl_group NOLOGIN`)
 	execSQL(t, pool, `CREATE ROLE etl_accepted LOGIN IN ROLE durable_job_worker, etl_group`)
 	execSQL(t, pool, `GRANT durable_job_operator TO etl_group`)
+	for _, login := range []string{"etl_worker_prod", "etl_accepted"} { // AUDIT-RUNTIME-LOGIN-TIMEOUTS is satisfied
+		execSQL(t, pool, `ALTER ROLE `+login+` SET statement_timeout = '30s'`)
+		execSQL(t, pool, `ALTER ROLE `+login+` SET idle_in_transaction_session_timeout = '60s'`)
+	}
 	execSQL(t, pool, `COMMENT ON ROLE etl_accepted IS 'leasefence: separation of duties accepted: SEC-42'`)
 	execSQL(t, pool, `GRANT USAGE ON SCHEMA durable_jobs TO monitoring`)
 	execSQL(t, pool, `GRANT SELECT ON durable_jobs.job_payload_record TO monitoring`)

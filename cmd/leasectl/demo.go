@@ -376,6 +376,10 @@ func (d *demo) createLogins(ctx context.Context) error {
 		// so they need no quoting.
 		fmt.Fprintf(&setup, "CREATE ROLE %s LOGIN PASSWORD '%s' VALID UNTIL '%s' IN ROLE %s;\n", d.loginName(role),
 			newSCRAMVerifier(passwords[role]), validUntil, role)
+		// As the runbook asks of every runtime login: a row it locks is held
+		// for a bounded time.
+		fmt.Fprintf(&setup, "ALTER ROLE %s SET statement_timeout = '1min';\n", d.loginName(role))
+		fmt.Fprintf(&setup, "ALTER ROLE %s SET idle_in_transaction_session_timeout = '1min';\n", d.loginName(role))
 	}
 	worker := d.loginName(roleWorker)
 	setup.WriteString(`CREATE SCHEMA ` + d.schema + `;

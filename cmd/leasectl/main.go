@@ -38,6 +38,8 @@ var commands = map[string]command{
 	"evidence":   {"write the control-evidence report (Markdown or JSON)", runEvidence},
 	"deployment": {"record a deployed application version as control evidence", runDeployment},
 	"demo":       {"run the lease demo", runDemo},
+	"retention":  {"show, set or apply retention of finished jobs' data", runRetention},
+	"erase":      {"erase one finished job's payload (data-subject request)", runErase},
 }
 
 const mainUsage = `leasectl operates a leasefence database: durable-job leases that PostgreSQL

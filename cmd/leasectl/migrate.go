@@ -18,7 +18,7 @@ import (
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
-const migrateUsage = `Usage:
+var migrateUsage = `Usage:
   leasectl migrate up     [--to N] [--reason TEXT] [--lock-timeout DURATION] [--database-url URL]
   leasectl migrate down   [--to N] [--reason TEXT] [--drop-roles]
                           [--discard-evidence --evidence-export PATH] [--lock-timeout DURATION] [--database-url URL]
@@ -31,14 +31,10 @@ kept in ` + sqlbundle.VersionTable + `.
           On an up-to-date database it changes nothing.
   down    step back one migration, or to --to N. "down --to 0" removes every
           object of the bundle except the cluster-wide roles and the version
-          table; add --drop-roles to also drop the bundle's ten roles, by
-          exact name: durable_job_producer, durable_job_worker,
-          durable_job_operator, durable_job_auditor, durable_job_producer_owner,
-          durable_job_claim_owner, durable_job_renewal_owner,
-          durable_job_terminal_owner, durable_job_policy_owner and
-          durable_job_audit_owner. Other roles (durable_job_worker_eu, say)
-          are left alone. Only possible once no database in the cluster
-          still uses them.
+` + wrapWords("         ", 9, append(strings.Fields("table; add --drop-roles to also drop the bundle's own roles, by exact name:"),
+	strings.Split(strings.Join(append(append([]string{}, sqlbundle.RuntimeRoles...), sqlbundle.DefinerOwnerRoles...), ", ")+".", " ")...)) +
+	`          Other roles (durable_job_worker_eu, say) are left alone. Only
+          possible once no database in the cluster still uses them.
           "down --to 0" also erases the control evidence: while any record
           exists it is refused unless --discard-evidence is given together
           with --evidence-export PATH. leasectl then first writes every
@@ -49,7 +45,7 @@ kept in ` + sqlbundle.VersionTable + `.
           hand or a skipped migration is listed, and the exit code is 2).
 
 --reason is the operator's reason, recorded in the control evidence of each
-migration it runs (migrations from version 5 on read it; older ones record
+migration it runs (the evidence-chain migration and later ones read it; older ones record
 their fixed text). It must be plain text that does not look like personal
 data or a secret, like every change reason; default "leasefence bundle
 migration" (up) and "leasefence bundle migration rolled back" (down).
@@ -87,7 +83,7 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) int {
 		fs.Var(&to, "to", "target `version` (up: default the newest; down: default one step back)")
 	}
 	if action == "down" {
-		fs.BoolVar(&dropRoles, "drop-roles", false, "with --to 0: also drop the bundle's ten cluster-wide roles")
+		fs.BoolVar(&dropRoles, "drop-roles", false, "with --to 0: also drop the bundle's own cluster-wide roles, by exact name")
 	}
 	reason := ""
 	discardEvidence := false
@@ -261,11 +257,11 @@ func migrateStatus(ctx context.Context, env *cliEnv, common *commonFlags) int {
 	return code
 }
 
-// bundleRoleNames are the ten cluster-wide roles the bundle creates (see
-// sql/roles/bundle_roles.sql): the only roles --drop-roles drops.
+// bundleRoleNames are the cluster-wide roles the bundle creates (see
+// sql/roles/bundle_roles.sql and the migrations that add owners): the only roles --drop-roles drops.
 var bundleRoleNames = append(append([]string{}, sqlbundle.RuntimeRoles...), sqlbundle.DefinerOwnerRoles...)
 
-// dropBundleRoles drops those of the bundle's ten roles that exist, by exact
+// dropBundleRoles drops those of the bundle's roles that exist, by exact
 // name, in one transaction, and returns their names. Other roles, named
 // durable_job_something or not, are left alone. PostgreSQL refuses (and
 // nothing is dropped) while any database in the cluster still has objects or

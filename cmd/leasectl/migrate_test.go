@@ -215,6 +215,8 @@ func TestMigrateDownDropRolesDropsOnlyTheBundlesTenRoles(t *testing.T) {
 	// Roles of the operators' own that share the prefix: a worker login of
 	// one region and a reporting role that owns a table.
 	_, err := pool.Exec(ctx, `CREATE ROLE durable_job_worker_eu LOGIN IN ROLE durable_job_worker;
+		ALTER ROLE durable_job_worker_eu SET statement_timeout = '5min';
+		ALTER ROLE durable_job_worker_eu SET idle_in_transaction_session_timeout = '5min';
 		CREATE ROLE durable_job_reporting LOGIN;
 		CREATE TABLE public.report (n int); ALTER TABLE public.report OWNER TO durable_job_reporting`)
 	require.NoError(t, err)
@@ -243,9 +245,9 @@ func TestMigrateDownDropRolesDropsOnlyTheBundlesTenRoles(t *testing.T) {
 	r = leasectl(t, "migrate", "down", "--to", "0", "--drop-roles", "--database-url", db.URL)
 	requireCode(t, exitOK, r)
 	require.Contains(t, r.stdout, "already at version 0")
-	require.Contains(t, r.stdout, "dropped 10 roles: [durable_job_audit_owner durable_job_auditor durable_job_claim_owner "+
+	require.Contains(t, r.stdout, "dropped 11 roles: [durable_job_audit_owner durable_job_auditor durable_job_claim_owner "+
 		"durable_job_operator durable_job_policy_owner durable_job_producer durable_job_producer_owner "+
-		"durable_job_renewal_owner durable_job_terminal_owner durable_job_worker]\n")
+		"durable_job_renewal_owner durable_job_retention_owner durable_job_terminal_owner durable_job_worker]\n")
 	require.Equal(t, operatorRoles, bundleRoles(t, pool), "the operators' own roles are left alone")
 	var owner string
 	require.NoError(t, pool.QueryRow(ctx, `SELECT relowner::regrole::text FROM pg_class WHERE oid = 'public.report'::regclass`).Scan(&owner))

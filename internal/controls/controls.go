@@ -111,6 +111,12 @@ const (
 	CheckEvidenceTrigger = "AUDIT-EVIDENCE-TRIGGER"
 	// CheckFunctionDrift: every function is what its recorded version installs.
 	CheckFunctionDrift = "AUDIT-FUNCTION-DRIFT"
+	// CheckServerLogSecrets: no runtime login's log settings write bind parameters to the server log.
+	CheckServerLogSecrets = "AUDIT-SERVER-LOG-SECRETS"
+	// CheckUnencryptedSessions: no runtime login has a TCP session without TLS.
+	CheckUnencryptedSessions = "AUDIT-UNENCRYPTED-SESSIONS"
+	// CheckLoginTimeouts: no login that locks job rows can hold one for ever.
+	CheckLoginTimeouts = "AUDIT-RUNTIME-LOGIN-TIMEOUTS"
 	// CheckPolicyEvidence: every queue's live policy is what its last evidence record says.
 	CheckPolicyEvidence = "AUDIT-POLICY-MATCHES-EVIDENCE"
 	// CheckEvidenceChain: the evidence hash chain is intact and its triggers are in force.
@@ -221,7 +227,7 @@ var auditCheckTable = []AuditCheck{
 		"Every function, constraint, column default, index, trigger and rule in schema durable_jobs depends, in pg_depend, only on objects of pg_catalog and durable_jobs: nothing bound an operator, function or type planted in another schema.",
 		[]string{AccessDefinerPath, AuditConfiguration}},
 	{CheckDefinerOwners, "Definer owners cannot be assumed",
-		"The six definer owner roles (durable_job_*_owner) are NOLOGIN and have no members, so no login can SET ROLE to one and write its tables directly.",
+		"The definer owner roles (durable_job_*_owner) are NOLOGIN and have no members, so no login can SET ROLE to one and write its tables directly.",
 		[]string{AccessDefinerRoles, AuditConfiguration}},
 	{CheckEvidenceTrigger, "Evidence guard is the installer's",
 		"Both append-only triggers of durable_jobs.control_evidence_record exist, fire in every session (enabled O or A) and execute durable_jobs.refuse_evidence_change(), owned by the table's owner.",
@@ -229,6 +235,15 @@ var auditCheckTable = []AuditCheck{
 	{CheckFunctionDrift, "Functions are what their version installs",
 		"Every function in schema durable_jobs has the definition, owner and EXECUTE grants that the bundle's manifest records for the database's migration version: none replaced by hand, none missing, none extra.",
 		[]string{ChangeMigrations, AccessDefinerPath, AuditConfiguration}},
+	{CheckServerLogSecrets, "Server log gets no bind parameters",
+		"For every login in a runtime role, the log settings in force for it (its own, the database's, the server's) do not write bind parameters, which carry claim tokens and payloads, to the server log: log_parameter_max_length is 0 wherever log_statement is mod or all or log_min_duration_statement is not -1, and log_parameter_max_length_on_error is 0.",
+		[]string{PrivacyTelemetry, AuditConfiguration}},
+	{CheckUnencryptedSessions, "Runtime sessions are encrypted",
+		"No session of a login in a runtime role in this database is a TCP connection without TLS (pg_stat_ssl); local socket sessions are not counted. Without pg_read_all_stats the auditing login sees only its own sessions.",
+		[]string{PrivacyTelemetry, AuditConfiguration}},
+	{CheckLoginTimeouts, "Runtime logins cannot hold a job row for ever",
+		"Every login in the producer, worker or operator role has a non-zero statement_timeout and idle_in_transaction_session_timeout in force (its own, the database's or the server's), so a job row it locks (a completion or cancel left open) is held for a bounded time and cannot block reclaim or cancel past it.",
+		[]string{IntegrityFencing, AvailabilityHealth, AuditConfiguration}},
 	{CheckPolicyEvidence, "Live policy matches its evidence",
 		"For every queue, the live row of durable_jobs.queue_lease_policy equals what the queue's last lease_policy_changed record says it became (a row removed by the evidence is absent), so no policy was changed without evidence.",
 		[]string{ChangePolicy, ChangeEnablement, AuditConfiguration}},
@@ -245,7 +260,7 @@ var evidenceSectionTable = []EvidenceSection{
 		"The bundle's current migration version and when it was applied.",
 		[]string{ChangeMigrations}},
 	{SectionMigrations, "Migration history",
-		"Every migration applied or reverted in the period that the evidence holds, with the operator's reason (migrations from version 5 on); a database migrated down to 0 and up again has lost the records before, unless they were exported (`leasectl migrate down --to 0 --evidence-export`).",
+		"Every migration applied or reverted in the period that the evidence holds, with the operator's reason (from the evidence-chain migration on); a database migrated down to 0 and up again has lost the records before, unless they were exported (`leasectl migrate down --to 0 --evidence-export`).",
 		[]string{ChangeMigrations, AuditAppendOnly}},
 	{SectionDeployments, "Deployment versions",
 		"Every deployment version recorded with `leasectl deployment record`, with reason and role.",

@@ -84,13 +84,15 @@ type DB struct {
 // server is one PostgreSQL server the tests use: the shared one of the
 // binary or one from OwnCluster.
 type server struct {
-	cluster  *pglocal.Cluster // nil for a server from EnvDatabaseURL
-	base     url.URL          // superuser URL; its path is replaced per database
-	template string
-	prefix   string // database-name prefix, unique per server user
-	admin    *pgxpool.Pool
-	createMu sync.Mutex // CREATE DATABASE calls take turns (one template)
-	seq      atomic.Int64
+	cluster *pglocal.Cluster // nil for a server from EnvDatabaseURL or EnvDocker
+	// stopContainer removes the Docker container of an EnvDocker server.
+	stopContainer func() error
+	base          url.URL // superuser URL; its path is replaced per database
+	template      string
+	prefix        string // database-name prefix, unique per server user
+	admin         *pgxpool.Pool
+	createMu      sync.Mutex // CREATE DATABASE calls take turns (one template)
+	seq           atomic.Int64
 }
 
 var (
@@ -233,9 +235,16 @@ func (d *DB) CreateLogin(ctx context.Context, runtimeRole string) (string, error
 	name := "lf_" + randomHex(8)
 	password := randomHex(16)
 	// Names and password are generated here from [a-z0-9_] only.
+	// Like the runbook's logins, each has its statements and its idle time
+	// in a transaction bounded (generously: tests hold transactions open on
+	// purpose), so leasectl audit finds nothing unbounded.
 	sql := fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s' IN ROLE %s", name, password, runtimeRole)
-	if _, err := d.srv.admin.Exec(ctx, sql); err != nil {
-		return "", fmt.Errorf("create a login role in %s: %w", runtimeRole, err)
+	settings := fmt.Sprintf("ALTER ROLE %s SET statement_timeout = '5min'", name)
+	idle := fmt.Sprintf("ALTER ROLE %s SET idle_in_transaction_session_timeout = '5min'", name)
+	for _, stmt := range []string{sql, settings, idle} {
+		if _, err := d.srv.admin.Exec(ctx, stmt); err != nil {
+			return "", fmt.Errorf("create a login role in %s: %w", runtimeRole, err)
+		}
 	}
 	d.mu.Lock()
 	d.logins = append(d.logins, name)
@@ -311,6 +320,8 @@ func sharedServerErr(ctx context.Context) (*server, error) {
 		began := time.Now()
 		if raw := os.Getenv(EnvDatabaseURL); raw != "" {
 			shared.srv, shared.err = connectExternal(ctx, raw)
+		} else if dockerSelected() {
+			shared.srv, shared.err = startDocker(ctx)
 		} else {
 			shared.srv, shared.err = startLocal(ctx)
 		}
@@ -512,6 +523,9 @@ func (s *server) close() error {
 	}
 	if s.cluster != nil {
 		err = errors.Join(err, s.cluster.Stop())
+	}
+	if s.stopContainer != nil {
+		err = errors.Join(err, s.stopContainer())
 	}
 	return err
 }

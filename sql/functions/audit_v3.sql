@@ -1,4 +1,4 @@
--- Auditor functions, version 3 (migration 005): what the auditor needs to
+-- Auditor functions, version 3 (the evidence-chain migration, *_evidence_chain.sql): what the auditor needs to
 -- rely on the evidence. The functions of audit_v2.sql are unchanged and
 -- stay in force. Payload-blind like them: no payload, token, digest of a
 -- token, owner id or job id is returned. They take no locks.

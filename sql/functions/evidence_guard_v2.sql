@@ -1,4 +1,4 @@
--- Evidence guard, version 2 (migration 005): what version 1
+-- Evidence guard, version 2 (the evidence-chain migration, *_evidence_chain.sql): what version 1
 -- (evidence_guard.sql: refuse_evidence_change, unchanged and still in force)
 -- keeps append-only, this version makes tamper-evident and complete.
 --

@@ -1,4 +1,4 @@
--- Policy family, version 3 (migration 005). Policy evidence now comes from
+-- Policy family, version 3 (the evidence-chain migration, *_evidence_chain.sql). Policy evidence now comes from
 -- the change itself (record_policy_change, a trigger on queue_lease_policy,
 -- evidence_guard_v2.sql): the functions here only validate, set the
 -- transaction-local change settings the trigger records and change the

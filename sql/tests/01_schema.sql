@@ -20,8 +20,8 @@ SELECT types_are('durable_jobs', ARRAY['job_status_kind'],
 
 SELECT tables_are('durable_jobs',
     ARRAY['job_record', 'job_payload_record', 'job_outcome_ledger', 'queue_lease_policy',
-          'control_evidence_record', 'lease_outcome_tally'],
-    'the schema holds exactly the six private tables of the bundle');
+          'control_evidence_record', 'lease_outcome_tally', 'queue_retention_policy'],
+    'the schema holds exactly the seven private tables of the bundle');
 SELECT views_are('durable_jobs', ARRAY[]::name[], 'the schema has no views');
 SELECT sequences_are('durable_jobs',
     ARRAY['job_record_job_record_id_seq', 'job_outcome_ledger_job_outcome_record_id_seq',
@@ -71,8 +71,8 @@ SELECT col_default_is('durable_jobs', 'job_record', 'lease_fencing_generation', 
 
 SELECT indexes_are('durable_jobs', 'job_record',
     ARRAY['job_record_pkey', 'job_record_idempotency_key_unique', 'job_record_claimable_queue_order',
-          'job_record_running_by_queue'],
-    'job_record has exactly its primary key, the idempotency index and the two claim-path indexes');
+          'job_record_running_by_queue', 'job_record_finished_by_age'],
+    'job_record has exactly its primary key, the idempotency index, the two claim-path indexes and the purge index');
 SELECT indexes_are('durable_jobs', 'job_payload_record', ARRAY['job_payload_record_pkey'],
     'job_payload_record has only its primary key');
 SELECT indexes_are('durable_jobs', 'job_outcome_ledger', ARRAY['job_outcome_ledger_pkey', 'job_outcome_ledger_job_lookup'],
@@ -133,7 +133,10 @@ SELECT set_eq(
              ('durable_jobs.control_evidence_record', 'control_evidence_record_ticket_format', 'c'),
              ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_pkey', 'p'),
              ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_kind', 'c'),
-             ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_count_positive', 'c')$$,
+             ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_count_positive', 'c'),
+             ('durable_jobs.queue_retention_policy', 'queue_retention_policy_pkey', 'p'),
+             ('durable_jobs.queue_retention_policy', 'queue_retention_policy_queue_name_format', 'c'),
+             ('durable_jobs.queue_retention_policy', 'queue_retention_policy_bounds', 'c')$$,
     'every constraint of the bundle has its chosen name, and there are no unnamed extras');
 SELECT col_is_pk('durable_jobs', 'lease_outcome_tally', ARRAY['tally_minute', 'queue_name', 'outcome_kind', 'tally_backend_pid', 'counted_by_role'],
     'a tally row is one UTC minute, queue, outcome kind and backend: no two live sessions share a row');
@@ -202,11 +205,13 @@ SELECT functions_are('durable_jobs',
           'require_well_formed', 'claim_token_digest', 'record_lease_outcome', 'lock_fenced_claim',
           'raise_stale_claim', 'refuse_evidence_change', 'renew_claims', 'absolute_duration',
           'is_plain_change_reason', 'lock_evidence_order',
+          'set_queue_retention_policy', 'queue_retention_policies', 'purge_expired_job_data', 'erase_job_payload',
+          'require_valid_change_reason',
           'record_deployment', 'control_evidence_chain', 'control_evidence_records', 'policy_evidence_mismatches',
           'change_queue_lease_policy', 'passes_luhn', 'looks_personal_or_secret', 'require_structured_change',
           'evidence_content_digest', 'chain_evidence_record', 'stamp_policy_change', 'record_policy_change',
           'refuse_policy_truncate'],
-    'the schema holds exactly the contract functions, the audit and deployment functions, the evidence functions of migration 005 and the private helpers');
+    'the schema holds exactly the contract functions, the audit, deployment and retention functions, the evidence functions of the evidence-chain migration and the private helpers');
 
 CREATE TEMP TABLE expected_signature (
     function_name   name PRIMARY KEY,
@@ -318,7 +323,7 @@ SELECT is_empty(
             ELSE ARRAY['search_path=pg_catalog, pg_temp'] END$$,
     'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic and lock_timeout where it takes the evidence lock');
 SELECT is((SELECT count(*)::integer FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef),
-          26, 'exactly the twenty contract, audit and deployment functions and the six definer functions of migration 005 (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) are SECURITY DEFINER');
+          30, 'exactly the twenty contract, audit and deployment functions, the four retention functions and the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) are SECURITY DEFINER');
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef

@@ -4,7 +4,7 @@
 -- renewal owner none on payloads; no bundle role can log in or escalate.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(403);
+SELECT plan(444);
 
 -- Which runtime role may execute which function. record_deployment_version
 -- is not a runtime function: only the role that applied the bundle runs it.
@@ -43,7 +43,13 @@ INSERT INTO expected_execute VALUES
  ('absolute_duration', '{interval}', '{}'),
  ('is_plain_change_reason', '{text}', '{}'),
  ('lock_evidence_order', '{}', '{}'),
- -- migration 005 (evidence chain)
+ -- retention and erasure (sql/functions/retention.sql)
+ ('set_queue_retention_policy', '{text,interval,interval,text}', '{durable_job_operator}'),
+ ('queue_retention_policies', '{}', '{durable_job_operator}'),
+ ('purge_expired_job_data', '{integer}', '{durable_job_operator}'),
+ ('erase_job_payload', '{bigint,text}', '{durable_job_operator}'),
+ ('require_valid_change_reason', '{text,text}', '{}'),
+ -- the evidence-chain migration
  ('set_queue_lease_policy', '{text,interval,interval,interval,boolean,text,text,text}', '{durable_job_operator}'),
  ('record_deployment', '{text,text,text,text,text}', '{}'),
  ('control_evidence_chain', '{}', '{durable_job_auditor,durable_job_operator}'),
@@ -69,10 +75,10 @@ INSERT INTO definer_role VALUES
 CREATE TEMP TABLE private_table (table_name name PRIMARY KEY) ON COMMIT DROP;
 INSERT INTO private_table VALUES
  ('job_record'), ('job_payload_record'), ('job_outcome_ledger'), ('queue_lease_policy'),
- ('control_evidence_record'), ('lease_outcome_tally');
+ ('control_evidence_record'), ('lease_outcome_tally'), ('queue_retention_policy');
 GRANT SELECT ON expected_execute, runtime_role, definer_role, private_table TO PUBLIC;
 
--- EXECUTE, function by function and role by role (40 x 4 + 40 for PUBLIC) ------------
+-- EXECUTE, function by function and role by role (48 x 4 + 48 for PUBLIC) ------------
 
 SELECT function_privs_are('durable_jobs', e.function_name, e.argument_types, r.role_name,
     CASE WHEN r.role_name = ANY (e.runtime_roles) THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,

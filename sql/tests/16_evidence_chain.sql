@@ -1,4 +1,4 @@
--- 16_evidence_chain: migration 005 (on this branch 005_evidence_chain).
+-- 16_evidence_chain: the evidence-chain migration (sql/migrations/*_evidence_chain.sql).
 -- Every change of queue_lease_policy is recorded by the table's own
 -- triggers, whoever makes it (a direct UPDATE included) and with
 -- session_user as the changer; evidence records are hash-chained in id
@@ -31,7 +31,7 @@ CREATE ROLE t16_nologin NOLOGIN;
 -- The chain ---------------------------------------------------------------------
 
 SELECT is_empty($$SELECT * FROM t16_broken_links$$,
-    'the records that existed before migration 005 were chained in id order, and every link holds');
+    'the records that existed before the evidence-chain migration were chained in id order, and every link holds');
 SELECT is((SELECT previous_record_hash FROM durable_jobs.control_evidence_chain() ORDER BY evidence_record_id LIMIT 1),
     decode(repeat('00', 32), 'hex'), 'the first record chains to 32 zero bytes');
 SELECT throws_ok(

@@ -1,4 +1,4 @@
--- leasefence 005: evidence an auditor can rely on.
+-- leasefence 006: evidence an auditor can rely on.
 --
 -- * Complete: every change of queue_lease_policy, whoever makes it and
 --   however, is recorded by triggers on the table (record_policy_change);
@@ -12,7 +12,7 @@
 -- * Migration evidence records the operator's reason (the session setting
 --   leasefence.migration_reason that `leasectl migrate --reason` sets).
 -- This migration's version number appears only in its two evidence records
--- below (migration_version 5).
+-- below (migration_version 6).
 
 ALTER TABLE durable_jobs.control_evidence_record
     ADD COLUMN change_ticket text CONSTRAINT control_evidence_record_ticket_format
@@ -73,15 +73,21 @@ GRANT SELECT (evidence_record_id, record_hash) ON durable_jobs.control_evidence_
 GRANT INSERT (change_ticket, change_approver) ON durable_jobs.control_evidence_record TO durable_job_policy_owner;
 GRANT SELECT (change_ticket, change_approver, previous_record_hash, record_hash)
     ON durable_jobs.control_evidence_record TO durable_job_audit_owner;
+-- The retention family (migration 005) writes evidence too.
+GRANT SELECT (evidence_record_id, record_hash) ON durable_jobs.control_evidence_record TO durable_job_retention_owner;
 -- The policy trigger deletes nothing itself, but a DELETE of a policy row
 -- is now recorded; the owner still has no DELETE privilege.
+
+GRANT EXECUTE ON FUNCTION durable_jobs.lock_evidence_order() TO durable_job_retention_owner;
+GRANT EXECUTE ON FUNCTION durable_jobs.evidence_content_digest(bigint, text, text, jsonb, jsonb, text, text, timestamptz, text, text)
+    TO durable_job_retention_owner;
 
 {{ template "functions/policy_v3.sql" . }}
 {{ template "functions/audit_v3.sql" . }}
 
 SELECT pg_catalog.pg_advisory_xact_lock(1279655936, 1);
 INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
-VALUES ('migration_applied', NULL, NULL, '{"migration_version": 5, "migration_name": "005_evidence_chain"}',
+VALUES ('migration_applied', NULL, NULL, '{"migration_version": 6, "migration_name": "006_evidence_chain"}',
         COALESCE(NULLIF(pg_catalog.current_setting('leasefence.migration_reason', true), ''), 'leasefence bundle migration'));
 
 ---- create above / drop below ----
@@ -102,6 +108,7 @@ DROP FUNCTION durable_jobs.refuse_policy_truncate();
 DROP FUNCTION durable_jobs.record_policy_change();
 DROP FUNCTION durable_jobs.stamp_policy_change();
 DROP FUNCTION durable_jobs.chain_evidence_record();
+REVOKE EXECUTE ON FUNCTION durable_jobs.lock_evidence_order() FROM durable_job_retention_owner;
 DROP FUNCTION durable_jobs.evidence_content_digest(bigint, text, text, jsonb, jsonb, text, text, timestamptz, text, text);
 DROP FUNCTION durable_jobs.require_structured_change(text, text, text);
 DROP FUNCTION durable_jobs.looks_personal_or_secret(text);
@@ -113,6 +120,7 @@ REVOKE SELECT (change_ticket, change_approver, previous_record_hash, record_hash
     ON durable_jobs.control_evidence_record FROM durable_job_audit_owner;
 REVOKE INSERT (change_ticket, change_approver) ON durable_jobs.control_evidence_record FROM durable_job_policy_owner;
 REVOKE SELECT (evidence_record_id, record_hash) ON durable_jobs.control_evidence_record FROM durable_job_policy_owner;
+REVOKE SELECT (evidence_record_id, record_hash) ON durable_jobs.control_evidence_record FROM durable_job_retention_owner;
 ALTER TABLE durable_jobs.control_evidence_record
     DROP COLUMN record_hash,
     DROP COLUMN previous_record_hash,
@@ -121,6 +129,6 @@ ALTER TABLE durable_jobs.control_evidence_record
 
 SELECT pg_catalog.pg_advisory_xact_lock(1279655936, 1);
 INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
-VALUES ('migration_reverted', NULL, NULL, '{"migration_version": 5, "migration_name": "005_evidence_chain"}',
+VALUES ('migration_reverted', NULL, NULL, '{"migration_version": 6, "migration_name": "006_evidence_chain"}',
         COALESCE(NULLIF(pg_catalog.current_setting('leasefence.migration_reason', true), ''),
                  'leasefence bundle migration rolled back'));
