@@ -25,8 +25,9 @@ per finding, each starting with the check's stable identifier:
 ` + auditCheckList() + `
 The audit reads the system catalogs and needs no privilege beyond a login,
 except that AUDIT-MIGRATION-VERSION and AUDIT-FUNCTION-DRIFT read the version
-from the version table or, failing that, from bundle_migration_version(): grant the login
-durable_job_auditor, or it reports that it cannot tell. The trial UPDATE and
+from the version table or, failing that, from bundle_migration_version(), and
+AUDIT-POLICY-MATCHES-EVIDENCE and AUDIT-EVIDENCE-CHAIN call auditor functions:
+grant the login durable_job_auditor, or they report that they cannot tell. The trial UPDATE and
 DELETE run only when the login could otherwise change the evidence (for
 example the table owner); they are always rolled back.
 
