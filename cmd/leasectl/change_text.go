@@ -17,7 +17,6 @@ var (
 	intlPattern     = regexp.MustCompile(`\+[0-9][0-9 .-]{7,}[0-9]`)
 	secretPattern   = regexp.MustCompile(`(?i)(password|passwd|pwd|pw|secret|token|api[_-]?key)\s*[=:]`)
 	cardCandidate   = regexp.MustCompile(`[0-9](?:[ -]?[0-9]){12,18}`)
-	ticketPattern   = regexp.MustCompile(`^[A-Z][A-Z0-9]+-[0-9]+$`)
 	forbiddenRunes  = []rune{0x061c, 0x200e, 0x200f}
 	bidiRangeRunes  = [][2]rune{{0x2028, 0x202e}, {0x2066, 0x2069}}
 	maxReasonLength = 500
