@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/mightyetl/leasefence/audit"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
@@ -137,7 +138,7 @@ func readAccess(ctx context.Context, tx pgx.Tx) (accessReportJSON, error) {
 		report.Logins = append(report.Logins, accessLoginJSON{Login: l.Login, Superuser: l.Superuser, BypassRLS: l.BypassRLS,
 			CreateRole: l.CreateRole, Roles: []accessRoleJSON{}})
 	}
-	rows, _ = tx.Query(ctx, roleClosureSQL+`
+	rows, _ = tx.Query(ctx, audit.RoleClosureSQL+`
 		SELECT DISTINCT l.rolname::text, r.rolname::text, v.rolname::text, h.via = h.login,
 		       COALESCE(g.rolname::text, '')
 		FROM held h

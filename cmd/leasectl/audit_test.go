@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mightyetl/leasefence/audit"
 	"github.com/mightyetl/leasefence/internal/controls"
 	"github.com/mightyetl/leasefence/internal/testdb"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
@@ -32,7 +33,7 @@ func findingIDs(stdout string) []string {
 }
 
 // runAuditBoth runs the audit in text and JSON and checks they agree.
-func runAuditBoth(t *testing.T, databaseURL string) (text result, report auditReport) {
+func runAuditBoth(t *testing.T, databaseURL string) (text result, report audit.Report) {
 	t.Helper()
 	text = leasectl(t, "audit", "--database-url", databaseURL)
 	js := leasectl(t, "audit", "--output", "json", "--database-url", databaseURL)
@@ -335,13 +336,6 @@ func TestAuditAsAuditorWithDisabledTriggersSeesTheTriggersButCannotProbe(t *test
 	require.Equal(t, []string{controls.CheckEvidenceAppendOnly, controls.CheckEvidenceTrigger}, findingIDs(text.stdout))
 	require.Contains(t, text.stdout, "no enabled BEFORE UPDATE row trigger")
 	require.NotContains(t, text.stdout, "trial")
-}
-
-func TestSplitSearchPathUnquotesNames(t *testing.T) {
-	t.Parallel()
-	require.Equal(t, []string{"pg_catalog", "pg_temp"}, splitSearchPath("pg_catalog, pg_temp"))
-	require.Equal(t, []string{`My "Schema"`, "pg_temp"}, splitSearchPath(`"My ""Schema""", pg_temp`))
-	require.Empty(t, splitSearchPath(""))
 }
 
 func TestAuditThatCannotReadACatalogFailsWithExit1(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/mightyetl/leasefence/audit"
 	"github.com/mightyetl/leasefence/goclient"
 	"github.com/mightyetl/leasefence/internal/pglocal"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
@@ -1166,7 +1167,7 @@ func (d *demo) printEvidence(ctx context.Context) error {
 	records, recordsErr := c.ControlEvidence(ctx, d.startedAt)
 	outcomes, outcomesErr := c.LeaseOutcomeTotals(ctx, d.startedAt)
 	statuses, statusesErr := c.JobStatusTotals(ctx)
-	report, auditErr := auditDatabase(ctx, d.operator.pool)
+	report, auditErr := audit.Run(ctx, d.operator.pool)
 	if err := cmp.Or(mvErr, recordsErr, outcomesErr, statusesErr, auditErr); err != nil {
 		return err
 	}

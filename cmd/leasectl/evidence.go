@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mightyetl/leasefence/audit"
 	"github.com/mightyetl/leasefence/goclient"
 	"github.com/mightyetl/leasefence/internal/controls"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
@@ -105,7 +106,7 @@ type evidenceData struct {
 	policies    []goclient.LeasePolicy
 	outcomes    []goclient.LeaseOutcomeTotal
 	statuses    []goclient.JobStatusTotal
-	audit       auditReport
+	audit       audit.Report
 }
 
 // runEvidence is "leasectl evidence".
@@ -170,7 +171,7 @@ func runEvidence(ctx context.Context, env *cliEnv, args []string) int {
 	if data.statuses, err = s.client.JobStatusTotals(ctx); err != nil {
 		return env.fail("read job status totals", err)
 	}
-	if data.audit, err = auditDatabase(ctx, s.pool); err != nil {
+	if data.audit, err = audit.Run(ctx, s.pool); err != nil {
 		return env.failAudit(err)
 	}
 	report := buildEvidence(data)
@@ -323,7 +324,7 @@ func renderEvidenceMarkdown(report evidenceReportJSON, d evidenceData) string {
 			for _, s := range data {
 				w("| %s | %s | %d |\n", markdownCell(s.Queue), s.Status, s.Count)
 			}
-		case auditReport:
+		case audit.Report:
 			if data.Passed {
 				w("**Passed**: every check, no findings.\n\n")
 			} else {

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mightyetl/leasefence/audit"
 	"github.com/mightyetl/leasefence/internal/controls"
 	"github.com/mightyetl/leasefence/internal/testdb"
 )
@@ -246,9 +247,9 @@ func TestEvidenceReportMapsEverySectionToControls(t *testing.T) {
 	var statuses []statusJSON
 	require.NoError(t, json.Unmarshal(sections[controls.SectionJobStatus], &statuses))
 	require.ElementsMatch(t, []statusJSON{{"billing", "RUNNING", 1}, {"billing", "SUCCEEDED", 1}, {"billing", "CANCELLED", 1}}, statuses)
-	var audit auditReport
-	require.NoError(t, json.Unmarshal(sections[controls.SectionAudit], &audit))
-	require.True(t, audit.Passed)
+	var auditData audit.Report
+	require.NoError(t, json.Unmarshal(sections[controls.SectionAudit], &auditData))
+	require.True(t, auditData.Passed)
 
 	// The Markdown report carries the same facts and every identifier.
 	r = leasectl(t, "evidence", "--database-url", auditor)

@@ -1,4 +1,4 @@
-package main
+package audit
 
 import (
 	"bytes"
@@ -8,20 +8,12 @@ import (
 	"regexp"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/mightyetl/leasefence/internal/controls"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
 // The checks of the evidence-chain migration (evidence an auditor can rely on):
 // AUDIT-POLICY-MATCHES-EVIDENCE, AUDIT-EVIDENCE-CHAIN and AUDIT-ACCESS-REVIEW.
-
-func init() {
-	auditCheckFuncs[controls.CheckPolicyEvidence] = checkPolicyEvidence
-	auditCheckFuncs[controls.CheckEvidenceChain] = checkEvidenceChain
-	auditCheckFuncs[controls.CheckAccessReview] = checkAccessReview
-}
 
 // genesisHash is what the first evidence record chains to.
 var genesisHash = make([]byte, sha256.Size)
@@ -40,7 +32,7 @@ var chainTriggers = [][2]string{
 // but is not callable, the finding says why the check cannot tell (a
 // missing function is no finding here: the version checks report the older
 // bundle).
-func auditorFunctionFinding(ctx context.Context, pool *pgxpool.Pool, name string) (callable bool, finding string, err error) {
+func auditorFunctionFinding(ctx context.Context, pool DB, name string) (callable bool, finding string, err error) {
 	var exists bool
 	err = pool.QueryRow(ctx, `
 		SELECT p.oid IS NOT NULL,
@@ -65,7 +57,7 @@ func auditorFunctionFinding(ctx context.Context, pool *pgxpool.Pool, name string
 // lease_policy_changed record says (policy_evidence_mismatches), so no
 // policy was changed without evidence, for example by a superuser with
 // triggers off.
-func checkPolicyEvidence(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+func checkPolicyEvidence(ctx context.Context, pool DB) ([]string, error) {
 	callable, finding, err := auditorFunctionFinding(ctx, pool, "policy_evidence_mismatches")
 	if err != nil || !callable {
 		return optionalFinding(finding), err
@@ -88,7 +80,7 @@ type chainLink struct {
 // every record's hash is sha256(previous hash || content digest) and links
 // to the record before it. Verified here, not by the database: the
 // database only supplies each record's content digest as stored now.
-func checkEvidenceChain(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+func checkEvidenceChain(ctx context.Context, pool DB) ([]string, error) {
 	callable, finding, err := auditorFunctionFinding(ctx, pool, "control_evidence_chain")
 	if err != nil || !callable {
 		return optionalFinding(finding), err
@@ -151,10 +143,13 @@ func verifyChain(links []chainLink) []string {
 // and an operator role: the ticket that approved it.
 var sodAccepted = regexp.MustCompile(`leasefence: separation of duties accepted: [A-Z][A-Z0-9]+-[0-9]+`)
 
-// roleClosureSQL lists, for every login, each role it holds through
+// RoleClosureSQL lists, for every login, each role it holds through
 // pg_auth_members, directly or through other roles: login, role, grantor,
-// the role it was granted to (the login itself when direct).
-const roleClosureSQL = `
+// the role it was granted to (the login itself when direct). It is a WITH
+// clause that defines the relation held(login, roleid, grantor, via, path):
+// append the SELECT that reads it. AUDIT-ACCESS-REVIEW uses it, and so does
+// leasectl access to list every login's roles.
+const RoleClosureSQL = `
 	WITH RECURSIVE held AS (
 		SELECT m.member AS login, m.roleid, m.grantor, m.member AS via, ARRAY[m.member, m.roleid] AS path
 		FROM pg_catalog.pg_auth_members m
@@ -172,7 +167,7 @@ const roleClosureSQL = `
 // definer owners' privileges are the bundle's own); no login holds a
 // definer owner role, directly or inherited; no login holds both the worker
 // and the operator role unless its role comment accepts it.
-func checkAccessReview(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+func checkAccessReview(ctx context.Context, pool DB) ([]string, error) {
 	bundleRoles := append(append([]string{}, sqlbundle.RuntimeRoles...), sqlbundle.DefinerOwnerRoles...)
 	findings, err := collectStrings(ctx, pool, `
 		WITH rels AS (
@@ -202,7 +197,7 @@ func checkAccessReview(ctx context.Context, pool *pgxpool.Pool) ([]string, error
 	type holding struct {
 		Login, Role, Comment string
 	}
-	rows, _ := pool.Query(ctx, roleClosureSQL+`
+	rows, _ := pool.Query(ctx, RoleClosureSQL+`
 		SELECT DISTINCT l.rolname::text, r.rolname::text, COALESCE(pg_catalog.shobj_description(l.oid, 'pg_authid'), '')
 		FROM held h
 		JOIN pg_catalog.pg_roles l ON l.oid = h.login

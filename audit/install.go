@@ -1,11 +1,10 @@
-package main
+package audit
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
@@ -15,13 +14,13 @@ import (
 // on objects of pg_catalog and durable_jobs. A dependency on an operator,
 // function or type of another schema means it bound by somebody's
 // search_path at install time; the finding names both objects, no values.
-func checkObjectDependencies(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+func checkObjectDependencies(ctx context.Context, pool DB) ([]string, error) {
 	return collectStrings(ctx, pool, sqlbundle.ForeignDependenciesSQL)
 }
 
 // checkDefinerOwners: the definer owner roles cannot log in and have
 // no members, so nobody can SET ROLE to one and write its tables directly.
-func checkDefinerOwners(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+func checkDefinerOwners(ctx context.Context, pool DB) ([]string, error) {
 	return collectStrings(ctx, pool, `
 		SELECT 'definer owner ' || pg_catalog.quote_ident(r.rolname) || ' can log in'
 		FROM pg_catalog.pg_roles r WHERE r.rolname = ANY ($1::text[]) AND r.rolcanlogin
@@ -46,7 +45,7 @@ var evidenceTriggers = []string{"control_evidence_record_append_only", "control_
 // (the installer). The function body is compared by AUDIT-FUNCTION-DRIFT.
 // It reports nothing when the table is missing (AUDIT-EVIDENCE-APPEND-ONLY
 // says so).
-func checkEvidenceTrigger(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+func checkEvidenceTrigger(ctx context.Context, pool DB) ([]string, error) {
 	tableOID, err := relationOID(ctx, pool, "durable_jobs", "control_evidence_record")
 	if err != nil || tableOID == 0 {
 		return nil, err

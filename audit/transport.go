@@ -1,4 +1,4 @@
-package main
+package audit
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // logSettingsSQL gives, for every login in one of the roles $1 (superusers,
@@ -41,7 +40,7 @@ ORDER BY 1, 2`
 
 // loginSettings returns the logins in any of groups, sorted, and for each
 // the given settings as it gets them when it connects (logSettingsSQL).
-func loginSettings(ctx context.Context, pool *pgxpool.Pool, groups []string, names ...string) ([]string, map[string]map[string]string, error) {
+func loginSettings(ctx context.Context, pool DB, groups []string, names ...string) ([]string, map[string]map[string]string, error) {
 	rows, _ := pool.Query(ctx, logSettingsSQL, groups, names)
 	type setting struct{ Login, Name, Value string }
 	settings, err := pgx.CollectRows(rows, pgx.RowToStructByPos[setting])
@@ -68,7 +67,7 @@ func isZero(value string) bool {
 // checkServerLogSecrets: no login in a runtime role would have its bind
 // parameters (claim tokens, payloads, idempotency keys) written to the
 // server log, by statement logging, duration logging or error logging.
-func checkServerLogSecrets(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+func checkServerLogSecrets(ctx context.Context, pool DB) ([]string, error) {
 	logins, byLogin, err := loginSettings(ctx, pool, runtimeRoles,
 		"log_statement", "log_min_duration_statement", "log_parameter_max_length", "log_parameter_max_length_on_error")
 	if err != nil {
@@ -99,7 +98,7 @@ func checkServerLogSecrets(ctx context.Context, pool *pgxpool.Pool) ([]string, e
 // (client_addr NULL) are not counted, nor the auditing login's own
 // sessions. Sessions the auditing login may not see (it lacks
 // pg_read_all_stats) show no TLS state and are not counted either.
-func checkUnencryptedSessions(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+func checkUnencryptedSessions(ctx context.Context, pool DB) ([]string, error) {
 	return collectStrings(ctx, pool, `
 		SELECT 'login ' || a.usename || ' has ' || pg_catalog.count(*) || ' TCP session(s) without TLS'
 		FROM pg_catalog.pg_stat_activity a

@@ -1,4 +1,4 @@
-package main
+package audit
 
 import (
 	"context"
@@ -8,59 +8,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mightyetl/leasefence/internal/controls"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
-
-// auditUsage is the help of "leasectl audit"; its list of checks is
-// written from internal/controls, the one place they are named.
-var auditUsage = `Usage:
-  leasectl audit [--output text|json] [--database-url URL]
-
-Checks the live database against leasefence's contract and prints one line
-per finding, each starting with the check's stable identifier:
-
-` + auditCheckList() + `
-The audit reads the system catalogs and needs no privilege beyond a login,
-except that AUDIT-MIGRATION-VERSION and AUDIT-FUNCTION-DRIFT read the version
-from the version table or, failing that, from bundle_migration_version(), and
-AUDIT-POLICY-MATCHES-EVIDENCE and AUDIT-EVIDENCE-CHAIN call auditor functions:
-grant the login durable_job_auditor, or they report that they cannot tell. The trial UPDATE and
-DELETE run only when the login could otherwise change the evidence (for
-example the table owner); they are always rolled back.
-
-Exit code: 0 when every check passes, 2 when there is any finding, 1 when
-the audit itself could not run.
-`
-
-// auditCheckList lists every audit check with what a passing database
-// shows, wrapped to the width of the other help texts.
-func auditCheckList() string {
-	var b strings.Builder
-	for _, c := range controls.AuditChecks() {
-		b.WriteString(wrapWords(fmt.Sprintf("  %-31s", c.ID), 33, strings.Fields(c.Passes)))
-	}
-	return b.String()
-}
-
-// wrapWords writes words after first, each word after a space, each line up
-// to 79 characters; the lines after the first start with indent spaces. It
-// ends with a newline.
-func wrapWords(first string, indent int, words []string) string {
-	var b strings.Builder
-	line := first
-	for i, word := range words {
-		if i > 0 && len(line)+1+len(word) > 79 {
-			b.WriteString(line + "\n")
-			line = strings.Repeat(" ", indent)
-		}
-		line += " " + word
-	}
-	b.WriteString(line + "\n")
-	return b.String()
-}
 
 // runtimeRoles are the contract's runtime roles.
 var runtimeRoles = []string{"durable_job_producer", "durable_job_worker", "durable_job_operator", "durable_job_auditor"}
@@ -68,103 +19,95 @@ var runtimeRoles = []string{"durable_job_producer", "durable_job_worker", "durab
 // requiredSearchPath is the only search_path a definer function may have.
 var requiredSearchPath = []string{"pg_catalog", "pg_temp"}
 
-// auditCheckFunc runs one check and returns its findings.
-type auditCheckFunc func(ctx context.Context, pool *pgxpool.Pool) ([]string, error)
-
-// auditCheckFuncs maps each check identifier of internal/controls to its code.
-var auditCheckFuncs = map[string]auditCheckFunc{
-	controls.CheckSearchPath:         checkSearchPath,
-	controls.CheckPublicExecute:      checkPublicExecute,
-	controls.CheckRuntimePrivileges:  checkRuntimePrivileges,
-	controls.CheckDefinerAttributes:  checkDefinerAttributes,
-	controls.CheckRenewalPayload:     checkRenewalPayload,
-	controls.CheckSchemaCreate:       checkSchemaCreate,
-	controls.CheckEvidenceAppendOnly: checkEvidenceAppendOnly,
-	controls.CheckMigrationVersion:   checkMigrationVersion,
-	controls.CheckObjectDependencies: checkObjectDependencies,
-	controls.CheckDefinerOwners:      checkDefinerOwners,
-	controls.CheckEvidenceTrigger:    checkEvidenceTrigger,
-	controls.CheckFunctionDrift:      checkFunctionDrift,
-	controls.CheckServerLogSecrets:   checkServerLogSecrets, controls.CheckUnencryptedSessions: checkUnencryptedSessions,
-	controls.CheckLoginTimeouts: checkRuntimeLoginTimeouts,
+// DB is what the audit needs of a database connection: *pgxpool.Pool and
+// *pgx.Conn both have it. The audit reads the system catalogs and calls
+// auditor functions; its only writes are the trial UPDATE and DELETE of
+// AUDIT-EVIDENCE-APPEND-ONLY, each inside a transaction that is always
+// rolled back.
+type DB interface {
+	// Query runs a query that returns rows, as pgx's Query does.
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	// QueryRow runs a query that returns one row, as pgx's QueryRow does.
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	// Begin starts a transaction, as pgx's Begin does.
+	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
-// auditCheckResult is the outcome of one check.
-type auditCheckResult struct {
-	ID       string   `json:"id"`
-	Title    string   `json:"title"`
+// Check describes one audit check: its stable identifier (AUDIT-...), its
+// title, what a passing database shows and the controls it tests. The
+// table lives in internal/controls, the one place identifiers are defined.
+type Check = controls.AuditCheck
+
+// Checks lists every check Run runs, in the order it runs them.
+func Checks() []Check { return controls.AuditChecks() }
+
+// checkFunc runs one check and returns its findings.
+type checkFunc func(ctx context.Context, pool DB) ([]string, error)
+
+// checkFuncs maps each check identifier of internal/controls to its code.
+var checkFuncs = map[string]checkFunc{
+	controls.CheckSearchPath:          checkSearchPath,
+	controls.CheckPublicExecute:       checkPublicExecute,
+	controls.CheckRuntimePrivileges:   checkRuntimePrivileges,
+	controls.CheckDefinerAttributes:   checkDefinerAttributes,
+	controls.CheckRenewalPayload:      checkRenewalPayload,
+	controls.CheckSchemaCreate:        checkSchemaCreate,
+	controls.CheckEvidenceAppendOnly:  checkEvidenceAppendOnly,
+	controls.CheckMigrationVersion:    checkMigrationVersion,
+	controls.CheckObjectDependencies:  checkObjectDependencies,
+	controls.CheckDefinerOwners:       checkDefinerOwners,
+	controls.CheckEvidenceTrigger:     checkEvidenceTrigger,
+	controls.CheckFunctionDrift:       checkFunctionDrift,
+	controls.CheckServerLogSecrets:    checkServerLogSecrets,
+	controls.CheckUnencryptedSessions: checkUnencryptedSessions,
+	controls.CheckLoginTimeouts:       checkRuntimeLoginTimeouts,
+	controls.CheckPolicyEvidence:      checkPolicyEvidence,
+	controls.CheckEvidenceChain:       checkEvidenceChain,
+	controls.CheckAccessReview:        checkAccessReview,
+}
+
+// CheckResult is the outcome of one check.
+type CheckResult struct {
+	// ID is the check's stable identifier, such as "AUDIT-SEARCH-PATH".
+	ID string `json:"id"`
+	// Title is the check's short name.
+	Title string `json:"title"`
+	// Controls lists the IDs of the controls the check tests.
 	Controls []string `json:"controls"`
-	Passed   bool     `json:"passed"`
+	// Passed is true when the check has no finding.
+	Passed bool `json:"passed"`
+	// Findings says, one sentence each, what the check found wrong; it is
+	// empty (not nil) when the check passed.
 	Findings []string `json:"findings"`
 }
 
-// auditReport is the outcome of every check.
-type auditReport struct {
-	Passed   bool               `json:"passed"`
-	Findings int                `json:"finding_count"`
-	Checks   []auditCheckResult `json:"checks"`
+// Report is the outcome of every check. Its JSON form is what
+// `leasectl audit --output json` prints.
+type Report struct {
+	// Passed is true when no check has a finding.
+	Passed bool `json:"passed"`
+	// Findings counts the findings of every check.
+	Findings int `json:"finding_count"`
+	// Checks holds one result per check, in the order of Checks.
+	Checks []CheckResult `json:"checks"`
 }
 
-// runAudit is "leasectl audit".
-func runAudit(ctx context.Context, env *cliEnv, args []string) int {
-	fs := newFlagSet("audit")
-	common := addCommonFlags(fs, true)
-	if done, code := parseFlags(env, fs, auditUsage, args); done {
-		return code
-	}
-	if err := common.checkOutput(); err != nil {
-		return env.usageError("audit: %s", err)
-	}
-	pool, err := connectPool(ctx, common.databaseURL)
-	if err != nil {
-		return env.fail("connect to database", err)
-	}
-	defer pool.Close()
-	report, err := auditDatabase(ctx, pool)
-	if err != nil {
-		return env.failAudit(err)
-	}
-	if common.json() {
-		_ = writeJSON(env.stdout, report)
-	} else {
-		printAuditText(env, report)
-	}
-	if !report.Passed {
-		return exitFindings
-	}
-	return exitOK
-}
-
-// printAuditText prints one line per finding, then a summary line.
-func printAuditText(env *cliEnv, report auditReport) {
-	failed := 0
-	for _, c := range report.Checks {
-		for _, f := range c.Findings {
-			printf(env.stdout, "%s: %s\n", c.ID, f)
-		}
-		if !c.Passed {
-			failed++
-		}
-	}
-	if report.Passed {
-		printf(env.stdout, "audit passed: %d checks, no findings\n", len(report.Checks))
-		return
-	}
-	printf(env.stdout, "audit failed: %d finding(s) in %d of %d checks\n", report.Findings, failed, len(report.Checks))
-}
-
-// auditDatabase runs every check of internal/controls in order.
-func auditDatabase(ctx context.Context, pool *pgxpool.Pool) (auditReport, error) {
-	report := auditReport{Passed: true}
-	for _, check := range controls.AuditChecks() {
-		findings, err := auditCheckFuncs[check.ID](ctx, pool)
+// Run runs every check against db, in the order of Checks, and returns
+// their outcome. Findings are not errors: a database with findings gives a
+// Report whose Passed is false and a nil error. The error is a *CheckError
+// when a check could not run at all (a catalog it cannot read, a dropped
+// connection); Run then stops and returns no report.
+func Run(ctx context.Context, db DB) (Report, error) {
+	report := Report{Passed: true}
+	for _, check := range Checks() {
+		findings, err := checkFuncs[check.ID](ctx, db)
 		if err != nil {
-			return auditReport{}, &auditCheckError{check: check.ID, err: err}
+			return Report{}, &CheckError{Check: check.ID, Err: err}
 		}
 		if findings == nil {
 			findings = []string{}
 		}
-		report.Checks = append(report.Checks, auditCheckResult{
+		report.Checks = append(report.Checks, CheckResult{
 			ID: check.ID, Title: check.Title, Controls: check.Controls, Passed: len(findings) == 0, Findings: findings,
 		})
 		report.Findings += len(findings)
@@ -175,27 +118,22 @@ func auditDatabase(ctx context.Context, pool *pgxpool.Pool) (auditReport, error)
 	return report, nil
 }
 
-// auditCheckError is a check that could not run (not a finding).
-type auditCheckError struct {
-	check string
-	err   error
+// CheckError is a check that could not run (not a finding).
+type CheckError struct {
+	// Check is the identifier of the check that could not run.
+	Check string
+	// Err is why.
+	Err error
 }
 
 // Error names the check and the cause.
-func (e *auditCheckError) Error() string { return e.check + ": " + e.err.Error() }
+func (e *CheckError) Error() string { return e.Check + ": " + e.Err.Error() }
 
-// failAudit prints an audit that could not run, naming the check, and
-// returns exitError.
-func (e *cliEnv) failAudit(err error) int {
-	var checkErr *auditCheckError
-	if errors.As(err, &checkErr) {
-		return e.fail("audit database: "+checkErr.check, checkErr.err)
-	}
-	return e.fail("audit database", err)
-}
+// Unwrap returns the cause, so that errors.As finds a *pgconn.PgError.
+func (e *CheckError) Unwrap() error { return e.Err }
 
 // collectStrings runs a query whose rows are one text column each.
-func collectStrings(ctx context.Context, pool *pgxpool.Pool, sql string, args ...any) ([]string, error) {
+func collectStrings(ctx context.Context, pool DB, sql string, args ...any) ([]string, error) {
 	rows, _ := pool.Query(ctx, sql, args...)
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
@@ -212,7 +150,7 @@ WHERE n.nspname = 'durable_jobs' AND p.prosecdef
 ORDER BY 1`
 
 // definerSearchPaths returns each definer function and its search_path.
-func definerSearchPaths(ctx context.Context, pool *pgxpool.Pool) ([][2]string, error) {
+func definerSearchPaths(ctx context.Context, pool DB) ([][2]string, error) {
 	rows, _ := pool.Query(ctx, definerFunctionsSQL)
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) ([2]string, error) {
 		var f [2]string
@@ -240,7 +178,7 @@ func splitSearchPath(setting string) []string {
 // exactly pg_catalog, pg_temp. Without the pin, a caller could put a schema
 // of its own first on the path and have the definer run the caller's
 // operators or functions with the definer's privileges.
-func checkSearchPath(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+func checkSearchPath(ctx context.Context, pool DB) ([]string, error) {
 	functions, err := definerSearchPaths(ctx, pool)
 	if err != nil {
 		return nil, err
@@ -261,7 +199,7 @@ func checkSearchPath(ctx context.Context, pool *pgxpool.Pool) ([]string, error) 
 // checkPublicExecute: PUBLIC holds EXECUTE on no function of the schema.
 // has_function_privilege with 'public' honours the default ACL, which
 // grants EXECUTE to PUBLIC unless it was revoked.
-func checkPublicExecute(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+func checkPublicExecute(ctx context.Context, pool DB) ([]string, error) {
 	names, err := collectStrings(ctx, pool, `
 		SELECT p.oid::pg_catalog.regprocedure::text
 		FROM pg_catalog.pg_proc p
@@ -281,7 +219,7 @@ func checkPublicExecute(ctx context.Context, pool *pgxpool.Pool) ([]string, erro
 // checkRuntimePrivileges: the runtime roles hold no privilege on any
 // relation of the schema, directly, through a role they are members of, or
 // through PUBLIC; and they cannot create objects in the schema.
-func checkRuntimePrivileges(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+func checkRuntimePrivileges(ctx context.Context, pool DB) ([]string, error) {
 	missing, err := collectStrings(ctx, pool, `
 		SELECT r FROM pg_catalog.unnest($1::text[]) AS r
 		WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = r) ORDER BY 1`, runtimeRoles)
@@ -360,7 +298,7 @@ func checkRuntimePrivileges(ctx context.Context, pool *pgxpool.Pool) ([]string, 
 // so an elevated owner turns any flaw in it into a cluster-wide one. Owners
 // of functions that are not SECURITY DEFINER run nothing on their own
 // rights and are not checked.
-func checkDefinerAttributes(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+func checkDefinerAttributes(ctx context.Context, pool DB) ([]string, error) {
 	rows, _ := pool.Query(ctx, `
 		SELECT r.rolname, pg_catalog.count(*), r.rolsuper, r.rolbypassrls, r.rolcreaterole, r.rolcreatedb
 		FROM pg_catalog.pg_proc p
@@ -404,7 +342,7 @@ func checkDefinerAttributes(ctx context.Context, pool *pgxpool.Pool) ([]string, 
 // checkRenewalPayload: the owners of renew_job_lease and renew_job_leases
 // hold no privilege at all on the payload table, so the renewal path can
 // neither read nor emit a payload.
-func checkRenewalPayload(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+func checkRenewalPayload(ctx context.Context, pool DB) ([]string, error) {
 	payloadTable, err := relationOID(ctx, pool, "durable_jobs", "job_payload_record")
 	if err != nil {
 		return nil, err
@@ -464,7 +402,7 @@ func checkRenewalPayload(ctx context.Context, pool *pgxpool.Pool) ([]string, err
 // Superusers are skipped as well: they bypass every privilege check, so
 // "holding CREATE" means nothing for them; AUDIT-DEFINER-ATTRIBUTES makes
 // sure no definer is one. A grant to PUBLIC is reported once.
-func checkSchemaCreate(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+func checkSchemaCreate(ctx context.Context, pool DB) ([]string, error) {
 	functions, err := definerSearchPaths(ctx, pool)
 	if err != nil {
 		return nil, err
@@ -514,7 +452,7 @@ func checkSchemaCreate(ctx context.Context, pool *pgxpool.Pool) ([]string, error
 
 // relationOID finds a relation through the catalogs (which every login may
 // read) and returns its OID, 0 when it does not exist.
-func relationOID(ctx context.Context, pool *pgxpool.Pool, schema, name string) (uint32, error) {
+func relationOID(ctx context.Context, pool DB, schema, name string) (uint32, error) {
 	var oid uint32
 	err := pool.QueryRow(ctx, `
 		SELECT c.oid FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
@@ -538,7 +476,7 @@ const (
 // against UPDATE and DELETE (per row) and TRUNCATE (per statement), and,
 // when the login itself could change the table, a trial UPDATE and DELETE
 // inside a transaction that is always rolled back are refused.
-func checkEvidenceAppendOnly(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+func checkEvidenceAppendOnly(ctx context.Context, pool DB) ([]string, error) {
 	const table = "durable_jobs.control_evidence_record"
 	tableOID, err := relationOID(ctx, pool, "durable_jobs", "control_evidence_record")
 	if err != nil {
@@ -601,7 +539,7 @@ func checkEvidenceAppendOnly(ctx context.Context, pool *pgxpool.Pool) ([]string,
 // probeRefused runs sql in a transaction that is always rolled back. It
 // returns how many rows the statement changed when the database accepted
 // it, and 0 when the database refused it.
-func probeRefused(ctx context.Context, pool *pgxpool.Pool, sql string) (int64, error) {
+func probeRefused(ctx context.Context, pool DB, sql string) (int64, error) {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return 0, err
@@ -623,7 +561,7 @@ func probeRefused(ctx context.Context, pool *pgxpool.Pool, sql string) (int64, e
 
 // checkMigrationVersion: the database is at the newest bundle version this
 // binary carries.
-func checkMigrationVersion(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+func checkMigrationVersion(ctx context.Context, pool DB) ([]string, error) {
 	newest := sqlbundle.NewestVersion()
 	version, finding, err := recordedVersion(ctx, pool)
 	if err != nil || finding != "" {
@@ -642,7 +580,7 @@ func checkMigrationVersion(ctx context.Context, pool *pgxpool.Pool) ([]string, e
 // database's recorded version installs, by the manifest this binary
 // carries (a body replaced by hand, a function added or dropped, a
 // migration skipped or an owner or grant changed is a finding).
-func checkFunctionDrift(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+func checkFunctionDrift(ctx context.Context, pool DB) ([]string, error) {
 	version, finding, err := recordedVersion(ctx, pool)
 	if err != nil || finding != "" {
 		return optionalFinding(finding), err
@@ -666,7 +604,7 @@ func optionalFinding(finding string) []string {
 // version table when the login may read it, else from the auditor function
 // bundle_migration_version. When it cannot tell (no schema, no access) it
 // returns a finding saying why instead.
-func recordedVersion(ctx context.Context, pool *pgxpool.Pool) (version int32, finding string, err error) {
+func recordedVersion(ctx context.Context, pool DB) (version int32, finding string, err error) {
 	versionSchema, versionTable, _ := strings.Cut(sqlbundle.VersionTable, ".")
 	versionOID, err := relationOID(ctx, pool, versionSchema, versionTable)
 	if err != nil {

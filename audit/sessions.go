@@ -1,10 +1,8 @@
-package main
+package audit
 
 import (
 	"context"
 	"fmt"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // rowHoldingRoles are the runtime roles whose calls lock job rows: a
@@ -19,7 +17,7 @@ var rowHoldingRoles = []string{"durable_job_producer", "durable_job_worker", "du
 // a bounded time: at most the longest statement plus the longest idle gap.
 // PostgreSQL 15 has no limit on a whole transaction; these two bound how
 // long one can hold a lock without doing anything.
-func checkRuntimeLoginTimeouts(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+func checkRuntimeLoginTimeouts(ctx context.Context, pool DB) ([]string, error) {
 	logins, settings, err := loginSettings(ctx, pool, rowHoldingRoles, "statement_timeout", "idle_in_transaction_session_timeout")
 	if err != nil {
 		return nil, err

@@ -1,0 +1,46 @@
+// Package audit checks a live leasefence database against the bundle's
+// contract (docs/sql-api.md): roles, privileges, definer functions, guards,
+// the migration version and the evidence chain.
+//
+// # Overview
+//
+// Run runs every check and returns a Report; `leasectl audit` is a thin
+// command over it, and a team can call it from its own Go code or CI:
+//
+//	pool, err := pgxpool.New(ctx, databaseURL) // or a *pgx.Conn
+//	...
+//	report, err := audit.Run(ctx, pool)
+//	if err != nil {
+//		return err // a check could not run: *audit.CheckError names it
+//	}
+//	if !report.Passed {
+//		for _, c := range report.Checks {
+//			for _, f := range c.Findings {
+//				fmt.Printf("%s: %s\n", c.ID, f)
+//			}
+//		}
+//	}
+//
+// Each check has a stable identifier (AUDIT-SEARCH-PATH, ...) that starts
+// every finding it reports; Checks lists them with what a passing database
+// shows. The identifiers are defined in internal/controls, the one table of
+// leasefence's control identifiers, and docs/compliance uses the same ones.
+// An identifier, once published, never changes meaning.
+//
+// # What the login needs
+//
+// The audit reads the system catalogs and needs no privilege beyond a
+// login, except that AUDIT-MIGRATION-VERSION and AUDIT-FUNCTION-DRIFT read
+// the version from the version table or, failing that, from
+// bundle_migration_version(), and AUDIT-POLICY-MATCHES-EVIDENCE and
+// AUDIT-EVIDENCE-CHAIN call auditor functions: grant the login
+// durable_job_auditor, or those checks report, as a finding, that they
+// cannot tell. The trial UPDATE and DELETE of AUDIT-EVIDENCE-APPEND-ONLY run
+// only when the login could otherwise change the evidence (for example the
+// table owner), each in a transaction that is always rolled back.
+//
+// # What it never reports
+//
+// Findings name objects, roles and settings, never a job payload, claim
+// token, owner id, idempotency key or job id.
+package audit
