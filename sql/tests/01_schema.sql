@@ -3,7 +3,7 @@
 -- and STYLE.md promise. Catalog checks only; nothing here writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(153);
+SELECT plan(161);
 
 -- Schema, type, tables -------------------------------------------------------
 
@@ -198,10 +198,10 @@ SELECT functions_are('durable_jobs',
           'renew_job_lease', 'renew_job_leases', 'complete_job', 'retry_job', 'fail_job', 'release_job_claim',
           'replay_job', 'set_queue_lease_policy', 'record_deployment_version',
           'lease_health_by_queue', 'queue_lease_policies', 'control_evidence_history', 'lease_outcome_totals',
-          'job_status_totals', 'bundle_migration_version',
+          'job_status_totals', 'bundle_migration_version', 'operator_list_jobs', 'operator_job_detail',
           'require_well_formed', 'claim_token_digest', 'record_lease_outcome', 'lock_fenced_claim',
           'raise_stale_claim', 'refuse_evidence_change'],
-    'the schema holds exactly the contract functions, the audit and deployment functions and six private helpers');
+    'the schema holds exactly the contract functions, the audit, operator-view and deployment functions and six private helpers');
 
 CREATE TEMP TABLE expected_signature (
     function_name   name PRIMARY KEY,
@@ -260,14 +260,21 @@ INSERT INTO expected_signature VALUES
   'TABLE(queue_name text, outcome_kind text, outcome_count bigint)', 'durable_job_audit_owner'),
  ('job_status_totals', '{}', '', 'TABLE(queue_name text, job_status text, job_count bigint)', 'durable_job_audit_owner'),
  ('bundle_migration_version', '{}', '', 'TABLE(migration_version integer, applied_at timestamp with time zone)',
+  'durable_job_audit_owner'),
+ ('operator_list_jobs', '{text,text,bigint,integer}',
+  'p_queue_name text DEFAULT NULL::text, p_job_status text DEFAULT NULL::text, p_after_job_record_id bigint DEFAULT NULL::bigint, p_max_jobs integer DEFAULT 50',
+  'TABLE(job_record_id bigint, queue_name text, job_status text, attempt_number integer, max_attempts integer, lease_fencing_generation bigint, lease_expires_at timestamp with time zone, lease_renewal_count bigint, failure_reason_code text, run_after timestamp with time zone, created_at timestamp with time zone, status_changed_at timestamp with time zone)',
+  'durable_job_audit_owner'),
+ ('operator_job_detail', '{bigint}', 'p_job_record_id bigint',
+  'TABLE(job_record_id bigint, queue_name text, job_status text, attempt_number integer, max_attempts integer, lease_fencing_generation bigint, lease_expires_at timestamp with time zone, lease_renewal_count bigint, failure_reason_code text, run_after timestamp with time zone, created_at timestamp with time zone, status_changed_at timestamp with time zone)',
   'durable_job_audit_owner');
 
--- 20 x has_function with the exact argument types.
+-- 22 x has_function with the exact argument types.
 SELECT has_function('durable_jobs', e.function_name, e.argument_types,
     'durable_jobs.' || e.function_name || '(' || array_to_string(e.argument_types, ', ') || ') exists')
 FROM expected_signature e ORDER BY e.function_name;
 
--- 20 x the exact parameter names, defaults and result columns.
+-- 22 x the exact parameter names, defaults and result columns.
 SELECT is((SELECT pg_get_function_arguments(p.oid) || ' -> ' || pg_get_function_result(p.oid)
            FROM pg_proc p
            WHERE p.oid = to_regprocedure('durable_jobs.' || e.function_name || '('
@@ -276,12 +283,12 @@ SELECT is((SELECT pg_get_function_arguments(p.oid) || ' -> ' || pg_get_function_
           'durable_jobs.' || e.function_name || ' has exactly the contract''s parameters and result columns')
 FROM expected_signature e ORDER BY e.function_name;
 
--- 20 x SECURITY DEFINER.
+-- 22 x SECURITY DEFINER.
 SELECT is_definer('durable_jobs', e.function_name, e.argument_types,
     'durable_jobs.' || e.function_name || ' is SECURITY DEFINER')
 FROM expected_signature e ORDER BY e.function_name;
 
--- 20 x owned by its family's definer role.
+-- 22 x owned by its family's definer role.
 SELECT function_owner_is('durable_jobs', e.function_name, e.argument_types, e.owner_role,
     'durable_jobs.' || e.function_name || ' is owned by its family''s definer role ' || e.owner_role)
 FROM expected_signature e ORDER BY e.function_name;
@@ -299,7 +306,7 @@ SELECT is_empty(
         AND p.proconfig IS DISTINCT FROM ARRAY['search_path=pg_catalog, pg_temp']$$,
     'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp and nothing else');
 SELECT is((SELECT count(*)::integer FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef),
-          20, 'exactly the twenty contract, audit and deployment functions are SECURITY DEFINER');
+          22, 'exactly the twenty-two contract, audit, operator-view and deployment functions are SECURITY DEFINER');
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef

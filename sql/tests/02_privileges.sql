@@ -4,7 +4,7 @@
 -- renewal owner none on payloads; no bundle role can log in or escalate.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(317);
+SELECT plan(327);
 
 -- Which runtime role may execute which function. record_deployment_version
 -- is not a runtime function: only the role that applied the bundle runs it.
@@ -34,6 +34,8 @@ INSERT INTO expected_execute VALUES
  ('lease_outcome_totals', '{timestamptz}', '{durable_job_auditor,durable_job_operator}'),
  ('job_status_totals', '{}', '{durable_job_auditor,durable_job_operator}'),
  ('bundle_migration_version', '{}', '{durable_job_auditor,durable_job_operator}'),
+ ('operator_list_jobs', '{text,text,bigint,integer}', '{durable_job_operator}'),
+ ('operator_job_detail', '{bigint}', '{durable_job_operator}'),
  ('require_well_formed', '{text,text,text}', '{}'),
  ('claim_token_digest', '{uuid}', '{}'),
  ('record_lease_outcome', '{text,text,bigint}', '{}'),
@@ -54,7 +56,7 @@ INSERT INTO private_table VALUES
  ('control_evidence_record'), ('lease_outcome_tally');
 GRANT SELECT ON expected_execute, runtime_role, definer_role, private_table TO PUBLIC;
 
--- EXECUTE, function by function and role by role (26 x 4 + 26 for PUBLIC) ------------
+-- EXECUTE, function by function and role by role (28 x 4 + 28 for PUBLIC) ------------
 
 SELECT function_privs_are('durable_jobs', e.function_name, e.argument_types, r.role_name,
     CASE WHEN r.role_name = ANY (e.runtime_roles) THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,

@@ -337,8 +337,9 @@ SELECT results_eq(
 
 SELECT results_eq(
     $$SELECT migration_version FROM durable_jobs.bundle_migration_version()$$,
-    $$VALUES (2)$$,
-    'bundle_migration_version is 2');
+    $$SELECT max((new_values ->> 'migration_version')::integer) FROM durable_jobs.control_evidence_history(NULL)
+      WHERE evidence_kind = 'migration_applied'$$,
+    'bundle_migration_version is the newest migration applied (the template is fully migrated)');
 SELECT ok((SELECT applied_at <= now() FROM durable_jobs.bundle_migration_version()),
           'bundle_migration_version says when the migration was applied');
 RESET ROLE;
