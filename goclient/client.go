@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"log/slog"
 	"regexp"
 	"strconv"
 	"sync"
@@ -20,7 +21,7 @@ const ApplicationName = "leasefence"
 // connections when the caller passes zero.
 const DefaultStatementTimeout = 30 * time.Second
 
-// ownerPattern is the database's rule for worker_owner_id (CONTRACT.md).
+// ownerPattern is the database's rule for worker_owner_id (require_well_formed in sql/functions/input_checks.sql; docs/sql-api.md).
 var ownerPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
 
 // Config holds the settings of a Client. LeaseDuration, RenewalInterval and
@@ -66,6 +67,12 @@ type Config struct {
 
 	// Scheduler runs renewal attempts. Default: GoroutineScheduler.
 	Scheduler Scheduler
+
+	// Logger receives the client's and its workers' log records (what is
+	// logged is listed under Logging in the package documentation; never
+	// a token, payload or idempotency key). Default: a logger that
+	// discards everything.
+	Logger *slog.Logger
 
 	// RenewalPort is where renewal attempts go. Default: NewPgRenewalPort
 	// over the client's own heartbeat pool (same connection settings as the
@@ -152,6 +159,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Scheduler == nil {
 		c.Scheduler = GoroutineScheduler{}
+	}
+	if c.Logger == nil {
+		c.Logger = discardLogger
 	}
 	return c
 }

@@ -160,6 +160,57 @@
 // flight. Their only labels are the queue name and enumerated values.
 // Package goclient/prommetrics exports them to Prometheus.
 //
+// # Logging
+//
+// A Client and its Workers write to an optional *slog.Logger (WithLogger,
+// Config.Logger; WorkerConfig.Logger overrides it for one worker). By
+// default they log nothing. Every message starts with "leasefence: " and
+// carries the job's public fields as the group "claim" (job_record_id,
+// queue_name, lease_fencing_generation, attempt_number, and
+// lease_claim_token "[REDACTED]"). No record ever carries a claim token, a
+// payload, an idempotency key or a token digest. The error text a handler
+// returns is logged (attribute "error"; for Retry and Fail, the error they
+// wrap), so keep payload values and secrets out of your handlers' errors.
+//
+//	level  message                                             attributes besides "claim"
+//	INFO   leasefence: job claimed
+//	INFO   leasefence: job completed
+//	WARN   leasefence: handler returned an error               error
+//	ERROR  leasefence: handler panicked                        panic (the recovered value)
+//	WARN   leasefence: job retry scheduled                     reason_code, retry_delay, job_status
+//	WARN   leasefence: job failed                              reason_code
+//	WARN   leasefence: terminal write refused: stale claim     error (LF001; the transaction rolled back)
+//	WARN   leasefence: lease ended before the terminal write   (nothing was written)
+//	ERROR  leasefence: terminal write failed                   error (the claim lapses at its expiry)
+//	WARN   leasefence: claim failed, retrying                  queue_name, error (no "claim")
+//	INFO   leasefence: worker stopping                         queue_name, error when claiming failed for good
+//	WARN   leasefence: releasing claims at shutdown            queue_name, abandoned_jobs
+//	INFO   leasefence: worker stopped                          queue_name
+//
+// # Typed payloads
+//
+// JSONHandler and JSONTxHandler decode each job's payload into a Go type
+// before your function runs. A payload that does not decode fails the job
+// (FAILED, reason code "payload_decode_failed", ReasonPayloadDecodeFailed)
+// without calling your function, and the worker logs the decode error,
+// which names the Go type, the field and the offset but never a value from
+// the payload:
+//
+//	type order struct {
+//		OrderID int64   `json:"order_id"`
+//		Total   float64 `json:"total"`
+//	}
+//	worker, err := client.NewWorker(goclient.WorkerConfig{
+//		Queue: "etl.orders",
+//		TxHandler: goclient.JSONTxHandler(func(ctx context.Context, tx pgx.Tx, job goclient.Job, o order) error {
+//			_, err := tx.Exec(ctx, `INSERT INTO order_totals VALUES ($1, $2)`, o.OrderID, o.Total)
+//			return err
+//		}),
+//	})
+//
+// The SQL functions the client calls, with their arguments, SQLSTATEs,
+// locks and roles, are documented in docs/sql-api.md of the repository.
+//
 // # Ports and adapters
 //
 // Renewals go through a RenewalPort (input: the exact claims; output:

@@ -3,6 +3,7 @@ package goclient
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -60,6 +61,9 @@ type WorkerConfig struct {
 	// RetryDelay gives the retry delay for a handler error that is not a
 	// *RetryError. Default: 1 s doubled per attempt, at most 1 h.
 	RetryDelay func(attempt int) time.Duration
+	// Logger receives this worker's log records (see Logging in the package
+	// documentation). Default: the client's Config.Logger.
+	Logger *slog.Logger
 }
 
 // Worker claims jobs of one queue and runs them with bounded concurrency,
@@ -103,6 +107,9 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.RetryDelay == nil {
 		cfg.RetryDelay = defaultRetryDelay
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = c.cfg.Logger
+	}
 	return &Worker{c: c, cfg: cfg, leases: make(map[*Lease]struct{}), wake: make(chan struct{}, 1)}, nil
 }
 
@@ -127,8 +134,20 @@ func (w *Worker) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	base := context.WithoutCancel(ctx)
 	err := w.claimLoop(ctx, base, &wg)
+	queue := slog.String("queue_name", w.cfg.Queue)
+	if err != nil {
+		w.log(slog.LevelInfo, "leasefence: worker stopping", queue, slog.String("error", err.Error()))
+	} else {
+		w.log(slog.LevelInfo, "leasefence: worker stopping", queue)
+	}
 	w.shutdown(base, &wg)
+	w.log(slog.LevelInfo, "leasefence: worker stopped", queue)
 	return err
+}
+
+// log writes one record to the worker's logger.
+func (w *Worker) log(level slog.Level, msg string, attrs ...slog.Attr) {
+	w.cfg.Logger.LogAttrs(context.Background(), level, msg, attrs...)
 }
 
 // claimLoop claims while there is room, until ctx ends or claiming fails
@@ -146,6 +165,10 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 			var dbErr *DatabaseError
 			if errors.As(err, &dbErr) || errors.Is(err, ErrConfigurationRejected) || errors.Is(err, ErrClosed) {
 				return err
+			}
+			if err != nil {
+				w.log(slog.LevelWarn, "leasefence: claim failed, retrying",
+					slog.String("queue_name", w.cfg.Queue), slog.String("error", err.Error()))
 			}
 			for _, job := range jobs {
 				w.start(base, job, wg)
@@ -175,6 +198,7 @@ func (w *Worker) active() int {
 // shutdown began is released by shutdown like any other in-flight job.
 func (w *Worker) start(base context.Context, job Job, wg *sync.WaitGroup) {
 	lease := w.c.Keep(base, job)
+	w.log(slog.LevelInfo, "leasefence: job claimed", claimAttr(job.claim))
 	w.mu.Lock()
 	w.leases[lease] = struct{}{}
 	w.mu.Unlock()
@@ -213,6 +237,8 @@ func (w *Worker) shutdown(base context.Context, wg *sync.WaitGroup) {
 		abandoned = append(abandoned, l)
 	}
 	w.mu.Unlock()
+	w.log(slog.LevelWarn, "leasefence: releasing claims at shutdown",
+		slog.String("queue_name", w.cfg.Queue), slog.Int("abandoned_jobs", len(abandoned)))
 	rctx, cancel := context.WithTimeout(base, w.c.cfg.AttemptTimeout)
 	defer cancel()
 	for _, l := range abandoned {
@@ -257,13 +283,29 @@ func (w *Worker) process(lease *Lease, job Job) {
 		})
 	}
 	var he *handlerError
+	// outcome logs the terminal transition once its transaction committed.
+	outcome := func() { w.log(slog.LevelInfo, "leasefence: job completed", claimAttr(job.claim)) }
 	if errors.As(err, &he) {
+		w.log(slog.LevelWarn, "leasefence: handler returned an error", claimAttr(job.claim),
+			slog.String("error", handlerErrorText(he.err)))
 		err = w.writeTx(bg, lease, func(tctx context.Context, tx pgx.Tx) error {
-			return w.failure(tctx, tx, job.claim, he.err)
+			var ferr error
+			outcome, ferr = w.failure(tctx, tx, job.claim, he.err)
+			return ferr
 		})
 	}
-	if errors.Is(err, ErrStaleClaim) {
+	switch {
+	case err == nil:
+		outcome()
+	case errors.Is(err, ErrStaleClaim):
+		w.log(slog.LevelWarn, "leasefence: terminal write refused: stale claim", claimAttr(job.claim),
+			slog.String("error", err.Error()))
 		lease.lose(LossStale, ErrStaleClaim)
+	case errors.Is(err, errAbandoned):
+		w.log(slog.LevelWarn, "leasefence: lease ended before the terminal write", claimAttr(job.claim))
+	default:
+		w.log(slog.LevelError, "leasefence: terminal write failed", claimAttr(job.claim),
+			slog.String("error", err.Error()))
 	}
 	// Any other failed terminal write stops the heartbeat too: the claim then
 	// lapses at its expiry and a reclaim uses up an attempt, so a job whose
@@ -297,21 +339,43 @@ func stopAfter(lease *Lease, write func() error) error {
 // protect runs a handler, turning a panic into a retry.
 func (w *Worker) protect(job Job, run func() error) (err error) {
 	defer func() {
-		if recover() != nil {
+		if r := recover(); r != nil {
+			w.log(slog.LevelError, "leasefence: handler panicked", claimAttr(job.claim), slog.String("panic", panicText(r)))
 			err = Retry(w.cfg.RetryDelay(job.Attempt()), ReasonHandlerPanic, nil)
 		}
 	}()
 	return run()
 }
 
-// failure makes the terminal write for a handler error.
-func (w *Worker) failure(ctx context.Context, tx pgx.Tx, claim Claim, herr error) error {
+// failure makes the terminal write for a handler error and returns the
+// function that logs it once the transaction has committed.
+func (w *Worker) failure(ctx context.Context, tx pgx.Tx, claim Claim, herr error) (func(), error) {
 	var permanent *PermanentError
 	if errors.As(herr, &permanent) {
-		return failJob(ctx, tx, claim, permanent.ReasonCode)
+		return func() {
+			w.log(slog.LevelWarn, "leasefence: job failed", claimAttr(claim), slog.String("reason_code", permanent.ReasonCode))
+		}, failJob(ctx, tx, claim, permanent.ReasonCode)
 	}
 	retry := &RetryError{Delay: w.cfg.RetryDelay(claim.attempt), ReasonCode: ReasonHandlerError}
 	errors.As(herr, &retry)
-	_, err := retryJob(ctx, tx, claim, retry.Delay, retry.ReasonCode)
-	return err
+	status, err := retryJob(ctx, tx, claim, retry.Delay, retry.ReasonCode)
+	return func() {
+		w.log(slog.LevelWarn, "leasefence: job retry scheduled", claimAttr(claim), slog.String("reason_code", retry.ReasonCode),
+			slog.Duration("retry_delay", retry.Delay), slog.String("job_status", string(status)))
+	}, err
+}
+
+// handlerErrorText is what the worker logs for a handler's error: the
+// error a Retry or Fail wraps (its own Error hides it), else the error's
+// text.
+func handlerErrorText(herr error) string {
+	var retry *RetryError
+	var permanent *PermanentError
+	switch {
+	case errors.As(herr, &retry) && retry.Err != nil:
+		return retry.Err.Error()
+	case errors.As(herr, &permanent) && permanent.Err != nil:
+		return permanent.Err.Error()
+	}
+	return herr.Error()
 }
