@@ -43,8 +43,8 @@ func TestJSONHandlersDecodeOrFailWithABoundedReason(t *testing.T) {
 
 	for _, tc := range []struct {
 		payload, message, secret string
-		decoderQuotesIt         bool
-		underlying              any
+		decoderQuotesIt          bool
+		underlying               any
 	}{
 		{`{"order_id": "secret-order-ref"}`,
 			"leasefence: payload does not decode into goclient.typedOrder: field order_id: found a JSON string (at byte 31)",

@@ -76,7 +76,9 @@ func TestETLWorkerLoadsOrdersInTheCompletingTransaction(t *testing.T) {
 	var logs syncBuffer
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- run(runCtx, func(k string) string { return env[k] }, slog.New(slog.NewTextHandler(&logs, nil))) }()
+	go func() {
+		done <- run(runCtx, func(k string) string { return env[k] }, slog.New(slog.NewTextHandler(&logs, nil)))
+	}()
 
 	wantStatus := map[int64]goclient.JobStatus{noLines: goclient.StatusFailed, notAnOrder: goclient.StatusFailed}
 	for id := range orders {
