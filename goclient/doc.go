@@ -152,6 +152,29 @@
 // (ErrConfigurationRejected), counted and returned, and the claim is
 // released, never silently clamped.
 //
+// # Pool sizing
+//
+// A TxHandler holds one connection of the client's pool for as long as it
+// runs, so a TxHandler worker needs a pool of at least Concurrency + 1
+// connections (the extra one claims); NewWorker refuses a smaller one
+// (MsgPoolTooSmallForTxHandler), and the worker never claims more jobs than
+// the pool has connections free, so no claim waits unstarted while its
+// lease runs. A worked example: Concurrency 8 with a TxHandler needs
+// MaxConns 9; the heartbeat opens its own pool of MaxInFlightRenewals
+// connections (default 4) as the same login, so each such process uses at
+// most 13 connections, and three replicas 39 of the server's
+// max_connections:
+//
+//	cfg, err := goclient.ParsePoolConfig(workerURL, 0)
+//	cfg.MaxConns = 8 + 1
+//	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+//	client, err := goclient.New(pool, ...)
+//	worker, err := client.NewWorker(goclient.WorkerConfig{Queue: "etl.orders", Concurrency: 8, TxHandler: load})
+//
+// A Handler holds no connection while it runs (each terminal write takes
+// one briefly), so any pool size works, and waiting for a connection only
+// delays the write within its lease.
+//
 // # Observability
 //
 // An Observer receives finite-cardinality signals: renewal outcomes, claims,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -41,6 +42,12 @@ const (
 	DefaultShutdownTimeout = 10 * time.Second
 )
 
+// MsgPoolTooSmallForTxHandler is the ConfigError message of NewWorker for
+// a TxHandler worker whose pool cannot hold one transaction per running job
+// and one claim at the same time.
+const MsgPoolTooSmallForTxHandler = "pool MaxConns must be at least Concurrency + 1 for a TxHandler " +
+	"(one connection per running job's transaction and one to claim with)"
+
 // WorkerConfig configures a Worker. Queue and exactly one of Handler and
 // TxHandler are required.
 type WorkerConfig struct {
@@ -51,6 +58,17 @@ type WorkerConfig struct {
 	// TxHandler runs each job inside the completing transaction (set this or Handler).
 	TxHandler TxHandler
 	// Concurrency is how many jobs run at once. Default: 1.
+	//
+	// A TxHandler holds one connection of the client's pool for as long as
+	// it runs (its transaction), so with a TxHandler the pool's MaxConns
+	// must be at least Concurrency + 1, the extra one for claiming; NewWorker
+	// refuses a smaller pool. The worker also claims no more jobs than the
+	// pool has connections free at that moment (others may use the pool
+	// too), so it never holds a claim it cannot start. For example, with
+	// Concurrency 8 and a TxHandler, give the pool MaxConns 9 (or more, if
+	// the program uses it for other work); the heartbeat adds its own pool
+	// of Config.MaxInFlightRenewals connections (default 4), so one such
+	// process opens at most 9 + 4 = 13 connections as its login role.
 	Concurrency int
 	// PollInterval is how long the worker waits after a claim found less
 	// work than it had room for. Default: DefaultPollInterval.
@@ -75,6 +93,9 @@ type Worker struct {
 	mu     sync.Mutex
 	leases map[*Lease]struct{}
 	wake   chan struct{}
+	// txConns counts the TxHandler transactions that hold a pool connection
+	// now (room subtracts the jobs still waiting for one).
+	txConns atomic.Int64
 }
 
 // NewWorker returns a worker of c, or a *ConfigError with one of these
@@ -84,6 +105,7 @@ type Worker struct {
 //	concurrency must be greater than zero     (negative Concurrency)
 //	poll interval must not be negative
 //	shutdown timeout must not be negative
+//	pool MaxConns must be at least Concurrency + 1 for a TxHandler (...)
 func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	switch {
 	case (cfg.Handler == nil) == (cfg.TxHandler == nil):
@@ -97,6 +119,9 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	}
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = 1
+	}
+	if cfg.TxHandler != nil && int(c.pool.Config().MaxConns) < cfg.Concurrency+1 {
+		return nil, &ConfigError{Field: "Concurrency", Message: MsgPoolTooSmallForTxHandler}
 	}
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = DefaultPollInterval
@@ -156,7 +181,7 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	for {
-		if free := w.cfg.Concurrency - w.active(); free > 0 {
+		if free := w.room(); free > 0 {
 			// The claim itself is not cut short by ctx: a claim that commits
 			// after its caller gave up would leave a job nobody runs.
 			cctx, cancel := context.WithTimeout(base, w.c.cfg.RenewalInterval)
@@ -185,6 +210,21 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 		case <-w.wake:
 		}
 	}
+}
+
+// room is how many jobs the worker may claim now: its free concurrency
+// slots and, with a TxHandler, no more than the pool's free connections
+// (each started job's transaction takes one).
+func (w *Worker) room() int {
+	free := w.cfg.Concurrency - w.active()
+	if w.cfg.TxHandler != nil {
+		// Jobs started whose transaction holds no connection yet will take
+		// one; every race here counts a connection twice, never not at all.
+		stat := w.c.pool.Stat()
+		waiting := w.active() - int(w.txConns.Load())
+		free = min(free, int(stat.MaxConns()-stat.AcquiredConns())-waiting)
+	}
+	return free
 }
 
 // active returns the number of jobs running.
@@ -268,6 +308,8 @@ func (w *Worker) process(lease *Lease, job Job) {
 	var err error
 	if w.cfg.TxHandler != nil {
 		err = pgx.BeginFunc(bg, w.c.pool, func(tx pgx.Tx) error {
+			w.txConns.Add(1)
+			defer w.txConns.Add(-1)
 			if herr := w.protect(job, func() error { return w.cfg.TxHandler(ctx, tx, job) }); herr != nil {
 				return &handlerError{herr}
 			}
