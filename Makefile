@@ -3,11 +3,13 @@
 #   make deps   install what a fresh Debian machine lacks (root), or say what is missing
 #   make test   deps, go vet, every test against real PostgreSQL, coverage gates, alert rules
 #   make demo   deps, then the leasectl demo on a throwaway PostgreSQL
-#   make lint   gofmt and go vet only
+#   make lint   gofmt, go vet, staticcheck and the go.mod tidy check (make test runs it)
 #
-# make test ends with go test's package lines and one count line
-# ("tests: N passed, N failed, N skipped"); the coverage figures come just
-# before them.
+# Tests run through gotestsum (a Go tool dependency pinned in go.mod, run
+# with go tool, so a fresh clone installs nothing by hand). make test ends
+# with gotestsum's summary of every run, whose last line is
+# "DONE N tests[, N skipped][, N failures] in ..."; the coverage figures come
+# just before it.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -16,7 +18,8 @@ SHELL := /bin/bash
 MODULE       := github.com/mightyetl/leasefence
 COVERAGE_DIR := coverage
 TOOLS_DIR    := bin
-GO_TEST      := go test -race -count=1 -timeout 12m -json
+GO_TEST_FLAGS := -race -count=1 -timeout 12m
+GOTESTSUM    := go tool gotestsum --format pkgname-and-test-fails --format-icons text
 FAILED       := $(COVERAGE_DIR)/failed-steps
 
 # Statement coverage gates, in percent.
@@ -57,15 +60,14 @@ deps:
 	done
 	go mod download
 
-# The small Go programs make test drives (built once, into bin/).
+# The small Go program make test drives (built once, into bin/).
 tools:
 	@mkdir -p $(TOOLS_DIR)
-	go build -o $(TOOLS_DIR)/testreport ./scripts/testreport
 	go build -o $(TOOLS_DIR)/covergate ./scripts/covergate
 
 test: deps tools
-	go vet ./...
 	@rm -rf $(COVERAGE_DIR) && mkdir -p $(COVERAGE_DIR)
+	$(MAKE) --no-print-directory lint || echo "make lint" >>$(FAILED)
 	@# Each step below runs even when an earlier one failed, so one run shows
 	@# every problem; a failed step is noted in $(FAILED) and fails make at the end.
 	@# Every package except goclient. cmd/leasectl's tests build the binary
@@ -73,14 +75,14 @@ test: deps tools
 	@# LEASECTL_COVERPROFILE (the hook for the leasectl gate below).
 	LEASECTL_COVERPROFILE=$(CURDIR)/$(COVERAGE_DIR)/leasectl.out \
 	LEASEFENCE_SQL_COVERAGE_REPORT=$(CURDIR)/$(COVERAGE_DIR)/sql.txt \
-	  $(GO_TEST) $$(go list ./... | grep -v '^$(MODULE)/goclient\(/\|$$\)') \
-	  | $(TOOLS_DIR)/testreport -state $(COVERAGE_DIR)/tests.state \
+	  $(GOTESTSUM) --jsonfile $(COVERAGE_DIR)/tests-all.json -- $(GO_TEST_FLAGS) \
+	  $$(go list ./... | grep -v '^$(MODULE)/goclient\(/\|$$\)') \
 	  || echo "go test of every package but goclient" >>$(FAILED)
 	@# goclient on its own, measured over all of goclient/... by its own tests.
 	@if [ -d goclient ]; then \
-	  echo "$(GO_TEST) -coverpkg=./goclient/... -coverprofile=$(COVERAGE_DIR)/goclient.out ./goclient/..."; \
-	  $(GO_TEST) -coverpkg=./goclient/... -coverprofile=$(COVERAGE_DIR)/goclient.out ./goclient/... \
-	    | $(TOOLS_DIR)/testreport -state $(COVERAGE_DIR)/tests.state \
+	  echo "go test $(GO_TEST_FLAGS) -coverpkg=./goclient/... -coverprofile=$(COVERAGE_DIR)/goclient.out ./goclient/..."; \
+	  $(GOTESTSUM) --jsonfile $(COVERAGE_DIR)/tests-goclient.json -- $(GO_TEST_FLAGS) \
+	    -coverpkg=./goclient/... -coverprofile=$(COVERAGE_DIR)/goclient.out ./goclient/... \
 	    || echo "go test of goclient" >>$(FAILED); \
 	fi
 	@if compgen -G 'deploy/prometheus/*.yml' >/dev/null; then \
@@ -112,16 +114,22 @@ test: deps tools
 	@if [ -s $(COVERAGE_DIR)/sql.txt ]; then cat $(COVERAGE_DIR)/sql.txt; \
 	else echo "SQL coverage: no report (TestSQLCoverageAndLint did not get that far)"; fi
 	@if [ -s $(FAILED) ]; then echo "=== make test failed in:"; sed 's/^/  /' $(FAILED); fi
-	@$(TOOLS_DIR)/testreport -summarize $(COVERAGE_DIR)/tests.state
+	@echo "=== every test of this run"
+	@$(GOTESTSUM) --format pkgname --hide-summary output --raw-command -- cat $(COVERAGE_DIR)/tests-*.json \
+	  || test -s $(FAILED) || echo "test summary" >>$(FAILED)
 	@test ! -s $(FAILED)
 
 demo: deps
 	go run ./cmd/leasectl demo
 
+# gofmt, go vet, staticcheck (pinned in go.mod as a tool) and a go.mod and
+# go.sum that go mod tidy would not change. Zero findings, or make lint fails.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	go vet ./...
+	go tool staticcheck ./...
+	@go mod tidy -diff || { echo "make lint: go.mod or go.sum is not tidy: run go mod tidy" >&2; exit 1; }
 
 clean:
 	rm -rf $(COVERAGE_DIR) $(TOOLS_DIR)

@@ -20,6 +20,15 @@ const (
 	retryFraction = 10
 )
 
+// RenewalLocked is the answer of renew_job_leases for a claim whose job row
+// another transaction holds locked (a completion in progress, a cancel):
+// nothing was renewed and nothing is known about ownership. The heartbeat
+// never reads it as lost: it renews that claim again at once, alone, with
+// renew_job_lease, which waits for the lock within the attempt timeout,
+// while the rest of the batch keeps its own answers. It is not reported to
+// the Observer: the claim's next attempt reports its outcome.
+const RenewalLocked RenewalOutcome = "locked"
+
 // errRenewalResultCount is a failed attempt whose port answered with a
 // different number of results than claims it was given.
 var errRenewalResultCount = errors.New("leasefence: renewal port returned a result count that does not match its input")
@@ -55,7 +64,8 @@ type Lease struct {
 	trustedUntil time.Time // monotonic: sentAt + granted - SafetyMargin
 	nextDue      time.Time // monotonic: last confirmed attempt's sentAt + RenewalInterval
 	failures     int
-	index        int // position in hb.queue, -1 when not queued
+	solo         bool // renewed alone (renew_job_lease) until renewed again: its row was locked
+	index        int  // position in hb.queue, -1 when not queued
 	trustTimer   *time.Timer
 }
 
@@ -238,8 +248,9 @@ func (h *heartbeat) run() {
 }
 
 // dueLocked takes the due renewals off the queue, as batches of claims due
-// within the coalescing window, while in-flight slots are free. It returns
-// how long to sleep before the next check.
+// within the coalescing window, while in-flight slots are free; a solo
+// lease (its row was locked) goes out in a batch of its own. It returns how
+// long to sleep before the next check.
 func (h *heartbeat) dueLocked(now time.Time) ([][]*Lease, time.Duration) {
 	var batches [][]*Lease
 	for h.queue.Len() > 0 && h.inFlight < h.maxInFlight {
@@ -248,10 +259,14 @@ func (h *heartbeat) dueLocked(now time.Time) ([][]*Lease, time.Duration) {
 		}
 		horizon := now.Add(h.window)
 		var batch []*Lease
-		for h.queue.Len() > 0 && len(batch) < maxRenewalBatch && !h.queue[0].nextDue.After(horizon) {
+		for h.queue.Len() > 0 && len(batch) < maxRenewalBatch && !h.queue[0].nextDue.After(horizon) &&
+			(len(batch) == 0 || !h.queue[0].solo) {
 			l := heap.Pop(&h.queue).(*Lease)
 			h.obs.SchedulerLag(l.claim.queue, max(now.Sub(l.nextDue), 0))
 			batch = append(batch, l)
+			if l.solo {
+				break
+			}
 		}
 		h.inFlight++
 		h.obs.RenewalsInFlight(h.inFlight)
@@ -338,8 +353,19 @@ func (h *heartbeat) finish(batch []*Lease, sentAt time.Time, results []RenewalRe
 			h.obs.Renewal(queue, RenewalRenewed)
 			h.obs.SafetyMarginRemaining(queue, l.trustedUntil.Sub(recvAt))
 			h.extendLocked(l, sentAt, r)
-			l.failures = 0
+			l.failures, l.solo = 0, false
 			l.nextDue = sentAt.Add(h.interval)
+			heap.Push(&h.queue, l)
+		case RenewalLocked:
+			// Not an answer about ownership: renew the claim alone, at
+			// once the first time; a port that answers locked even then
+			// has failed the attempt, and it is retried with backoff.
+			if l.solo {
+				h.retryLocked(l, recvAt)
+				continue
+			}
+			l.solo = true
+			l.nextDue = recvAt
 			heap.Push(&h.queue, l)
 		case RenewalDisabled:
 			h.obs.Renewal(queue, RenewalDisabled)

@@ -294,14 +294,30 @@ func TestRenewalDisabledRunsToTheGrantedExpiry(t *testing.T) {
 // call, and none is sent later than its own schedule.
 func TestRenewalsDueTogetherGoOutAsOneCall(t *testing.T) {
 	t.Parallel()
-	e := setup(t, slowPolicy)
-	e.enqueue(6)
-	port := e.heartbeatPort()
-	c := e.worker(goclient.WithRenewalPort(port))
-	jobs, err := c.ClaimMany(context.Background(), testQueue, 5)
-	require.NoError(t, err)
-	require.Len(t, jobs, 5)
-	late := claim(t, c) // claimed a few milliseconds later, within the coalescing window (interval/10)
+	// The sixth claim must come within the coalescing window (interval/10)
+	// of the other five; on a loaded machine a claim can take longer than
+	// that, so the setup is tried again (bounded) until it does.
+	var (
+		port *countingPort
+		c    *goclient.Client
+		jobs []goclient.Job
+		late goclient.Job
+	)
+	for try := 0; ; try++ {
+		e := setup(t, slowPolicy)
+		e.enqueue(6)
+		port = e.heartbeatPort()
+		c = e.worker(goclient.WithRenewalPort(port))
+		var err error
+		jobs, err = c.ClaimMany(context.Background(), testQueue, 5)
+		require.NoError(t, err)
+		require.Len(t, jobs, 5)
+		late = claim(t, c)
+		if late.DatabaseTime().Sub(jobs[0].DatabaseTime()) < slowPolicy.interval/20 {
+			break
+		}
+		require.Less(t, try, 5, "the sixth claim never came within %s of the first five", slowPolicy.interval/20)
+	}
 	leases := []*goclient.Lease{}
 	for _, j := range append(jobs, late) {
 		leases = append(leases, c.Keep(context.Background(), j))

@@ -47,10 +47,14 @@ type pgRenewalPort struct {
 
 // NewPgRenewalPort returns the PostgreSQL RenewalPort over pool. Every call
 // takes a connection from pool within the caller's context, then makes one
-// transaction within attemptTimeout: SET LOCAL statement_timeout to
-// attemptTimeout, one renew_job_leases statement for all claims, COMMIT. Give it a pool of
-// its own, never one that handlers use, so a busy handler cannot hold the
-// connection a renewal needs.
+// READ COMMITTED transaction within attemptTimeout: SET LOCAL
+// statement_timeout to attemptTimeout, one statement, COMMIT. The statement
+// is renew_job_leases for two or more claims, which never waits on a row
+// lock and answers RenewalLocked for a claim whose row another transaction
+// holds locked, and renew_job_lease for a single claim, which waits for the
+// lock (within the attempt timeout) and so never answers RenewalLocked.
+// Give it a pool of its own, never one that handlers use, so a busy handler
+// cannot hold the connection a renewal needs.
 func NewPgRenewalPort(pool *pgxpool.Pool, attemptTimeout time.Duration) RenewalPort {
 	return &pgRenewalPort{pool: pool, attemptTimeout: attemptTimeout}
 }
@@ -76,10 +80,16 @@ func (p *pgRenewalPort) RenewClaims(ctx context.Context, claims []Claim) ([]Rene
 	tctx, cancel := context.WithTimeout(ctx, p.attemptTimeout)
 	defer cancel()
 	var results []RenewalResult
-	err = pgx.BeginFunc(tctx, conn, func(tx pgx.Tx) error {
+	// One claim alone (a claim whose row was locked in a batch, or the only
+	// one due) waits for its row; a batch never does.
+	sql, args := sqlRenewJobLeases, []any{owner, ids, tokens}
+	if len(claims) == 1 {
+		sql, args = sqlRenewJobLease, []any{ids[0], tokens[0], owner}
+	}
+	err = pgx.BeginTxFunc(tctx, conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		b.Queue(`SET LOCAL statement_timeout = '` + millis(p.attemptTimeout) + `'`)
-		b.Queue(sqlRenewJobLeases, owner, ids, tokens).Query(func(rows pgx.Rows) error {
+		b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
 			var err error
 			results, err = pgx.CollectRows(rows, scanRenewal)
 			return err

@@ -62,7 +62,16 @@ func Migrations() fs.FS {
 
 // NewMigrator returns a tern migrator over conn with the bundle loaded and
 // the version table ensured. Call Migrate or MigrateTo on it.
+//
+// It first runs Preflight, and returns its *PreflightError, having changed
+// nothing, when the database is not safe to migrate. Every migration it
+// runs starts with migrationPrefix: search_path pinned to pg_catalog,
+// pg_temp for the migration's own transaction, the version table locked
+// and checked again, and the connecting role checked to be a superuser.
 func NewMigrator(ctx context.Context, conn *pgx.Conn) (*migrate.Migrator, error) {
+	if err := Preflight(ctx, conn); err != nil {
+		return nil, err
+	}
 	m, err := migrate.NewMigrator(ctx, conn, VersionTable)
 	if err != nil {
 		return nil, fmt.Errorf("prepare version table: %w", err)
@@ -70,6 +79,7 @@ func NewMigrator(ctx context.Context, conn *pgx.Conn) (*migrate.Migrator, error)
 	if err := m.LoadMigrations(Migrations()); err != nil {
 		return nil, fmt.Errorf("load migrations: %w", err)
 	}
+	pinMigrations(m)
 	return m, nil
 }
 

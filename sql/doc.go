@@ -64,7 +64,13 @@
 //	tern migrate --migrations /tmp/leasefence \
 //	  --version-table public.leasefence_schema_version --conn-string "$DATABASE_URL"
 //
-// The connecting role must be allowed to create roles (the bundle creates
-// cluster-wide NOLOGIN roles the first time it is applied) and to own the
-// objects it creates; a superuser or the database owner with CREATEROLE.
+// Superuser only: the connecting role must be a superuser. NewMigrator runs
+// Preflight first and refuses, having changed nothing, a non-superuser, a
+// version table that is not the plain table tern creates, and pre-existing
+// bundle roles that can log in, are elevated or (definer owners) have
+// members. Every migration it runs pins search_path to pg_catalog, pg_temp
+// for its own transaction and checks the role and the version table again,
+// so nothing it creates binds an operator planted in public. The plain tern
+// command line above does neither: use it only where nobody but the
+// installer can create in public.
 package sqlbundle

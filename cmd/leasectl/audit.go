@@ -38,6 +38,14 @@ per finding, each starting with the check's stable identifier:
                                   DELETE (always rolled back) are refused
   AUDIT-MIGRATION-VERSION         the database is at the newest bundle version
                                   this leasectl carries
+  AUDIT-OBJECT-DEPENDENCIES       every function, constraint, default, index and
+                                  trigger of the schema depends only on objects
+                                  of pg_catalog and durable_jobs
+  AUDIT-DEFINER-OWNERS            the six definer owner roles cannot log in and
+                                  have no members
+  AUDIT-EVIDENCE-TRIGGER          the evidence table's append-only triggers are
+                                  enabled and execute refuse_evidence_change(),
+                                  owned by the table's owner
   AUDIT-FUNCTION-DRIFT            every function in durable_jobs has the
                                   definition, owner and grants the bundle's
                                   manifest records for the database's version
@@ -73,7 +81,11 @@ var auditCheckFuncs = map[string]auditCheckFunc{
 	controls.CheckSchemaCreate:       checkSchemaCreate,
 	controls.CheckEvidenceAppendOnly: checkEvidenceAppendOnly,
 	controls.CheckMigrationVersion:   checkMigrationVersion,
+	controls.CheckObjectDependencies: checkObjectDependencies,
+	controls.CheckDefinerOwners:      checkDefinerOwners,
+	controls.CheckEvidenceTrigger:    checkEvidenceTrigger,
 	controls.CheckFunctionDrift:      checkFunctionDrift,
+	controls.CheckServerLogSecrets:   checkServerLogSecrets, controls.CheckUnencryptedSessions: checkUnencryptedSessions,
 }
 
 // auditCheckResult is the outcome of one check.
@@ -680,7 +692,10 @@ func recordedVersion(ctx context.Context, pool *pgxpool.Pool) (version int32, fi
 	}
 	switch {
 	case tableReadable:
-		err = pool.QueryRow(ctx, `SELECT version FROM `+sqlbundle.VersionTable).Scan(&version)
+		version, _, err = sqlbundle.ReadVersion(ctx, pool)
+		if errors.Is(err, sqlbundle.ErrForeignVersionTable) {
+			return 0, err.Error(), nil
+		}
 	case functionCallable:
 		err = pool.QueryRow(ctx, `SELECT migration_version FROM durable_jobs.bundle_migration_version()`).Scan(&version)
 		if errors.Is(err, pgx.ErrNoRows) {

@@ -229,7 +229,7 @@ func TestAuditFindsEveryBrokenCheck(t *testing.T) {
 			[]string{"AUDIT-SEARCH-PATH-CREATE: role durable_job_worker holds CREATE on schema pg_catalog"}},
 		{"evidence triggers disabled", func(*testing.T) []string {
 			return []string{`ALTER TABLE durable_jobs.control_evidence_record DISABLE TRIGGER USER`}
-		}, []string{controls.CheckEvidenceAppendOnly},
+		}, []string{controls.CheckEvidenceAppendOnly, controls.CheckEvidenceTrigger},
 			[]string{"AUDIT-EVIDENCE-APPEND-ONLY: no enabled BEFORE UPDATE row trigger guards durable_jobs.control_evidence_record",
 				"AUDIT-EVIDENCE-APPEND-ONLY: no enabled BEFORE DELETE row trigger guards durable_jobs.control_evidence_record",
 				"AUDIT-EVIDENCE-APPEND-ONLY: no enabled BEFORE TRUNCATE trigger guards durable_jobs.control_evidence_record",
@@ -253,6 +253,15 @@ func TestAuditFindsEveryBrokenCheck(t *testing.T) {
 		}, []string{controls.CheckFunctionDrift},
 			[]string{fmt.Sprintf("AUDIT-FUNCTION-DRIFT: function durable_jobs.job_status_totals() is missing (version %d installs it)", sqlbundle.NewestVersion()),
 				fmt.Sprintf("AUDIT-FUNCTION-DRIFT: function durable_jobs.extra_helper_function() is not installed by version %d", sqlbundle.NewestVersion())}},
+		{"version table replaced by a view that runs code as its reader", func(*testing.T) []string {
+			return []string{`CREATE TABLE public.audit_reader_seen (who text)`,
+				`CREATE FUNCTION public.note_reader() RETURNS integer LANGUAGE sql AS
+					$$INSERT INTO public.audit_reader_seen VALUES (current_user) RETURNING 2$$`,
+				`DROP TABLE ` + sqlbundle.VersionTable,
+				`CREATE VIEW ` + sqlbundle.VersionTable + ` AS SELECT public.note_reader() AS version`}
+		}, []string{controls.CheckMigrationVersion, controls.CheckFunctionDrift},
+			[]string{"AUDIT-MIGRATION-VERSION: refusing to read the version: " + sqlbundle.VersionTable + " is not the table leasefence creates: it has rules; it is not a plain table",
+				"AUDIT-FUNCTION-DRIFT: refusing to read the version: "}},
 		{"migration version behind", func(*testing.T) []string {
 			return []string{`UPDATE ` + sqlbundle.VersionTable + ` SET version = 1`}
 		}, []string{controls.CheckMigrationVersion, controls.CheckFunctionDrift},
@@ -283,6 +292,15 @@ func TestAuditFindsEveryBrokenCheck(t *testing.T) {
 				require.Contains(t, text.stdout, line)
 			}
 			require.Contains(t, text.stdout, "audit failed: ")
+			var planted bool
+			require.NoError(t, pool.QueryRow(context.Background(),
+				`SELECT to_regclass('public.audit_reader_seen') IS NOT NULL`).Scan(&planted))
+			if planted {
+				var readerSeen int
+				require.NoError(t, pool.QueryRow(context.Background(),
+					`SELECT count(*) FROM public.audit_reader_seen`).Scan(&readerSeen))
+				require.Zero(t, readerSeen, "the audit never ran code planted in the version table")
+			}
 			// The trial changes were rolled back: the evidence is intact.
 			var evidenceAfter int
 			require.NoError(t, pool.QueryRow(context.Background(),
@@ -309,7 +327,7 @@ func TestAuditAsAuditorWithDisabledTriggersSeesTheTriggersButCannotProbe(t *test
 	execSQL(t, db.Pool(t), `ALTER TABLE durable_jobs.control_evidence_record DISABLE TRIGGER control_evidence_record_append_only`)
 	text, _ := runAuditBoth(t, db.LoginURL(t, "durable_job_auditor"))
 	requireCode(t, exitFindings, text)
-	require.Equal(t, []string{controls.CheckEvidenceAppendOnly}, findingIDs(text.stdout))
+	require.Equal(t, []string{controls.CheckEvidenceAppendOnly, controls.CheckEvidenceTrigger}, findingIDs(text.stdout))
 	require.Contains(t, text.stdout, "no enabled BEFORE UPDATE row trigger")
 	require.NotContains(t, text.stdout, "trial")
 }

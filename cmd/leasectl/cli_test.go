@@ -19,7 +19,7 @@ func TestHelpReadsClearlyAndExitsZero(t *testing.T) {
 		require.Empty(t, r.stderr)
 	}
 	for cmd, wants := range map[string][]string{
-		"migrate":    {"leasectl migrate up", "--drop-roles", "status", "nothing"},
+		"migrate":    {"leasectl migrate up", "--drop-roles", "status", "nothing", "--lock-timeout", "durable_job_audit_owner"},
 		"policy":     {"policy show", "policy set", "--reason", "100ms <= renewal interval <= lease duration / 3"},
 		"audit":      {"AUDIT-SEARCH-PATH", "AUDIT-MIGRATION-VERSION", "pg_catalog, pg_temp", "Exit code"},
 		"health":     {"AWAITING RECLAIM", "lease_health_by_queue", "no job id"},
@@ -63,6 +63,10 @@ func TestUsageErrorsExit64WithOneLine(t *testing.T) {
 		{"migrate", "status", "--output", "yaml"},
 		{"migrate", "status", "--to", "1"},
 		{"migrate", "up", "extra"},
+		{"migrate", "up", "--lock-timeout", "0"},
+		{"migrate", "down", "--lock-timeout", "500us"},
+		{"migrate", "up", "--lock-timeout", "soon"},
+		{"migrate", "status", "--lock-timeout", "1s"},
 		{"policy"},
 		{"policy", "remove"},
 		{"policy", "show", "--output", "yaml"},

@@ -48,9 +48,23 @@ func (c *commonFlags) checkOutput() error {
 // json reports whether --output json was asked for.
 func (c *commonFlags) json() bool { return c.output == "json" }
 
+// parsePoolConfig is goclient.ParsePoolConfig with leasectl's statement
+// timeout. When databaseURL does not parse, its error names the parameter
+// at fault and nothing else of the string (see connStringError).
+func parsePoolConfig(databaseURL string) (*pgxpool.Config, error) {
+	cfg, err := goclient.ParsePoolConfig(databaseURL, statementTimeout)
+	if err != nil {
+		return nil, connStringError(databaseURL, func(s string) error {
+			_, err := goclient.ParsePoolConfig(s, statementTimeout)
+			return err
+		})
+	}
+	return cfg, nil
+}
+
 // connectPool opens a pool to the database and checks that it answers.
 func connectPool(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
-	cfg, err := goclient.ParsePoolConfig(databaseURL, statementTimeout)
+	cfg, err := parsePoolConfig(databaseURL)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +86,10 @@ func connectPool(ctx context.Context, databaseURL string) (*pgxpool.Pool, error)
 func connectConn(ctx context.Context, databaseURL string) (*pgx.Conn, error) {
 	cfg, err := pgx.ParseConfig(databaseURL)
 	if err != nil {
-		return nil, err
+		return nil, connStringError(databaseURL, func(s string) error {
+			_, err := pgx.ParseConfig(s)
+			return err
+		})
 	}
 	cfg.RuntimeParams["application_name"] = applicationName
 	return pgx.ConnectConfig(ctx, cfg)

@@ -27,7 +27,7 @@ import (
 )
 
 const demoUsage = `Usage:
-  leasectl demo [--html PATH] [--database-url URL]
+  leasectl demo [--html PATH] [--database-url URL [--keep]]
 
 Plays three short stories with real goclient workers against PostgreSQL and
 prints every lease event as it happens, stamped with the database's clock:
@@ -49,16 +49,39 @@ default a new file in the OS temp folder. It takes about 30 seconds.
 
 Without --database-url the demo starts a throwaway PostgreSQL from the
 server binaries on this machine and stops and removes it at the end, also
-on Ctrl-C.
+on Ctrl-C (SIGINT), SIGTERM and SIGHUP.
 
 With --database-url it uses that database: it applies the bundle when the
 database has none, uses queues of its own (demo.<random>.*) with their own
 lease policy (recorded as control evidence, as every policy change is), and
 leaves other queues and data alone. The URL's role must be able to apply
-the bundle and create roles (the bundle owner, or a superuser): the demo
-makes a worker, a producer and an operator login role, each granted only its
-runtime role, and drops them at the end; it writes its target rows to the
-table public.leasefence_demo_target, which it creates when missing.
+the bundle, create roles and create a schema (the bundle owner, or a
+superuser). The demo makes:
+
+  - a worker, a producer and an operator login role
+    (leasefence_demo_<random>_worker, ...), each granted only its runtime
+    role, with a random password that is sent only as a SCRAM-SHA-256
+    verifier and that expires 5 minutes after it was made (VALID UNTIL);
+  - a schema of its own, leasefence_demo_<random>, which no other role may
+    create objects in, with the table its workers write their target rows
+    to. It writes to no object it did not make in this run (a schema of
+    that name that already exists stops the demo), and its SQL names every
+    object with its schema.
+
+At the end, also on Ctrl-C, SIGTERM and SIGHUP, it drops the login roles and
+its schema and deletes its queues' jobs (with their payloads and outcomes),
+lease policies and outcome tallies. What stays in the database: the
+control-evidence records of its three policy changes (the evidence table is
+append-only, by design; they name the operator login that made them), the
+job id counter, which has moved on, and the bundle, when the demo applied it
+to a database that had none. When the --database-url role may not delete
+from the bundle's tables, the jobs, policies and tallies stay too, and the
+demo says so. With --keep the schema, the jobs, the policies and the tallies
+stay, for inspection; the login roles are dropped all the same. Killed
+outright (SIGKILL), the demo cleans up nothing: everything stays, the login
+roles too, until someone drops them, but their passwords expire (which locks
+them out where the server asks for a password, not under trust or peer
+authentication).
 
 The demo prints no claim token, owner id, payload, password or URL.
 `
@@ -72,9 +95,13 @@ const (
 	demoAttemptTimeout   = 500 * time.Millisecond
 	demoMaxClaimLifetime = time.Minute
 	demoPollInterval     = 200 * time.Millisecond
-	// demoTargetTable is the "business" table the demo's workers write in
-	// the same transaction as complete_job.
-	demoTargetTable = "public.leasefence_demo_target"
+	// demoLoginLifetime is how long the passwords of the demo's login roles
+	// stay valid (VALID UNTIL), should the demo never get to drop them.
+	demoLoginLifetime = 5 * time.Minute
+	// demoSearchPath is the search_path of the demo's admin and worker
+	// connections: its SQL names every object with its schema, and no
+	// schema another role can create objects in is searched.
+	demoSearchPath = "pg_catalog, pg_temp"
 	// demoPolicyReason is the reason recorded with the demo's policies.
 	demoPolicyReason = "leasectl demo: short leases so that the three stories fit in a minute"
 )
@@ -94,10 +121,14 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) int {
 	fs := newFlagSet("demo")
 	d := &demo{env: env}
 	fs.StringVar(&d.databaseURL, "database-url", "",
-		"existing database to play in (a role that may apply the bundle and create roles); empty starts a throwaway PostgreSQL")
+		"existing database to play in (a role that may apply the bundle, create roles and create a schema); empty starts a throwaway PostgreSQL")
 	fs.StringVar(&d.htmlPath, "html", "", "where to write the HTML timeline (default: a new file in the OS temp folder)")
+	fs.BoolVar(&d.keep, "keep", false, "with --database-url: keep the run's schema, jobs and lease policies for inspection")
 	if done, code := parseFlags(env, fs, demoUsage, args); done {
 		return code
+	}
+	if d.keep && d.databaseURL == "" {
+		return env.usageError("demo: --keep needs --database-url (the throwaway cluster is removed at the end)")
 	}
 	began := time.Now()
 	err := d.play(ctx)
@@ -121,13 +152,19 @@ type demo struct {
 	env         *cliEnv
 	databaseURL string
 	htmlPath    string
+	keep        bool
 
 	// step says what the demo is doing, for the error line.
 	step string
-	// run is the random name part of this run's queues and roles.
+	// run is the random name part of this run's queues, roles and schema.
 	run    string
 	queues [3]string
 	rec    *demoRecorder
+	// schemaName is the name of the demo's own schema; schema and
+	// targetTable are it and its table as SQL identifiers.
+	schemaName  string
+	schema      string
+	targetTable string
 
 	adminURL string
 	admin    *pgxpool.Pool
@@ -155,6 +192,9 @@ type demo struct {
 func (d *demo) play(ctx context.Context) error {
 	d.run = randomName(3)
 	d.queues = [3]string{"demo." + d.run + ".long-job", "demo." + d.run + ".frozen-worker", "demo." + d.run + ".cancel"}
+	d.schemaName = "leasefence_demo_" + d.run
+	d.schema = pgx.Identifier{d.schemaName}.Sanitize()
+	d.targetTable = d.schema + "." + pgx.Identifier{"target"}.Sanitize()
 	out := d.env.stdout
 	printf(out, "leasefence demo: database-fenced leases in three stories\n\n")
 
@@ -231,11 +271,12 @@ func (d *demo) connect(ctx context.Context) error {
 		d.where = "an existing database"
 	}
 	d.step = "connect to database"
-	cfg, err := goclient.ParsePoolConfig(d.adminURL, statementTimeout)
+	cfg, err := parsePoolConfig(d.adminURL)
 	if err != nil {
 		return err
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = applicationName
+	cfg.ConnConfig.RuntimeParams["search_path"] = demoSearchPath
 	d.admin = newPool(ctx, cfg, 4)
 	d.addCleanup(func(context.Context) error { d.admin.Close(); return nil })
 	var version string
@@ -289,9 +330,13 @@ func (d *demo) prepare(ctx context.Context) error {
 	}
 
 	d.step = "create the demo's login roles and target table"
-	printf(out, "Creating login roles for a worker, a producer and an operator, each granted only its runtime role...\n")
+	printf(out, "Creating login roles for a worker, a producer and an operator, each granted only its runtime role,\n"+
+		"and the schema %s for the workers' target rows...\n", d.schemaName)
 	if err := d.createLogins(ctx); err != nil {
 		return interrupted(ctx, err)
+	}
+	if d.databaseURL != "" && !d.keep {
+		d.addCleanup(d.deleteRunData)
 	}
 
 	d.step = "set the demo queues' lease policy"
@@ -313,42 +358,49 @@ func (d *demo) loginName(runtimeRole string) string {
 	return "leasefence_demo_" + d.run + "_" + strings.TrimPrefix(runtimeRole, "durable_job_")
 }
 
-// createLogins makes the demo's three login roles and its target table,
-// to be dropped (the roles) at cleanup, and opens the producer's and the
-// operator's sessions.
+// createLogins makes the demo's three login roles, its schema and its
+// target table, to be dropped at cleanup, and opens the producer's and the
+// operator's sessions. Each password is sent only as a SCRAM-SHA-256
+// verifier and expires after demoLoginLifetime. The schema is new (CREATE
+// SCHEMA fails on one that exists) and owned by the admin role, so the
+// table in it, made in the same transaction, is the demo's own: nobody
+// else can have put a trigger, a rule or a view there.
 func (d *demo) createLogins(ctx context.Context) error {
 	roles := []string{roleWorker, roleProducer, roleOperator}
 	passwords := map[string]string{}
+	validUntil := d.dbNow().Add(demoLoginLifetime).UTC().Format("2006-01-02 15:04:05.000000+00")
 	var setup strings.Builder
 	for _, role := range roles {
 		passwords[role] = randomName(16)
-		// Names and passwords are made of [a-z0-9_] here, so they need no quoting.
-		fmt.Fprintf(&setup, "CREATE ROLE %s LOGIN PASSWORD '%s' IN ROLE %s;\n", d.loginName(role), passwords[role], role)
+		// Names are made of [a-z0-9_], and verifiers of base64, '$' and ':',
+		// so they need no quoting.
+		fmt.Fprintf(&setup, "CREATE ROLE %s LOGIN PASSWORD '%s' VALID UNTIL '%s' IN ROLE %s;\n", d.loginName(role),
+			newSCRAMVerifier(passwords[role]), validUntil, role)
 	}
-	setup.WriteString(`CREATE TABLE IF NOT EXISTS ` + demoTargetTable + ` (
-		job_record_id            bigint NOT NULL,
-		lease_fencing_generation bigint NOT NULL,
-		queue_name               text NOT NULL,
-		written_by               text NOT NULL,
-		written_at               timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
-		CONSTRAINT leasefence_demo_target_pkey PRIMARY KEY (job_record_id, lease_fencing_generation));
-	COMMENT ON TABLE ` + demoTargetTable + ` IS 'leasectl demo: the rows its workers write in the same transaction as complete_job';
-	GRANT SELECT, INSERT ON ` + demoTargetTable + ` TO ` + d.loginName(roleWorker))
+	worker := d.loginName(roleWorker)
+	setup.WriteString(`CREATE SCHEMA ` + d.schema + `;
+	COMMENT ON SCHEMA ` + d.schema + ` IS 'leasectl demo: its target table, dropped at the end of the run';
+	CREATE TABLE ` + d.targetTable + ` (
+		job_record_id            pg_catalog.int8 NOT NULL,
+		lease_fencing_generation pg_catalog.int8 NOT NULL,
+		queue_name               pg_catalog.text NOT NULL,
+		written_by               pg_catalog.text NOT NULL,
+		written_at               pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+		CONSTRAINT target_pkey PRIMARY KEY (job_record_id, lease_fencing_generation));
+	COMMENT ON TABLE ` + d.targetTable + ` IS 'leasectl demo: the rows its workers write in the same transaction as complete_job';
+	GRANT USAGE ON SCHEMA ` + d.schema + ` TO ` + worker + `;
+	GRANT SELECT, INSERT ON ` + d.targetTable + ` TO ` + worker)
 	// Without arguments pgx sends this as one simple query, which
 	// PostgreSQL runs as one transaction: all of it is made, or none.
 	if _, err := d.admin.Exec(ctx, setup.String()); err != nil {
 		return err
 	}
-	d.addCleanup(func(ctx context.Context) error {
-		_, err := d.admin.Exec(ctx, "REVOKE ALL ON "+demoTargetTable+" FROM "+d.loginName(roleWorker)+
-			"; DROP ROLE IF EXISTS "+d.loginName(roleWorker)+", "+d.loginName(roleProducer)+", "+d.loginName(roleOperator))
-		return err
-	})
+	d.addCleanup(d.dropLogins)
 
 	// The workers' pools are made per story from a copy of the admin's
 	// configuration, so that they reach the same server the same way.
 	d.workerCfg = d.admin.Config()
-	d.workerCfg.ConnConfig.User, d.workerCfg.ConnConfig.Password = d.loginName(roleWorker), passwords[roleWorker]
+	d.workerCfg.ConnConfig.User, d.workerCfg.ConnConfig.Password = worker, passwords[roleWorker]
 	d.workerCfg.ConnConfig.RuntimeParams["application_name"] = goclient.ApplicationName
 
 	d.operatorConn = loginConnString(d.adminURL, d.loginName(roleOperator), passwords[roleOperator])
@@ -368,6 +420,62 @@ func (d *demo) createLogins(ctx context.Context) error {
 	}
 	return nil
 }
+
+// dropLogins is the cleanup of createLogins: it drops the demo's schema
+// (unless --keep) and its login roles. The schema is dropped without
+// CASCADE: should another role have put something in it, the drop fails and
+// the demo says so. The login roles are dropped in any case, once the
+// worker's grants on a kept schema are revoked.
+func (d *demo) dropLogins(ctx context.Context) error {
+	worker := d.loginName(roleWorker)
+	objects := "DROP TABLE " + d.targetTable + "; DROP SCHEMA " + d.schema
+	done := "Dropped the demo's login roles and its schema " + d.schemaName + "."
+	if d.keep {
+		objects = "REVOKE ALL ON " + d.targetTable + " FROM " + worker + "; REVOKE ALL ON SCHEMA " + d.schema + " FROM " + worker
+		done = "Dropped the demo's login roles; kept (--keep) its schema " + d.schemaName +
+			", and the jobs, lease policies and outcome tallies of queues demo." + d.run + ".*."
+	}
+	_, objectsErr := d.admin.Exec(ctx, objects)
+	_, rolesErr := d.admin.Exec(ctx, "DROP ROLE IF EXISTS "+worker+", "+d.loginName(roleProducer)+", "+d.loginName(roleOperator))
+	if d.databaseURL != "" && objectsErr == nil && rolesErr == nil {
+		printf(d.env.stdout, "%s\n", done)
+	}
+	return errors.Join(objectsErr, rolesErr)
+}
+
+// deleteRunData deletes the run's jobs (their payloads and outcomes go
+// with them), lease policies and outcome tallies, in one transaction, when
+// the demo played in an existing database without --keep. The
+// control-evidence records of its policy changes stay: that table refuses
+// every deletion. A role that may not delete from the bundle's tables
+// leaves everything as it is, and the demo says so.
+func (d *demo) deleteRunData(ctx context.Context) error {
+	queues := d.queues[:]
+	err := pgx.BeginFunc(ctx, d.admin, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `DELETE FROM durable_jobs.job_record WHERE queue_name = ANY ($1::pg_catalog.text[])`, queues)
+		if err == nil {
+			_, err = tx.Exec(ctx, `DELETE FROM durable_jobs.lease_outcome_tally WHERE queue_name = ANY ($1::pg_catalog.text[])`, queues)
+		}
+		if err == nil {
+			_, err = tx.Exec(ctx, `DELETE FROM durable_jobs.queue_lease_policy WHERE queue_name = ANY ($1::pg_catalog.text[])`, queues)
+		}
+		return err
+	})
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == sqlStateInsufficientPrivilege {
+		printf(d.env.stdout, "Left the jobs, lease policies and outcome tallies of queues demo.%s.* in the database: "+
+			"the --database-url role may not delete them (%s).\n", d.run, oneLine(pgErr.Message))
+		return nil
+	}
+	if err == nil {
+		printf(d.env.stdout, "Deleted the jobs, lease policies and outcome tallies of queues demo.%s.*; the control-evidence "+
+			"records of its policy changes stay (the evidence table is append-only).\n", d.run)
+	}
+	return err
+}
+
+// sqlStateInsufficientPrivilege is PostgreSQL's "permission denied".
+const sqlStateInsufficientPrivilege = "42501"
 
 // loginConnString is base (a URL, a keyword/value string or empty) with its
 // user and password replaced.
@@ -608,9 +716,10 @@ func (d *demo) enqueue(ctx context.Context, story int, queue, what string) (int6
 	return id, nil
 }
 
-// writeTarget writes the worker's target row in tx.
-func writeTarget(ctx context.Context, tx pgx.Tx, label string, job goclient.Job) error {
-	_, err := tx.Exec(ctx, `INSERT INTO `+demoTargetTable+` (job_record_id, lease_fencing_generation, queue_name, written_by)
+// writeTarget writes the worker's target row in tx, to the demo's own
+// table.
+func (d *demo) writeTarget(ctx context.Context, tx pgx.Tx, label string, job goclient.Job) error {
+	_, err := tx.Exec(ctx, `INSERT INTO `+d.targetTable+` (job_record_id, lease_fencing_generation, queue_name, written_by)
 		VALUES ($1, $2, $3, $4)`, job.ID(), job.FencingGeneration(), job.Queue(), label)
 	return err
 }
@@ -716,7 +825,7 @@ func (d *demo) storyLongJob(ctx context.Context) error {
 			if err := sleep(jctx, work); err != nil {
 				return context.Cause(jctx)
 			}
-			if err := writeTarget(jctx, tx, a.label, job); err != nil {
+			if err := d.writeTarget(jctx, tx, a.label, job); err != nil {
 				return err
 			}
 			d.rec.emit(demoEvent{At: d.dbNow(), Story: story, Job: job.ID(), Actor: a.label, Kind: evTargetWrite,
@@ -863,7 +972,7 @@ func (d *demo) storyFrozenWorker(ctx context.Context) error {
 			if err := sleep(jctx, 500*time.Millisecond); err != nil {
 				return context.Cause(jctx)
 			}
-			if err := writeTarget(jctx, tx, b.label, job); err != nil {
+			if err := d.writeTarget(jctx, tx, b.label, job); err != nil {
 				return err
 			}
 			d.rec.emit(demoEvent{At: d.dbNow(), Story: story, Job: job.ID(), Actor: b.label, Kind: evTargetWrite,
@@ -901,7 +1010,7 @@ func (d *demo) storyFrozenWorker(ctx context.Context) error {
 		return err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // rolled back below on the normal path
-	if err := writeTarget(ctx, tx, a.label, job); err != nil {
+	if err := d.writeTarget(ctx, tx, a.label, job); err != nil {
 		return err
 	}
 	d.rec.emit(demoEvent{At: d.dbNow(), Story: story, Job: id, Actor: a.label, Kind: evTargetWrite,
@@ -917,7 +1026,7 @@ func (d *demo) storyFrozenWorker(ctx context.Context) error {
 	d.rec.emit(demoEvent{At: d.dbNow(), Story: story, Job: id, Actor: a.label, Kind: evRefused,
 		Text: "is refused: complete_job raised SQLSTATE LF001 (stale claim), so its whole transaction rolled back, target write included"})
 
-	rows, _ := a.pool.Query(ctx, `SELECT written_by, lease_fencing_generation FROM `+demoTargetTable+
+	rows, _ := a.pool.Query(ctx, `SELECT written_by, lease_fencing_generation FROM `+d.targetTable+
 		` WHERE job_record_id = $1 ORDER BY lease_fencing_generation`, id)
 	type targetRow struct {
 		WrittenBy  string
@@ -1066,7 +1175,7 @@ func (d *demo) printEvidence(ctx context.Context) error {
 			queue = " " + r.Queue
 		}
 		printf(out, "    #%d %s %s%s by %s: %q\n      new values %s\n", r.ID, formatTime(r.RecordedAt), r.Kind, queue,
-			r.ChangedByRole, oneLine(r.Reason), compactJSON(r.NewValues))
+			visible(r.ChangedByRole), oneLine(r.Reason), visible(compactJSON(r.NewValues)))
 	}
 	var parts []string
 	for _, o := range outcomes {

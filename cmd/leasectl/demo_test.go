@@ -60,11 +60,12 @@ func demoLedger(t *testing.T, pool *pgxpool.Pool, job int64) []string {
 	return out
 }
 
-// demoTargetRows returns the demo's target rows of job as "writer/generation".
-func demoTargetRows(t *testing.T, pool *pgxpool.Pool, job int64) []string {
+// demoTargetRows returns the target rows of job in the schema of demo run
+// (kept with --keep) as "writer/generation".
+func demoTargetRows(t *testing.T, pool *pgxpool.Pool, run string, job int64) []string {
 	t.Helper()
 	rows, err := pool.Query(context.Background(), `SELECT written_by || '/' || lease_fencing_generation
-		FROM `+demoTargetTable+` WHERE job_record_id = $1 ORDER BY lease_fencing_generation`, job)
+		FROM leasefence_demo_`+run+`.target WHERE job_record_id = $1 ORDER BY lease_fencing_generation`, job)
 	require.NoError(t, err)
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
@@ -98,7 +99,7 @@ func TestDemoStoriesHoldInTheDatabaseAndLeaveOtherDataAlone(t *testing.T) {
 
 	htmlPath := filepath.Join(t.TempDir(), "timeline.html")
 	began := time.Now()
-	r := leasectl(t, "demo", "--database-url", db.URL, "--html", htmlPath)
+	r := leasectl(t, "demo", "--database-url", db.URL, "--html", htmlPath, "--keep")
 	requireCode(t, exitOK, r, "leasectl demo")
 	require.Less(t, time.Since(began), time.Minute, "the demo must finish in under a minute")
 
@@ -124,7 +125,7 @@ func TestDemoStoriesHoldInTheDatabaseAndLeaveOtherDataAlone(t *testing.T) {
 	require.GreaterOrEqual(t, j1.ChangedAt.Sub(*j1.ClaimedAt), 4*demoLeaseDuration,
 		"the job ran four times its original lease")
 	require.Equal(t, []string{"SUCCEEDED/1"}, demoLedger(t, admin, j1.ID))
-	require.Equal(t, []string{"worker-a/1"}, demoTargetRows(t, admin, j1.ID))
+	require.Equal(t, []string{"worker-a/1"}, demoTargetRows(t, admin, run, j1.ID))
 
 	// Story 2: reclaimed only after expiry, completed by the second worker;
 	// the frozen worker's target row is absent.
@@ -138,7 +139,7 @@ func TestDemoStoriesHoldInTheDatabaseAndLeaveOtherDataAlone(t *testing.T) {
 	require.GreaterOrEqual(t, j2.ClaimedAt.Sub(j2.CreatedAt), demoLeaseDuration,
 		"the second claim came no sooner than one lease after the job was made")
 	require.Equal(t, []string{"SUCCEEDED/2"}, demoLedger(t, admin, j2.ID), "completed once, by generation 2")
-	require.Equal(t, []string{"worker-b/2"}, demoTargetRows(t, admin, j2.ID), "the frozen worker's write was rolled back")
+	require.Equal(t, []string{"worker-b/2"}, demoTargetRows(t, admin, run, j2.ID), "the frozen worker's write was rolled back")
 	require.GreaterOrEqual(t, demoTally(t, admin, q2, "reclaim"), int64(1))
 
 	// Story 3: cancelled while running; the worker wrote nothing.
@@ -148,7 +149,7 @@ func TestDemoStoriesHoldInTheDatabaseAndLeaveOtherDataAlone(t *testing.T) {
 	require.Equal(t, "CANCELLED", j3.Status)
 	require.EqualValues(t, 1, j3.Generation)
 	require.Empty(t, demoLedger(t, admin, j3.ID))
-	require.Empty(t, demoTargetRows(t, admin, j3.ID))
+	require.Empty(t, demoTargetRows(t, admin, run, j3.ID))
 	require.GreaterOrEqual(t, demoTally(t, admin, q3, "stale_renewal"), int64(1), "the heartbeat saw the cancel as stale")
 
 	// The demo's own policies, and nothing else changed.
@@ -168,6 +169,22 @@ func TestDemoStoriesHoldInTheDatabaseAndLeaveOtherDataAlone(t *testing.T) {
 	require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM pg_catalog.pg_roles WHERE rolname LIKE $1`,
 		"leasefence_demo_"+run+"_%").Scan(&leftRoles))
 	require.Zero(t, leftRoles, "the demo drops the login roles it made")
+	// --keep kept its schema, which only its admin may create objects in,
+	// and nothing of the demo is in public.
+	var schemaOwner string
+	var othersMayCreate bool
+	require.NoError(t, admin.QueryRow(ctx, `SELECT nspowner::regrole::text, EXISTS (SELECT 1 FROM aclexplode(nspacl) a
+		WHERE a.grantee <> nspowner AND a.privilege_type = 'CREATE') FROM pg_namespace WHERE nspname = $1`,
+		"leasefence_demo_"+run).Scan(&schemaOwner, &othersMayCreate))
+	adminCfg, err := pgconn.ParseConfig(db.URL)
+	require.NoError(t, err)
+	require.Equal(t, adminCfg.User, schemaOwner, "the schema is the demo admin's")
+	require.False(t, othersMayCreate)
+	var inPublic int
+	require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM pg_class WHERE relnamespace = 'public'::regnamespace
+		AND relname LIKE 'leasefence_demo%'`).Scan(&inPublic))
+	require.Zero(t, inPublic)
+	require.Contains(t, r.stdout, "kept (--keep) its schema leasefence_demo_"+run)
 
 	// What it printed: the stories, the health table, the evidence and the
 	// timeline's path.
@@ -353,11 +370,12 @@ func TestDemoUsageErrorsAndHelp(t *testing.T) {
 	t.Parallel()
 	r := leasectl(t, "demo", "--help")
 	requireCode(t, exitOK, r)
-	for _, want := range []string{"leasectl demo [--html PATH] [--database-url URL]", "LF001", "Ctrl-C",
-		"demo.<random>", "-html", "-database-url"} {
+	for _, want := range []string{"leasectl demo [--html PATH] [--database-url URL [--keep]]", "LF001", "Ctrl-C",
+		"SIGHUP", "demo.<random>", "-html", "-database-url", "-keep", "SCRAM-SHA-256", "VALID UNTIL", "SIGKILL",
+		"leasefence_demo_<random>", "What stays in the database: the\ncontrol-evidence records"} {
 		require.Contains(t, r.stdout, want)
 	}
-	for _, args := range [][]string{{"demo", "now"}, {"demo", "--bogus"}, {"demo", "--html"}} {
+	for _, args := range [][]string{{"demo", "now"}, {"demo", "--bogus"}, {"demo", "--html"}, {"demo", "--keep"}} {
 		r := leasectl(t, args...)
 		requireCode(t, exitUsage, r, args)
 		require.Empty(t, r.stdout)

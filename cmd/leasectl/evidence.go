@@ -31,7 +31,11 @@ an RFC 3339 time (2026-05-01T00:00:00Z) or a duration back from the database's
 clock (720h). Default: everything the database keeps.
 
 The report holds no payload, claim token, owner id, idempotency key or job id.
-Change reasons are shown as the operators wrote them. --output json is the
+Change reasons are shown as the operators wrote them, except that in Markdown
+their markup and HTML are escaped (a link or an image stays text) and control
+and bidirectional characters (ESC, newlines, U+202E, ...) are shown as escapes
+like \u202e; role and queue names and audit findings likewise. JSON output
+holds the values as they are, as JSON strings. --output json is the
 same as --format json. Needs a login granted durable_job_auditor.
 `
 
@@ -290,8 +294,8 @@ func renderEvidenceMarkdown(report evidenceReportJSON, d evidenceData) string {
 				if r.Queue != nil {
 					queue = *r.Queue
 				}
-				w("| %d | %s | %s | %s | `%s` | `%s` | %s | %s |\n", r.ID, r.RecordedAt, r.Kind, markdownCell(queue),
-					markdownCell(compactJSON(r.PreviousValues)), markdownCell(compactJSON(r.NewValues)),
+				w("| %d | %s | %s | %s | %s | %s | %s | %s |\n", r.ID, r.RecordedAt, r.Kind, markdownCell(queue),
+					markdownCode(compactJSON(r.PreviousValues)), markdownCode(compactJSON(r.NewValues)),
 					markdownCell(r.Reason), markdownCell(r.ChangedByRole))
 			}
 		case []policyJSON:

@@ -6,11 +6,14 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -427,4 +430,89 @@ func TestDeploymentRecordRefusesMalformedVersionsAndRuntimeRoles(t *testing.T) {
 	r = leasectl(t, "deployment", "record", "--version", "1.2.3", "--reason", "REL-2", "--output", "json", "--database-url", db.URL)
 	requireCode(t, exitOK, r)
 	require.JSONEq(t, `{"deployment_version": "1.2.3", "recorded": true}`, r.stdout)
+}
+
+func TestEvidenceShowsOperatorTextAsTextNotMarkup(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	admin := db.Pool(t)
+
+	// An operator login whose role name is markup with an escape sequence
+	// and a right-to-left override in it, and a reason full of the same.
+	role := "op<b>|[x](y)\x1b[2J\u202e" + randomName(2)
+	password := randomName(8)
+	_, err := admin.Exec(ctx, "CREATE ROLE "+pgx.Identifier{role}.Sanitize()+" LOGIN PASSWORD '"+password+
+		"' IN ROLE durable_job_operator")
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP ROLE "+pgx.Identifier{role}.Sanitize()) })
+	u, err := url.Parse(db.URL)
+	require.NoError(t, err)
+	u.User = url.UserPassword(role, password)
+	operatorURL := u.String()
+	reason := "<img src=x onerror=alert(1)> [approved](https://evil.example/approve) \x1b[31mred\u202eevil\nline2 " +
+		"`tick` | pipe *em* _u_ ~~s~~ &amp; zero\u200bwidth <script>x</script>"
+	// The database refuses control and bidi characters in a reason (LF002),
+	// so that reason never reaches the evidence through the function.
+	r := leasectl(t, "policy", "set", "--queue", "billing", "--reason", reason, "--database-url", operatorURL)
+	requireCode(t, exitError, r)
+	require.Contains(t, r.stderr, "LF002")
+	require.NotContains(t, r.output(), "\x1b", "the refusal does not echo the reason's controls")
+	// Markup alone is accepted: it is the report's to escape.
+	r = leasectl(t, "policy", "set", "--queue", "billing", "--reason", "markup <b>only</b> [ok](https://evil.example/ok)",
+		"--database-url", operatorURL)
+	requireCode(t, exitOK, r)
+	// Older records, or ones written around the function, can still hold
+	// controls: the report must show those as text too. The table's owner
+	// plants one in the operator's name.
+	_, err = admin.Exec(ctx, `INSERT INTO durable_jobs.control_evidence_record
+		(evidence_kind, queue_name, previous_values, new_values, change_reason, changed_by_role)
+		VALUES ('lease_policy_changed', 'billing', NULL, '{"renewal_enabled": true}', $1, $2)`, reason, role)
+	require.NoError(t, err)
+
+	// A record whose JSON holds backticks, planted by the table's owner
+	// (the evidence table refuses changes, not new rows from its owner).
+	_, err = admin.Exec(ctx, `INSERT INTO durable_jobs.control_evidence_record (evidence_kind, new_values, change_reason)
+		VALUES ('deployment_recorded', '{"deployment_version": "`+"``"+`</code><img src=x onerror=alert(2)>|"}', 'planted')`)
+	require.NoError(t, err)
+
+	r = leasectl(t, "evidence", "--format", "markdown", "--database-url", db.LoginURL(t, "durable_job_auditor"))
+	requireCode(t, exitOK, r)
+	md := r.stdout
+	require.Contains(t, md, "| ```"+`{"deployment_version":"`+"``"+`\u003c/code\u003e\u003cimg src=x onerror=alert(2)\u003e\|"}`+"``` |",
+		"the JSON stays inside its code span")
+	for _, raw := range []string{"<img", "<b>", "<script", "](https://", "\x1b", "\u202e", "\u200b", "*em*", "~~s~~", "`tick`"} {
+		require.NotContains(t, md, raw)
+	}
+	escapedRole := `op&lt;b&gt;\|\[x\]\(y\)\\u001b\[2J\\u202e`
+	var row string
+	for line := range strings.SplitSeq(md, "\n") {
+		if strings.Contains(line, "evil.example") {
+			row = line
+		}
+	}
+	require.NotEmpty(t, row, md)
+	for _, escaped := range []string{
+		`| &lt;img src=x onerror=alert\(1\)&gt; \[approved\]\(https://evil.example/approve\) ` +
+			`\\u001b\[31mred\\u202eevil\\u000aline2 \` + "`" + `tick\` + "`" + ` \| pipe \*em\* \_u\_ \~\~s\~\~ &amp;amp; ` +
+			`zero\\u200bwidth &lt;script&gt;x&lt;/script&gt; | ` + escapedRole,
+	} {
+		require.Contains(t, row, escaped)
+	}
+	unescapedPipes := regexp.MustCompile(`(^|[^\\])\|`).FindAllString(row, -1)
+	require.Len(t, unescapedPipes, 9, "the row keeps its 8 columns: %s", row)
+	require.Regexp(t, `\| billing \| .* \| `+regexp.QuoteMeta(escapedRole)+`[0-9a-f]{4} \|`, md)
+
+	// JSON keeps the reason as it was written.
+	r = leasectl(t, "evidence", "--format", "json", "--database-url", db.LoginURL(t, "durable_job_auditor"))
+	requireCode(t, exitOK, r)
+	require.Contains(t, r.stdout, `"reason": "\u003cimg src=x onerror=alert(1)\u003e [approved](https://evil.example/approve) \u001b[31mred`+
+		"\u202e"+`evil\nline2`)
+
+	// The text table of policy show shows the role's controls as escapes.
+	r = leasectl(t, "policy", "show", "--database-url", operatorURL)
+	requireCode(t, exitOK, r)
+	require.NotContains(t, r.stdout, "\x1b")
+	require.NotContains(t, r.stdout, "\u202e")
+	require.Contains(t, r.stdout, `op<b>|[x](y)\u001b[2J\u202e`)
 }

@@ -68,7 +68,7 @@ func runHealth(ctx context.Context, env *cliEnv, args []string) int {
 	tw := newTable(env.stdout)
 	printf(tw, "QUEUE\tRUNNING\tEXPIRING SOON\tAWAITING RECLAIM\tRECLAIMS 1H\tSTALE 1H\tOLDEST LEASE\n")
 	for _, h := range health {
-		printf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", h.Queue, h.RunningJobs, h.ExpiringWithinInterval,
+		printf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", visible(h.Queue), h.RunningJobs, h.ExpiringWithinInterval,
 			h.ExpiredAwaitingReclaim, h.ReclaimsLastHour, h.StaleRenewalsLastHour, oldestLease(h))
 	}
 	_ = tw.Flush()
@@ -79,7 +79,7 @@ func runHealth(ctx context.Context, env *cliEnv, args []string) int {
 }
 
 func toHealthJSON(h goclient.QueueLeaseHealth) healthJSON {
-	out := healthJSON{h.Queue, h.RunningJobs, h.ExpiringWithinInterval, h.ExpiredAwaitingReclaim,
+	out := healthJSON{visible(h.Queue), h.RunningJobs, h.ExpiringWithinInterval, h.ExpiredAwaitingReclaim,
 		h.ReclaimsLastHour, h.StaleRenewalsLastHour, nil, formatTime(h.DatabaseTime)}
 	if h.OldestLeaseAge != nil {
 		age := seconds(*h.OldestLeaseAge)

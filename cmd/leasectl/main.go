@@ -39,6 +39,8 @@ var commands = map[string]command{
 	"evidence":   {"write the control-evidence report (Markdown or JSON)", runEvidence},
 	"deployment": {"record a deployed application version as control evidence", runDeployment},
 	"demo":       {"run the lease demo", runDemo},
+	"retention":  {"show, set or apply retention of finished jobs' data", runRetention},
+	"erase":      {"erase one finished job's payload (data-subject request)", runErase},
 }
 
 const mainUsage = `leasectl operates a leasefence database: durable-job leases that PostgreSQL
@@ -65,7 +67,9 @@ Run "leasectl <command> --help" for a command's own flags.
 `
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP (the terminal went away) ends a command the way Ctrl-C does,
+	// so that the demo still cleans up.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -149,9 +153,10 @@ func formatError(doing string, err error) string {
 	return fmt.Sprintf("error: %s: %s\n", doing, oneLine(err.Error()))
 }
 
-// oneLine joins a multi-line text into one line.
+// oneLine joins a multi-line text into one line, with its control and
+// bidirectional characters shown as escapes (see visible).
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	return visible(strings.Join(strings.Fields(s), " "))
 }
 
 // newFlagSet returns a flag set for a subcommand that reports errors to

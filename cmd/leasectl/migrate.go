@@ -1,20 +1,24 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
 const migrateUsage = `Usage:
-  leasectl migrate up     [--to N] [--database-url URL]
-  leasectl migrate down   [--to N] [--drop-roles] [--database-url URL]
+  leasectl migrate up     [--to N] [--lock-timeout DURATION] [--database-url URL]
+  leasectl migrate down   [--to N] [--drop-roles] [--lock-timeout DURATION] [--database-url URL]
   leasectl migrate status [--output text|json] [--database-url URL]
 
 Applies leasefence's migration bundle with tern's migrator. The version is
@@ -24,14 +28,28 @@ kept in ` + sqlbundle.VersionTable + `.
           On an up-to-date database it changes nothing.
   down    step back one migration, or to --to N. "down --to 0" removes every
           object of the bundle except the cluster-wide roles and the version
-          table; add --drop-roles to also drop every role named durable_job_*
-          (only possible once no database in the cluster still uses them).
+          table; add --drop-roles to also drop the bundle's ten roles, by
+          exact name: durable_job_producer, durable_job_worker,
+          durable_job_operator, durable_job_auditor, durable_job_producer_owner,
+          durable_job_claim_owner, durable_job_renewal_owner,
+          durable_job_terminal_owner, durable_job_policy_owner and
+          durable_job_audit_owner. Other roles (durable_job_worker_eu, say)
+          are left alone. Only possible once no database in the cluster
+          still uses them.
   status  print the current and the newest version, and whether every
           function is what the current version installs (a body replaced by
           hand or a skipped migration is listed, and the exit code is 2).
 
-The connecting role must be able to create roles and own the bundle's
-objects the first time (a superuser, or the database owner with CREATEROLE).
+up and down first take the migration lock, the advisory lock tern's migrator
+holds while it migrates (so two migrations never run at once). Anyone who can
+log in can take it, so leasectl waits for it at most --lock-timeout (default
+60s) and then fails, naming the process id and role of the session that holds
+it (see pg_locks and pg_stat_activity, or pg_terminate_backend).
+
+The connecting role must be a superuser (for example postgres). migrate
+refuses any other role, a ` + sqlbundle.VersionTable + ` that is not the plain
+table it creates, and pre-existing durable_job_* roles that can log in, are
+elevated or (the *_owner roles) have members, before changing anything.
 `
 
 // runMigrate is "leasectl migrate".
@@ -55,7 +73,11 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) int {
 		fs.Var(&to, "to", "target `version` (up: default the newest; down: default one step back)")
 	}
 	if action == "down" {
-		fs.BoolVar(&dropRoles, "drop-roles", false, "with --to 0: also drop the cluster-wide durable_job_* roles")
+		fs.BoolVar(&dropRoles, "drop-roles", false, "with --to 0: also drop the bundle's ten cluster-wide roles")
+	}
+	lockTimeout := defaultLockTimeout
+	if action != "status" {
+		fs.DurationVar(&lockTimeout, "lock-timeout", defaultLockTimeout, "longest wait for the migration lock (at least 1ms)")
 	}
 	if done, code := parseFlags(env, fs, migrateUsage, args[1:]); done {
 		return code
@@ -72,12 +94,21 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) int {
 	if dropRoles && (!to.set || to.value != 0) {
 		return env.usageError("migrate down: --drop-roles needs --to 0")
 	}
+	if lockTimeout < time.Millisecond {
+		return env.usageError("migrate %s: --lock-timeout must be at least 1ms, not %s", action, lockTimeout)
+	}
 
 	conn, err := connectConn(ctx, common.databaseURL)
 	if err != nil {
 		return env.fail("connect to database", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	// The migrator takes the lock again (a session may hold an advisory
+	// lock more than once) and so never waits; closing the connection
+	// releases whatever is left.
+	if err := lockMigrations(ctx, conn, lockTimeout); err != nil {
+		return env.fail("migrate "+action, err)
+	}
 	m, err := sqlbundle.NewMigrator(ctx, conn)
 	if err != nil {
 		return env.fail("prepare migrator", err)
@@ -131,7 +162,7 @@ func migrateStatus(ctx context.Context, env *cliEnv, common *commonFlags) int {
 		return env.fail("connect to database", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	current, err := readVersionTable(ctx, conn)
+	current, _, err := sqlbundle.ReadVersion(ctx, conn)
 	if err != nil {
 		return env.fail("read current version", err)
 	}
@@ -176,28 +207,18 @@ func migrateStatus(ctx context.Context, env *cliEnv, common *commonFlags) int {
 	return code
 }
 
-// readVersionTable returns the version recorded in the bundle's version
-// table, 0 when the table does not exist.
-func readVersionTable(ctx context.Context, conn *pgx.Conn) (int32, error) {
-	var exists bool
-	if err := conn.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, sqlbundle.VersionTable).Scan(&exists); err != nil {
-		return 0, err
-	}
-	if !exists {
-		return 0, nil
-	}
-	var version int32
-	err := conn.QueryRow(ctx, `SELECT version FROM `+sqlbundle.VersionTable).Scan(&version)
-	return version, err
-}
+// bundleRoleNames are the ten cluster-wide roles the bundle creates (see
+// sql/roles/bundle_roles.sql): the only roles --drop-roles drops.
+var bundleRoleNames = append(append([]string{}, sqlbundle.RuntimeRoles...), sqlbundle.DefinerOwnerRoles...)
 
-// dropBundleRoles drops every role whose name starts with durable_job_, in
-// one transaction, and returns their names. PostgreSQL refuses (and nothing
-// is dropped) while any database in the cluster still has objects or
+// dropBundleRoles drops those of the bundle's ten roles that exist, by exact
+// name, in one transaction, and returns their names. Other roles, named
+// durable_job_something or not, are left alone. PostgreSQL refuses (and
+// nothing is dropped) while any database in the cluster still has objects or
 // privileges of one of them; its DETAIL names those databases.
 func dropBundleRoles(ctx context.Context, conn *pgx.Conn) ([]string, error) {
 	rows, _ := conn.Query(ctx, `SELECT rolname FROM pg_catalog.pg_roles
-		WHERE rolname LIKE 'durable\_job\_%' ORDER BY rolname`)
+		WHERE rolname OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.text[]) ORDER BY rolname`, bundleRoleNames)
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return nil, err
@@ -214,6 +235,61 @@ func dropBundleRoles(ctx context.Context, conn *pgx.Conn) ([]string, error) {
 		return nil, err
 	}
 	return names, nil
+}
+
+// migrationLockKey is the advisory lock key tern's migrator takes
+// (lockNum in github.com/jackc/tern/v2/migrate) while it migrates.
+const migrationLockKey int64 = 9628173550095224
+
+// sqlStateLockNotAvailable is the SQLSTATE of a lock wait that ran past
+// lock_timeout.
+const sqlStateLockNotAvailable = "55P03"
+
+// defaultLockTimeout is how long migrate up and down wait for the migration
+// lock unless --lock-timeout says otherwise.
+const defaultLockTimeout = 60 * time.Second
+
+// lockMigrations takes the migration lock for the session of conn, waiting
+// at most timeout: pg_advisory_lock honours lock_timeout, which is set for
+// this one transaction only (a session-level advisory lock outlives the
+// transaction that took it). When the wait times out, the error names the
+// process id and role of the session that holds the lock, never its query.
+func lockMigrations(ctx context.Context, conn *pgx.Conn, timeout time.Duration) error {
+	// Without arguments pgx sends this as one simple query; both numbers
+	// are leasectl's own.
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d; SELECT pg_catalog.pg_advisory_lock(%d)",
+			timeout.Milliseconds(), migrationLockKey))
+		return err
+	})
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != sqlStateLockNotAvailable {
+		return err
+	}
+	// A bigint advisory key is shown in pg_locks as classid (its high 32
+	// bits), objid (its low 32 bits) and objsubid 1, in the database where
+	// it was taken. Should this read fail, the message says only that
+	// another session holds the lock.
+	rows, _ := conn.Query(ctx, `SELECT l.pid, COALESCE(a.usename::pg_catalog.text, '')
+		FROM pg_catalog.pg_locks l LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid OPERATOR(pg_catalog.=) l.pid
+		WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory' AND l.granted
+		  AND l.classid::pg_catalog.int8 OPERATOR(pg_catalog.=) $1 AND l.objid::pg_catalog.int8 OPERATOR(pg_catalog.=) $2
+		  AND l.objsubid OPERATOR(pg_catalog.=) 1
+		  AND l.database OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database
+		                                         WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+		ORDER BY l.pid`, migrationLockKey>>32, migrationLockKey&0xffffffff)
+	type holder struct {
+		PID  int32
+		Role string
+	}
+	holders, _ := pgx.CollectRows(rows, pgx.RowToStructByPos[holder])
+	var who []string
+	for _, h := range holders {
+		who = append(who, fmt.Sprintf("pid %d (role %s)", h.PID, strconv.Quote(h.Role)))
+	}
+	return fmt.Errorf("the migration lock (advisory lock %d) was not free within %s: held by %s; "+
+		"wait for that session, or end it with pg_terminate_backend(pid), and try again", migrationLockKey,
+		formatDuration(timeout), cmp.Or(strings.Join(who, ", "), "another session"))
 }
 
 // optionalInt is an integer flag that remembers whether it was given.

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -203,12 +204,19 @@ func TestMigrateFailuresSayWhatFailed(t *testing.T) {
 	require.Equal(t, int32(0), versionOf(t, pool))
 }
 
-func TestMigrateDownDropRolesRemovesEveryBundleRole(t *testing.T) {
+func TestMigrateDownDropRolesDropsOnlyTheBundlesTenRoles(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	_, db := testdb.OwnCluster(t)
 	pool := db.Pool(t)
 	require.Contains(t, bundleRoles(t, pool), "durable_job_renewal_owner")
+	// Roles of the operators' own that share the prefix: a worker login of
+	// one region and a reporting role that owns a table.
+	_, err := pool.Exec(ctx, `CREATE ROLE durable_job_worker_eu LOGIN IN ROLE durable_job_worker;
+		CREATE ROLE durable_job_reporting LOGIN;
+		CREATE TABLE public.report (n int); ALTER TABLE public.report OWNER TO durable_job_reporting`)
+	require.NoError(t, err)
+	operatorRoles := []string{"durable_job_reporting", "durable_job_worker_eu"}
 
 	// The template database of this cluster still uses the roles, so
 	// PostgreSQL refuses to drop them: nothing is dropped and DETAIL says why.
@@ -219,9 +227,9 @@ func TestMigrateDownDropRolesRemovesEveryBundleRole(t *testing.T) {
 	require.False(t, schemaExists(t, pool))
 	require.Contains(t, bundleRoles(t, pool), "durable_job_renewal_owner")
 
-	// Once no database uses them, down --to 0 --drop-roles drops them all.
+	// Once no database uses them, down --to 0 --drop-roles drops the ten.
 	// (This cluster is the test's own, so opening its template is harmless.)
-	_, err := pool.Exec(ctx, `ALTER DATABASE `+testdb.TemplateName+` WITH ALLOW_CONNECTIONS true`)
+	_, err = pool.Exec(ctx, `ALTER DATABASE `+testdb.TemplateName+` WITH ALLOW_CONNECTIONS true`)
 	require.NoError(t, err)
 	u, err := url.Parse(db.URL)
 	require.NoError(t, err)
@@ -231,12 +239,73 @@ func TestMigrateDownDropRolesRemovesEveryBundleRole(t *testing.T) {
 	r = leasectl(t, "migrate", "down", "--to", "0", "--drop-roles", "--database-url", db.URL)
 	requireCode(t, exitOK, r)
 	require.Contains(t, r.stdout, "already at version 0")
-	require.Contains(t, r.stdout, "dropped ")
-	require.Empty(t, bundleRoles(t, pool))
+	require.Contains(t, r.stdout, "dropped 11 roles: [durable_job_audit_owner durable_job_auditor durable_job_claim_owner "+
+		"durable_job_operator durable_job_policy_owner durable_job_producer durable_job_producer_owner "+
+		"durable_job_renewal_owner durable_job_retention_owner durable_job_terminal_owner durable_job_worker]\n")
+	require.Equal(t, operatorRoles, bundleRoles(t, pool), "the operators' own roles are left alone")
+	var owner string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT relowner::regrole::text FROM pg_class WHERE oid = 'public.report'::regclass`).Scan(&owner))
+	require.Equal(t, "durable_job_reporting", owner)
+
+	// A second run finds none of the ten and drops nothing.
+	r = leasectl(t, "migrate", "down", "--to", "0", "--drop-roles", "--database-url", db.URL)
+	requireCode(t, exitOK, r)
+	require.Contains(t, r.stdout, "dropped 0 roles: []\n")
+	require.Equal(t, operatorRoles, bundleRoles(t, pool))
 
 	// And the bundle installs again from nothing, roles included.
 	r = leasectl(t, "migrate", "up", "--database-url", db.URL)
 	requireCode(t, exitOK, r)
 	require.Contains(t, bundleRoles(t, pool), "durable_job_worker")
 	require.True(t, schemaExists(t, pool))
+}
+
+func TestMigrateWaitsForTheMigrationLockAtMostLockTimeout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	pool := db.Pool(t)
+
+	// Any login may take tern's migration lock and keep it; this one is an
+	// auditor, and its query text carries a marker that must not be shown.
+	holder := db.LoginConn(t, "durable_job_auditor")
+	const marker = "holder-query-text-S3CRET"
+	var pid int32
+	var role string
+	require.NoError(t, holder.QueryRow(ctx, `SELECT pg_backend_pid(), current_user::text
+		FROM (SELECT pg_advisory_lock(9628173550095224)) l /* `+marker+` */`).Scan(&pid, &role))
+
+	for _, action := range []string{"up", "down"} {
+		began := time.Now()
+		r := leasectl(t, "migrate", action, "--lock-timeout", "300ms", "--database-url", db.URL)
+		requireCode(t, exitError, r, action)
+		require.Less(t, time.Since(began), 20*time.Second, "the wait is bounded")
+		require.Equal(t, fmt.Sprintf("error: migrate %s: the migration lock (advisory lock 9628173550095224) was not free "+
+			"within 300ms: held by pid %d (role %q); wait for that session, or end it with pg_terminate_backend(pid), "+
+			"and try again\n", action, pid, role), r.stderr)
+		require.NotContains(t, r.output(), marker)
+		require.Empty(t, r.stdout, "nothing was migrated")
+	}
+	require.Equal(t, sqlbundle.NewestVersion(), versionOf(t, pool))
+
+	// Once the lock is free, migrate runs (and leaves the lock free).
+	_, err := holder.Exec(ctx, `SELECT pg_advisory_unlock(9628173550095224)`)
+	require.NoError(t, err)
+	r := leasectl(t, "migrate", "down", "--lock-timeout", "2s", "--database-url", db.URL)
+	requireCode(t, exitOK, r)
+	r = leasectl(t, "migrate", "up", "--database-url", db.URL)
+	requireCode(t, exitOK, r)
+	require.Equal(t, sqlbundle.NewestVersion(), versionOf(t, pool))
+	// leasectl has exited, but its backend may still be ending (a session's
+	// advisory locks go with it): wait for that, bounded.
+	require.Eventually(t, func() bool {
+		var held int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&held))
+		return held == 0
+	}, 10*time.Second, 50*time.Millisecond, "no advisory lock is left once leasectl's sessions have ended")
+
+	r = leasectl(t, "migrate", "--help")
+	requireCode(t, exitOK, r)
+	require.Contains(t, r.stdout, "--lock-timeout (default\n60s)")
 }

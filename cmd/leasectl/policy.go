@@ -80,9 +80,9 @@ func printPolicies(env *cliEnv, asJSON bool, policies []goclient.LeasePolicy) {
 	tw := newTable(env.stdout)
 	printf(tw, "QUEUE\tLEASE\tRENEWAL INTERVAL\tMAX CLAIM LIFETIME\tRENEWAL ENABLED\tCHANGED AT\tCHANGED BY\n")
 	for _, p := range policies {
-		printf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Queue, formatDuration(p.LeaseDuration),
+		printf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", visible(p.Queue), formatDuration(p.LeaseDuration),
 			formatDuration(p.RenewalInterval), formatDuration(p.MaxClaimLifetime), formatBool(p.RenewalEnabled),
-			formatTime(p.ChangedAt), p.ChangedByRole)
+			formatTime(p.ChangedAt), visible(p.ChangedByRole))
 	}
 	_ = tw.Flush()
 }

@@ -101,8 +101,18 @@ const (
 	CheckEvidenceAppendOnly = "AUDIT-EVIDENCE-APPEND-ONLY"
 	// CheckMigrationVersion: the database is at the newest bundle version.
 	CheckMigrationVersion = "AUDIT-MIGRATION-VERSION"
+	// CheckObjectDependencies: the bundle's objects depend only on pg_catalog and durable_jobs.
+	CheckObjectDependencies = "AUDIT-OBJECT-DEPENDENCIES"
+	// CheckDefinerOwners: the definer owner roles cannot log in and have no members.
+	CheckDefinerOwners = "AUDIT-DEFINER-OWNERS"
+	// CheckEvidenceTrigger: the evidence triggers are enabled and run the installer's guard.
+	CheckEvidenceTrigger = "AUDIT-EVIDENCE-TRIGGER"
 	// CheckFunctionDrift: every function is what its recorded version installs.
 	CheckFunctionDrift = "AUDIT-FUNCTION-DRIFT"
+	// CheckServerLogSecrets: no runtime login's log settings write bind parameters to the server log.
+	CheckServerLogSecrets = "AUDIT-SERVER-LOG-SECRETS"
+	// CheckUnencryptedSessions: no runtime login has a TCP session without TLS.
+	CheckUnencryptedSessions = "AUDIT-UNENCRYPTED-SESSIONS"
 )
 
 // Evidence section identifiers. Each names one entry of EvidenceSections.
@@ -200,9 +210,24 @@ var auditCheckTable = []AuditCheck{
 	{CheckMigrationVersion, "Migration version is current",
 		"The bundle's migration version recorded in the database equals the newest version this leasectl binary carries.",
 		[]string{ChangeMigrations, AuditConfiguration}},
+	{CheckObjectDependencies, "Bundle objects bind only system and bundle objects",
+		"Every function, constraint, column default, index, trigger and rule in schema durable_jobs depends, in pg_depend, only on objects of pg_catalog and durable_jobs: nothing bound an operator, function or type planted in another schema.",
+		[]string{AccessDefinerPath, AuditConfiguration}},
+	{CheckDefinerOwners, "Definer owners cannot be assumed",
+		"The six definer owner roles (durable_job_*_owner) are NOLOGIN and have no members, so no login can SET ROLE to one and write its tables directly.",
+		[]string{AccessDefinerRoles, AuditConfiguration}},
+	{CheckEvidenceTrigger, "Evidence guard is the installer's",
+		"Both append-only triggers of durable_jobs.control_evidence_record exist, fire in every session (enabled O or A) and execute durable_jobs.refuse_evidence_change(), owned by the table's owner.",
+		[]string{AuditAppendOnly, AuditConfiguration}},
 	{CheckFunctionDrift, "Functions are what their version installs",
 		"Every function in schema durable_jobs has the definition, owner and EXECUTE grants that the bundle's manifest records for the database's migration version: none replaced by hand, none missing, none extra.",
 		[]string{ChangeMigrations, AccessDefinerPath, AuditConfiguration}},
+	{CheckServerLogSecrets, "Server log gets no bind parameters",
+		"For every login in a runtime role, the log settings in force for it (its own, the database's, the server's) do not write bind parameters, which carry claim tokens and payloads, to the server log: log_parameter_max_length is 0 wherever log_statement is mod or all or log_min_duration_statement is not -1, and log_parameter_max_length_on_error is 0.",
+		[]string{PrivacyTelemetry, AuditConfiguration}},
+	{CheckUnencryptedSessions, "Runtime sessions are encrypted",
+		"No session of a login in a runtime role in this database is a TCP connection without TLS (pg_stat_ssl); local socket sessions are not counted. Without pg_read_all_stats the auditing login sees only its own sessions.",
+		[]string{PrivacyTelemetry, AuditConfiguration}},
 }
 
 var evidenceSectionTable = []EvidenceSection{

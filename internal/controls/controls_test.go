@@ -10,7 +10,7 @@ import (
 func TestTablesAreConsistent(t *testing.T) {
 	require.NoError(t, Validate())
 	require.NotEmpty(t, Controls())
-	require.Len(t, AuditChecks(), 8)
+	require.Len(t, AuditChecks(), 14)
 	require.NotEmpty(t, EvidenceSections())
 }
 
@@ -54,7 +54,9 @@ func TestCopiesDoNotChangeTheTable(t *testing.T) {
 
 func TestEveryAuditCheckAndSectionIsNamedByConstant(t *testing.T) {
 	checks := []string{CheckSearchPath, CheckPublicExecute, CheckRuntimePrivileges, CheckDefinerAttributes,
-		CheckRenewalPayload, CheckSchemaCreate, CheckEvidenceAppendOnly, CheckMigrationVersion}
+		CheckRenewalPayload, CheckSchemaCreate, CheckEvidenceAppendOnly, CheckMigrationVersion,
+		CheckObjectDependencies, CheckDefinerOwners, CheckEvidenceTrigger, CheckFunctionDrift,
+		CheckServerLogSecrets, CheckUnencryptedSessions}
 	for i, a := range AuditChecks() {
 		require.Equal(t, checks[i], a.ID)
 	}

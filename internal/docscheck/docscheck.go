@@ -342,7 +342,7 @@ func LoadKnown(root string, metricNames []string) (Known, error) {
 			k.add(KindSQLObject, "durable_jobs."+string(m[1]))
 		}
 	}
-	roleFiles, err := globAll(root, "sql/roles/*.sql")
+	roleFiles, err := globAll(root, "sql/roles/*.sql", "sql/migrations/*.sql")
 	if err != nil {
 		return Known{}, err
 	}

@@ -47,6 +47,19 @@
 // --drop-roles) or restart the server uses OwnCluster, which gives it a
 // server of its own.
 //
+// # PostgreSQL in Docker
+//
+// On a machine with a Docker engine but no PostgreSQL 15 binaries, set
+// LEASEFENCE_TEST_DOCKER=1: the server is then a container (run through
+// github.com/ory/dockertest) of an image testdb builds once from
+// postgres:15-bookworm with pgTAP and plpgsql_check added, started with the
+// same settings as a local cluster and removed when the binary ends. Only
+// the value 1 selects it; local binaries stay the default, and
+// LEASEFENCE_TEST_DATABASE_URL, when set, wins over both. OwnCluster still
+// needs local binaries, and the pgTAP suite still runs pg_prove and psql
+// locally. Without an engine, New fails with a message naming the variable
+// and the two alternatives (TestDockerSelectedWithoutEngineSaysWhatToDo).
+//
 // # Missing tools
 //
 // Nothing is ever skipped. When PostgreSQL, pgTAP or plpgsql_check is

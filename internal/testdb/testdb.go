@@ -84,13 +84,15 @@ type DB struct {
 // server is one PostgreSQL server the tests use: the shared one of the
 // binary or one from OwnCluster.
 type server struct {
-	cluster  *pglocal.Cluster // nil for a server from EnvDatabaseURL
-	base     url.URL          // superuser URL; its path is replaced per database
-	template string
-	prefix   string // database-name prefix, unique per server user
-	admin    *pgxpool.Pool
-	createMu sync.Mutex // CREATE DATABASE calls take turns (one template)
-	seq      atomic.Int64
+	cluster *pglocal.Cluster // nil for a server from EnvDatabaseURL or EnvDocker
+	// stopContainer removes the Docker container of an EnvDocker server.
+	stopContainer func() error
+	base          url.URL // superuser URL; its path is replaced per database
+	template      string
+	prefix        string // database-name prefix, unique per server user
+	admin         *pgxpool.Pool
+	createMu      sync.Mutex // CREATE DATABASE calls take turns (one template)
+	seq           atomic.Int64
 }
 
 var (
@@ -311,6 +313,8 @@ func sharedServerErr(ctx context.Context) (*server, error) {
 		began := time.Now()
 		if raw := os.Getenv(EnvDatabaseURL); raw != "" {
 			shared.srv, shared.err = connectExternal(ctx, raw)
+		} else if dockerSelected() {
+			shared.srv, shared.err = startDocker(ctx)
 		} else {
 			shared.srv, shared.err = startLocal(ctx)
 		}
@@ -512,6 +516,9 @@ func (s *server) close() error {
 	}
 	if s.cluster != nil {
 		err = errors.Join(err, s.cluster.Stop())
+	}
+	if s.stopContainer != nil {
+		err = errors.Join(err, s.stopContainer())
 	}
 	return err
 }

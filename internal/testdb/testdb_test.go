@@ -219,3 +219,29 @@ func TestExistingServerModeSharesOneServerSafely(t *testing.T) {
 	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM pg_roles WHERE rolname = ANY($1)", RuntimeRoles).Scan(&runtimeRoles))
 	require.Equal(t, len(RuntimeRoles), runtimeRoles, "the bundle's cluster-wide roles stay")
 }
+
+// With LEASEFENCE_TEST_DOCKER=1 and no Docker engine, preparing the server
+// fails with a message naming the variable and both alternatives, and
+// starts nothing. (DOCKER_HOST points at a socket that cannot exist, so the
+// test gives the same answer on a machine that does run Docker.)
+func TestDockerSelectedWithoutEngineSaysWhatToDo(t *testing.T) {
+	t.Setenv(EnvDocker, "1")
+	t.Setenv("DOCKER_HOST", "unix://"+t.TempDir()+"/no-docker.sock")
+	require.True(t, dockerSelected())
+	srv, err := startDocker(context.Background())
+	require.Nil(t, srv)
+	require.Error(t, err)
+	msg := err.Error()
+	for _, want := range []string{
+		"LEASEFENCE_TEST_DOCKER=1 asks for PostgreSQL in a Docker container, but no Docker engine answers",
+		"unset LEASEFENCE_TEST_DOCKER to use the local PostgreSQL 15 binaries (the default; run make deps",
+		"or set LEASEFENCE_TEST_DATABASE_URL to a superuser URL of an existing server",
+	} {
+		require.Contains(t, msg, want)
+	}
+
+	t.Setenv(EnvDocker, "")
+	require.False(t, dockerSelected(), "local binaries stay the default")
+	t.Setenv(EnvDocker, "yes")
+	require.False(t, dockerSelected(), "only 1 selects Docker")
+}

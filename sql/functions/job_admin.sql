@@ -2,8 +2,8 @@
 -- operator (leasectl jobs list / show). They return lifecycle columns only:
 -- never the payload, the claim token, its digest, the owner id, the login
 -- role that claimed it or the idempotency key. Owned by the audit owner,
--- whose column privileges on job_record exclude every one of those. They
--- take no locks. Cancel and replay are the producer family's cancel_job and
+-- which cannot read the payload table, the claim digest, the owner id or
+-- the idempotency key digest at all. They take no locks. Cancel and replay are the producer family's cancel_job and
 -- replay_job, which operators already hold.
 
 -- operator_list_jobs: up to p_max_jobs jobs, newest first (job_record_id

@@ -3,7 +3,7 @@
 -- and STYLE.md promise. Catalog checks only; nothing here writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(161);
+SELECT plan(166);
 
 -- Schema, type, tables -------------------------------------------------------
 
@@ -20,8 +20,8 @@ SELECT types_are('durable_jobs', ARRAY['job_status_kind'],
 
 SELECT tables_are('durable_jobs',
     ARRAY['job_record', 'job_payload_record', 'job_outcome_ledger', 'queue_lease_policy',
-          'control_evidence_record', 'lease_outcome_tally'],
-    'the schema holds exactly the six private tables of the bundle');
+          'control_evidence_record', 'lease_outcome_tally', 'queue_retention_policy'],
+    'the schema holds exactly the seven private tables of the bundle');
 SELECT views_are('durable_jobs', ARRAY[]::name[], 'the schema has no views');
 SELECT sequences_are('durable_jobs',
     ARRAY['job_record_job_record_id_seq', 'job_outcome_ledger_job_outcome_record_id_seq',
@@ -49,8 +49,8 @@ SELECT columns_are('durable_jobs', 'control_evidence_record',
           'changed_by_role', 'recorded_at'],
     'control_evidence_record has exactly its evidence columns');
 SELECT columns_are('durable_jobs', 'lease_outcome_tally',
-    ARRAY['tally_slot', 'tally_minute', 'queue_name', 'outcome_kind', 'tally_shard', 'outcome_count'],
-    'lease_outcome_tally has exactly its bounded tally columns');
+    ARRAY['tally_minute', 'queue_name', 'outcome_kind', 'tally_backend_pid', 'counted_by_role', 'outcome_count'],
+    'lease_outcome_tally has exactly its per-backend tally columns (migration 004)');
 
 SELECT col_type_is('durable_jobs', 'job_record', 'lease_claim_digest', 'bytea',
     'the claim token is stored as a bytea digest');
@@ -71,8 +71,8 @@ SELECT col_default_is('durable_jobs', 'job_record', 'lease_fencing_generation', 
 
 SELECT indexes_are('durable_jobs', 'job_record',
     ARRAY['job_record_pkey', 'job_record_idempotency_key_unique', 'job_record_claimable_queue_order',
-          'job_record_running_by_queue'],
-    'job_record has exactly its primary key, the idempotency index and the two claim-path indexes');
+          'job_record_running_by_queue', 'job_record_finished_by_age'],
+    'job_record has exactly its primary key, the idempotency index, the two claim-path indexes and the purge index');
 SELECT indexes_are('durable_jobs', 'job_payload_record', ARRAY['job_payload_record_pkey'],
     'job_payload_record has only its primary key');
 SELECT indexes_are('durable_jobs', 'job_outcome_ledger', ARRAY['job_outcome_ledger_pkey', 'job_outcome_ledger_job_lookup'],
@@ -127,16 +127,18 @@ SELECT set_eq(
              ('durable_jobs.queue_lease_policy', 'queue_lease_policy_pkey', 'p'),
              ('durable_jobs.queue_lease_policy', 'queue_lease_policy_queue_name_format', 'c'),
              ('durable_jobs.queue_lease_policy', 'queue_lease_policy_bounds', 'c'),
+             ('durable_jobs.queue_lease_policy', 'queue_lease_policy_absolute_durations', 'c'),
              ('durable_jobs.control_evidence_record', 'control_evidence_record_pkey', 'p'),
              ('durable_jobs.control_evidence_record', 'control_evidence_record_kind', 'c'),
              ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_pkey', 'p'),
-             ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_slot_range', 'c'),
              ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_kind', 'c'),
-             ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_shard_range', 'c'),
-             ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_count_positive', 'c')$$,
+             ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_count_positive', 'c'),
+             ('durable_jobs.queue_retention_policy', 'queue_retention_policy_pkey', 'p'),
+             ('durable_jobs.queue_retention_policy', 'queue_retention_policy_queue_name_format', 'c'),
+             ('durable_jobs.queue_retention_policy', 'queue_retention_policy_bounds', 'c')$$,
     'every constraint of the bundle has its chosen name, and there are no unnamed extras');
-SELECT col_is_pk('durable_jobs', 'lease_outcome_tally', ARRAY['tally_slot', 'queue_name', 'outcome_kind', 'tally_shard'],
-    'a tally row is one retention slot (minute modulo 30 days), queue, outcome kind and shard');
+SELECT col_is_pk('durable_jobs', 'lease_outcome_tally', ARRAY['tally_minute', 'queue_name', 'outcome_kind', 'tally_backend_pid', 'counted_by_role'],
+    'a tally row is one UTC minute, queue, outcome kind and backend: no two live sessions share a row');
 SELECT fk_ok('durable_jobs', 'job_payload_record', 'job_record_id', 'durable_jobs', 'job_record', 'job_record_id',
     'every payload belongs to a job_record');
 SELECT fk_ok('durable_jobs', 'job_outcome_ledger', 'job_record_id', 'durable_jobs', 'job_record', 'job_record_id',
@@ -147,13 +149,13 @@ SELECT throws_ok(
     '23514', NULL,
     'a RUNNING job without a claim digest, owner, role, expiry and deadline is refused by the table itself');
 SELECT throws_ok(
-    $$INSERT INTO durable_jobs.lease_outcome_tally (tally_slot, tally_minute, queue_name, outcome_kind, tally_shard, outcome_count)
-      VALUES (0, date_trunc('minute', now()), 'q', 'reclaim', 16, 1)$$,
-    '23514', NULL, 'a tally shard outside 0 to 15 is refused, so tallies stay bounded');
+    $$INSERT INTO durable_jobs.lease_outcome_tally (tally_minute, queue_name, outcome_kind, tally_backend_pid, counted_by_role, outcome_count)
+      VALUES (date_trunc('minute', now(), 'UTC'), 'q', 'reclaim', 1, 'r', 0)$$,
+    '23514', NULL, 'a tally count of zero is refused');
 SELECT throws_ok(
-    $$INSERT INTO durable_jobs.lease_outcome_tally (tally_slot, tally_minute, queue_name, outcome_kind, tally_shard, outcome_count)
-      VALUES (43200, date_trunc('minute', now()), 'q', 'reclaim', 0, 1)$$,
-    '23514', NULL, 'a tally slot outside 0 to 43199 (30 days of minutes) is refused, so retention stays bounded');
+    $$INSERT INTO durable_jobs.queue_lease_policy (queue_name, lease_duration, renewal_interval, max_claim_lifetime, renewal_enabled)
+      VALUES ('schema_check_days', interval '1 day', interval '1 hour', interval '2 days', true)$$,
+    '23514', NULL, 'a policy interval with a day part is refused by the table itself (absolute durations only)');
 
 SELECT triggers_are('durable_jobs', 'control_evidence_record',
     ARRAY['control_evidence_record_append_only', 'control_evidence_record_no_truncate'],
@@ -181,7 +183,7 @@ SELECT ok(col_description('durable_jobs.lease_outcome_tally'::regclass,
               (SELECT attnum FROM pg_attribute WHERE attrelid = 'durable_jobs.lease_outcome_tally'::regclass
                AND attname = c)) IS NOT NULL,
           'lease_outcome_tally.' || c || ' carries a comment that says what it means')
-FROM unnest(ARRAY['tally_slot', 'queue_name', 'tally_shard']) AS c;
+FROM unnest(ARRAY['tally_minute', 'queue_name', 'tally_backend_pid', 'counted_by_role']) AS c;
 
 -- The default policy row -------------------------------------------------------------
 
@@ -200,8 +202,11 @@ SELECT functions_are('durable_jobs',
           'lease_health_by_queue', 'queue_lease_policies', 'control_evidence_history', 'lease_outcome_totals',
           'job_status_totals', 'bundle_migration_version', 'operator_list_jobs', 'operator_job_detail',
           'require_well_formed', 'claim_token_digest', 'record_lease_outcome', 'lock_fenced_claim',
-          'raise_stale_claim', 'refuse_evidence_change'],
-    'the schema holds exactly the contract functions, the audit, operator-view and deployment functions and six private helpers');
+          'raise_stale_claim', 'refuse_evidence_change', 'renew_claims', 'absolute_duration',
+          'is_plain_change_reason', 'lock_evidence_order',
+          'set_queue_retention_policy', 'queue_retention_policies', 'purge_expired_job_data', 'erase_job_payload',
+          'require_valid_change_reason'],
+    'the schema holds exactly the contract functions, the audit, deployment, retention and operator-view functions and eleven private helpers');
 
 CREATE TEMP TABLE expected_signature (
     function_name   name PRIMARY KEY,
@@ -298,15 +303,27 @@ SELECT isnt_definer('durable_jobs', h.function_name, h.argument_types,
     'private helper durable_jobs.' || h.function_name || ' is not SECURITY DEFINER, so it never runs as its installer')
 FROM (VALUES ('require_well_formed'::name, '{text,text,text}'::name[]), ('claim_token_digest', '{uuid}'),
              ('record_lease_outcome', '{text,text,bigint}'), ('lock_fenced_claim', '{bigint,uuid,text}'),
-             ('raise_stale_claim', '{}'), ('refuse_evidence_change', '{}')) AS h(function_name, argument_types);
+             ('raise_stale_claim', '{}'), ('refuse_evidence_change', '{}'),
+             ('renew_claims', '{text,bigint[],uuid[],boolean}'), ('absolute_duration', '{interval}'),
+             ('is_plain_change_reason', '{text}'), ('lock_evidence_order', '{}')) AS h(function_name, argument_types);
 
+-- Migration 004: functions that do time arithmetic also pin TimeZone = UTC,
+-- and the evidence writers bound their wait for the evidence-order lock.
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text, p.proconfig::text FROM pg_proc p
       WHERE p.pronamespace = 'durable_jobs'::regnamespace
-        AND p.proconfig IS DISTINCT FROM ARRAY['search_path=pg_catalog, pg_temp']$$,
-    'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp and nothing else');
+        AND p.proconfig IS DISTINCT FROM CASE p.oid::regprocedure::text
+            WHEN 'durable_jobs.record_lease_outcome(text,text,bigint)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC']
+            WHEN 'durable_jobs.retry_job(bigint,uuid,text,interval,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC']
+            WHEN 'durable_jobs.lease_health_by_queue()' THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC']
+            WHEN 'durable_jobs.lease_outcome_totals(timestamp with time zone)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC']
+            WHEN 'durable_jobs.set_queue_lease_policy(text,interval,interval,interval,boolean,text)'
+                THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC', 'lock_timeout=10s']
+            WHEN 'durable_jobs.record_deployment_version(text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
+            ELSE ARRAY['search_path=pg_catalog, pg_temp'] END$$,
+    'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic and lock_timeout where it takes the evidence lock');
 SELECT is((SELECT count(*)::integer FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef),
-          22, 'exactly the twenty-two contract, audit, operator-view and deployment functions are SECURITY DEFINER');
+          26, 'exactly the twenty contract, audit and deployment functions, the four retention functions and the two operator views are SECURITY DEFINER');
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef

@@ -4,7 +4,7 @@
 -- renewal owner none on payloads; no bundle role can log in or escalate.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(327);
+SELECT plan(384);
 
 -- Which runtime role may execute which function. record_deployment_version
 -- is not a runtime function: only the role that applied the bundle runs it.
@@ -41,7 +41,16 @@ INSERT INTO expected_execute VALUES
  ('record_lease_outcome', '{text,text,bigint}', '{}'),
  ('lock_fenced_claim', '{bigint,uuid,text}', '{}'),
  ('raise_stale_claim', '{}', '{}'),
- ('refuse_evidence_change', '{}', '{}');
+ ('refuse_evidence_change', '{}', '{}'),
+ ('absolute_duration', '{interval}', '{}'),
+ ('is_plain_change_reason', '{text}', '{}'),
+ ('lock_evidence_order', '{}', '{}'),
+ -- retention and erasure (sql/functions/retention.sql)
+ ('set_queue_retention_policy', '{text,interval,interval,text}', '{durable_job_operator}'),
+ ('queue_retention_policies', '{}', '{durable_job_operator}'),
+ ('purge_expired_job_data', '{integer}', '{durable_job_operator}'),
+ ('erase_job_payload', '{bigint,text}', '{durable_job_operator}'),
+ ('require_valid_change_reason', '{text,text}', '{}');
 
 CREATE TEMP TABLE runtime_role (role_name name PRIMARY KEY) ON COMMIT DROP;
 INSERT INTO runtime_role VALUES
@@ -53,10 +62,10 @@ INSERT INTO definer_role VALUES
 CREATE TEMP TABLE private_table (table_name name PRIMARY KEY) ON COMMIT DROP;
 INSERT INTO private_table VALUES
  ('job_record'), ('job_payload_record'), ('job_outcome_ledger'), ('queue_lease_policy'),
- ('control_evidence_record'), ('lease_outcome_tally');
+ ('control_evidence_record'), ('lease_outcome_tally'), ('queue_retention_policy');
 GRANT SELECT ON expected_execute, runtime_role, definer_role, private_table TO PUBLIC;
 
--- EXECUTE, function by function and role by role (28 x 4 + 28 for PUBLIC) ------------
+-- EXECUTE, function by function and role by role (36 x 4 + 36 for PUBLIC) ------------
 
 SELECT function_privs_are('durable_jobs', e.function_name, e.argument_types, r.role_name,
     CASE WHEN r.role_name = ANY (e.runtime_roles) THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
@@ -266,8 +275,17 @@ SELECT is_empty(
       CROSS JOIN pg_class c
       CROSS JOIN unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) AS p(privilege)
       WHERE c.relnamespace = 'durable_jobs'::regnamespace AND c.relkind = 'r'
-        AND has_table_privilege(d.role_name, c.oid, p.privilege)$$,
-    'no definer owner holds a table-level privilege: each holds only the column privileges its family needs');
+        AND has_table_privilege(d.role_name, c.oid, p.privilege)
+        AND NOT (c.relname = 'lease_outcome_tally' AND p.privilege = 'DELETE'
+                 AND d.role_name IN ('durable_job_claim_owner', 'durable_job_renewal_owner'))$$,
+    'no definer owner holds a table-level privilege: each holds only the column privileges its family needs (but DELETE on the tally, below)');
+-- Migration 004: the two tally writers delete tally rows older than 30 days
+-- (DELETE has no column form); no other owner may.
+SELECT set_eq(
+    $$SELECT d.role_name::text FROM definer_role d
+      WHERE has_table_privilege(d.role_name, 'durable_jobs.lease_outcome_tally', 'DELETE')$$,
+    $$VALUES ('durable_job_claim_owner'), ('durable_job_renewal_owner')$$,
+    'only the claim and renewal owners, the tally writers, may delete (expired) tally rows');
 SELECT is_empty(
     $$SELECT d.role_name, c.relname FROM definer_role d CROSS JOIN pg_class c
       WHERE c.relnamespace = 'durable_jobs'::regnamespace AND c.relkind = 'r'

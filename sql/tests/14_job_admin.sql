@@ -5,7 +5,7 @@
 -- durable_job_operator alone.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(36);
+SELECT plan(35);
 
 -- Fixtures -------------------------------------------------------------------
 
@@ -103,7 +103,7 @@ SELECT is_empty(
 RESET ROLE;
 SELECT ok(NOT has_column_privilege('durable_job_audit_owner', 'durable_jobs.job_record', c, 'SELECT'),
           'the owner of the operator views cannot read job_record.' || c)
-FROM unnest(ARRAY['lease_claim_digest', 'lease_owner_id', 'lease_claimed_by_role', 'idempotency_key_digest']) AS c;
+FROM unnest(ARRAY['lease_claim_digest', 'lease_owner_id', 'idempotency_key_digest']) AS c;
 SELECT ok(NOT has_any_column_privilege('durable_job_audit_owner', 'durable_jobs.job_payload_record', 'SELECT'),
           'the owner of the operator views cannot read job_payload_record');
 

@@ -1,9 +1,8 @@
--- leasefence 003: payload-blind operator views of single jobs
+-- leasefence 006: payload-blind operator views of single jobs
 -- (operator_list_jobs, operator_job_detail) from functions/job_admin.sql,
 -- owned by the audit owner, executable by durable_job_operator only. The
 -- audit owner gets SELECT on the lifecycle columns they read; never on the
--- payload table, the claim digest, the owner, the claiming role or the
--- idempotency key digest.
+-- payload table, the claim digest, the owner or the idempotency key digest.
 GRANT SELECT (job_record_id, attempt_number, max_attempts, lease_fencing_generation, lease_renewal_count,
               failure_reason_code, run_after, created_at, status_changed_at)
     ON durable_jobs.job_record TO durable_job_audit_owner;
@@ -11,7 +10,7 @@ GRANT EXECUTE ON FUNCTION durable_jobs.require_well_formed(text, text, text) TO 
 {{ template "functions/job_admin.sql" . }}
 
 INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
-VALUES ('migration_applied', NULL, NULL, '{"migration_version": 3, "migration_name": "003_operator_job_views"}',
+VALUES ('migration_applied', NULL, NULL, '{"migration_version": 6, "migration_name": "006_operator_job_views"}',
         'leasefence bundle migration');
 
 ---- create above / drop below ----
@@ -24,5 +23,5 @@ REVOKE SELECT (job_record_id, attempt_number, max_attempts, lease_fencing_genera
     ON durable_jobs.job_record FROM durable_job_audit_owner;
 
 INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
-VALUES ('migration_reverted', NULL, NULL, '{"migration_version": 3, "migration_name": "003_operator_job_views"}',
+VALUES ('migration_reverted', NULL, NULL, '{"migration_version": 6, "migration_name": "006_operator_job_views"}',
         'leasefence bundle migration rolled back');

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mightyetl/leasefence/internal/controls"
+	"github.com/mightyetl/leasefence/internal/testdb"
+)
+
+// loginName is the role name in a login URL.
+func loginName(t *testing.T, raw string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	require.NoError(t, err)
+	return u.User.Username()
+}
+
+func TestAuditServerLogSecretsFindsSettingsThatLogBindParameters(t *testing.T) {
+	t.Parallel()
+	// A cluster of its own: login and group settings are cluster-wide.
+	_, db := testdb.OwnCluster(t)
+	admin := db.Pool(t)
+	worker := loginName(t, db.LoginURL(t, "durable_job_worker"))
+	producer := loginName(t, db.LoginURL(t, "durable_job_producer"))
+
+	// The database's setting reaches every login; a group role's does not.
+	execSQL(t, admin, `ALTER DATABASE `+db.Name+` SET log_statement = 'all'`)
+	execSQL(t, admin, `ALTER ROLE durable_job_worker SET log_parameter_max_length = 0`)
+	execSQL(t, admin, `ALTER ROLE `+producer+` SET log_min_duration_statement = '250ms'`)
+	execSQL(t, admin, `ALTER ROLE `+producer+` IN DATABASE `+db.Name+` SET log_parameter_max_length_on_error = 64`)
+	text, _ := runAuditBoth(t, db.URL)
+	requireCode(t, exitFindings, text)
+	require.Equal(t, []string{controls.CheckServerLogSecrets}, findingIDs(text.stdout))
+	for _, want := range []string{
+		"AUDIT-SERVER-LOG-SECRETS: login " + worker + ": log_statement = all with log_parameter_max_length = -1 writes its bind parameters (claim tokens, payloads) to the server log",
+		"AUDIT-SERVER-LOG-SECRETS: login " + producer + ": log_statement = all with log_parameter_max_length = -1",
+		"AUDIT-SERVER-LOG-SECRETS: login " + producer + ": log_min_duration_statement = 250ms with log_parameter_max_length = -1",
+		"AUDIT-SERVER-LOG-SECRETS: login " + producer + ": log_parameter_max_length_on_error = 64 writes the bind parameters of its failed statements",
+	} {
+		require.Contains(t, text.stdout, want)
+	}
+
+	// The prescribed per-login settings clear every finding.
+	for _, login := range []string{worker, producer} {
+		execSQL(t, admin, `ALTER ROLE `+login+` SET log_parameter_max_length = 0`)
+		execSQL(t, admin, `ALTER ROLE `+login+` SET log_parameter_max_length_on_error = 0`)
+	}
+	execSQL(t, admin, `ALTER ROLE `+producer+` IN DATABASE `+db.Name+` RESET log_parameter_max_length_on_error`)
+	text, _ = runAuditBoth(t, db.URL)
+	requireCode(t, exitOK, text)
+
+	// log_statement = none for the login also works, whatever its length.
+	execSQL(t, admin, `ALTER ROLE `+worker+` RESET log_parameter_max_length`)
+	execSQL(t, admin, `ALTER ROLE `+worker+` SET log_statement = 'none'`)
+	text, _ = runAuditBoth(t, db.URL)
+	requireCode(t, exitOK, text)
+	require.False(t, strings.Contains(text.stdout, "AUDIT-SERVER-LOG-SECRETS"))
+}
+
+func TestAuditUnencryptedSessionsFindsRuntimeTCPSessionsWithoutTLS(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	workerURL := db.LoginURL(t, "durable_job_worker")
+	worker := loginName(t, workerURL)
+	conn, err := pgx.Connect(context.Background(), workerURL) // sslmode=disable over TCP
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+
+	// A superuser sees every session.
+	text, _ := runAuditBoth(t, db.URL)
+	requireCode(t, exitFindings, text)
+	require.Equal(t, []string{controls.CheckUnencryptedSessions}, findingIDs(text.stdout))
+	require.Contains(t, text.stdout, "AUDIT-UNENCRYPTED-SESSIONS: login "+worker+" has 1 TCP session(s) without TLS\n")
+
+	// A login without pg_read_all_stats sees only its own sessions.
+	auditor := db.LoginURL(t, "durable_job_auditor")
+	text, _ = runAuditBoth(t, auditor)
+	requireCode(t, exitOK, text)
+	execSQL(t, db.Pool(t), `GRANT pg_read_all_stats TO `+loginName(t, auditor))
+	text, _ = runAuditBoth(t, auditor)
+	requireCode(t, exitFindings, text)
+	require.Contains(t, text.stdout, "AUDIT-UNENCRYPTED-SESSIONS: login "+worker+" has 1 TCP session(s) without TLS\n")
+}

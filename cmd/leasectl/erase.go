@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+)
+
+const eraseUsage = `Usage:
+  leasectl erase --job ID --reason TEXT [--database-url URL]
+
+Erases one finished job's payload and the result documents of its outcome
+ledger, for a data-subject (erasure) request, with
+durable_jobs.erase_job_payload. The job's lifecycle row (status, attempts,
+failure reason code) stays. A job that is QUEUED, RUNNING or
+RETRY_SCHEDULED is refused (SQLSTATE LF003, exit 1): cancel it first.
+The erasure is recorded as control evidence with the queue, the job's
+status, your reason and your database role, never the job id or anything
+of the payload: give the request's ticket as the reason, not the data
+subject's name. A job that is unknown or already erased is reported and
+exits 0. Needs a login granted durable_job_operator.
+`
+
+// runErase is "leasectl erase".
+func runErase(ctx context.Context, env *cliEnv, args []string) int {
+	fs := newFlagSet("erase")
+	common := addCommonFlags(fs, false)
+	job := fs.Int64("job", 0, "the job's id (required)")
+	reason := fs.String("reason", "", "the erasure request's ticket; kept in the control evidence (required)")
+	if done, code := parseFlags(env, fs, eraseUsage, args); done {
+		return code
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, name := range []string{"job", "reason"} {
+		if !given[name] {
+			return env.usageError("erase: --%s is required", name)
+		}
+	}
+	s, err := openSession(ctx, common.databaseURL)
+	if err != nil {
+		return env.fail("connect to database", err)
+	}
+	defer s.close()
+	var erased bool
+	if err := s.pool.QueryRow(ctx, "SELECT durable_jobs.erase_job_payload($1, $2)", *job, *reason).Scan(&erased); err != nil {
+		return env.fail(fmt.Sprintf("erase payload of job %d", *job), err)
+	}
+	if !erased {
+		printf(env.stdout, "job %d: nothing to erase (unknown job, or its payload is already erased)\n", *job)
+		return exitOK
+	}
+	printf(env.stdout, "job %d: payload and result documents erased; lifecycle row kept\n", *job)
+	return exitOK
+}

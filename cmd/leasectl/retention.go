@@ -1,0 +1,309 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+const retentionUsage = `Usage:
+  leasectl retention show  [--output text|json] [--database-url URL]
+  leasectl retention set   --queue NAME --payload-retention D --record-retention D
+                           --reason TEXT [--output text|json] [--database-url URL]
+  leasectl retention apply [--batch-size N] [--output text|json] [--database-url URL]
+
+A finished job (SUCCEEDED, FAILED or CANCELLED) keeps its payload and the
+result documents of its outcome ledger for the payload retention, and its
+row and outcome ledger for the record retention, both counted from when it
+finished. Queued, running and retry-scheduled jobs are never touched.
+Control evidence is never purged.
+
+show lists every queue's retention policy, the default "*" included.
+
+set changes one queue's policy (--queue '*' for the default). Durations are
+written like 30d, 365d, 12h, 90m. The database refuses the change as a whole
+unless 1h <= payload retention <= record retention <= 3650d and the reason
+is 1 to 500 characters without control characters; then nothing changes and
+leasectl prints the database's reason and exits 1. An accepted change is
+recorded as control evidence with the reason and your database role.
+
+apply runs durable_jobs.purge_expired_job_data in batches of --batch-size
+(1 to 10000) until a batch finds nothing, and prints how many jobs it
+purged per queue and kind (job_record: row, payload and ledger deleted;
+payload: payload deleted and result documents cleared, row kept). Run it
+from cron or a Kubernetes CronJob; several may run at once. Each batch is
+its own transaction, so an interrupted run keeps what it purged.
+
+Every action needs a login granted durable_job_operator.
+`
+
+// runRetention is "leasectl retention".
+func runRetention(ctx context.Context, env *cliEnv, args []string) int {
+	if len(args) == 0 {
+		return env.usageError("retention: say show, set or apply")
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		fmt.Fprint(env.stdout, retentionUsage)
+		return exitOK
+	case "show":
+		return retentionShow(ctx, env, args[1:])
+	case "set":
+		return retentionSet(ctx, env, args[1:])
+	case "apply":
+		return retentionApply(ctx, env, args[1:])
+	}
+	return env.usageError("retention: unknown action %q (want show, set or apply)", args[0])
+}
+
+// retentionPolicy is one row of queue_retention_policies.
+type retentionPolicy struct {
+	Queue            string    `json:"queue"`
+	PayloadRetention string    `json:"payload_retention"`
+	RecordRetention  string    `json:"record_retention"`
+	PayloadSeconds   float64   `json:"payload_retention_seconds"`
+	RecordSeconds    float64   `json:"record_retention_seconds"`
+	ChangedAt        time.Time `json:"-"`
+	ChangedAtText    string    `json:"changed_at"`
+	ChangedByRole    string    `json:"changed_by_role"`
+}
+
+// intervalDuration turns an interval into a duration, a month counting 30
+// days.
+func intervalDuration(iv pgtype.Interval) time.Duration {
+	return time.Duration(iv.Months)*30*24*time.Hour + time.Duration(iv.Days)*24*time.Hour +
+		time.Duration(iv.Microseconds)*time.Microsecond
+}
+
+// formatRetention prints a retention period: whole days as "30d", anything
+// else the way formatDuration does.
+func formatRetention(d time.Duration) string {
+	if d > 0 && d%(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+	}
+	return formatDuration(d)
+}
+
+// parseRetention reads a retention flag: "30d" (whole days) or a Go
+// duration such as "12h" or "90m".
+func parseRetention(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseInt(days, 10, 32)
+		if err != nil {
+			return 0, fmt.Errorf("invalid duration %q (write whole days like 30d, or 12h, 90m)", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %q (write whole days like 30d, or 12h, 90m)", s)
+	}
+	return d, nil
+}
+
+// retentionFlag is a flag.Value holding a retention period.
+type retentionFlag struct {
+	d   time.Duration
+	set bool
+}
+
+// String prints the period.
+func (f *retentionFlag) String() string { return formatRetention(f.d) }
+
+// Set parses the period.
+func (f *retentionFlag) Set(s string) error {
+	d, err := parseRetention(s)
+	if err != nil {
+		return err
+	}
+	f.d, f.set = d, true
+	return nil
+}
+
+// intervalText is a duration as PostgreSQL interval input, exact to the
+// microsecond.
+func intervalText(d time.Duration) string {
+	return strconv.FormatInt(d.Microseconds(), 10) + " microseconds"
+}
+
+// readRetentionPolicies reads every queue's retention policy.
+func readRetentionPolicies(ctx context.Context, s *session) ([]retentionPolicy, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT queue_name, payload_retention, record_retention, changed_at, changed_by_role
+		FROM durable_jobs.queue_retention_policies()`)
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (retentionPolicy, error) {
+		var p retentionPolicy
+		var payload, record pgtype.Interval
+		if err := row.Scan(&p.Queue, &payload, &record, &p.ChangedAt, &p.ChangedByRole); err != nil {
+			return p, err
+		}
+		pd, rd := intervalDuration(payload), intervalDuration(record)
+		p.PayloadRetention, p.RecordRetention = formatRetention(pd), formatRetention(rd)
+		p.PayloadSeconds, p.RecordSeconds = seconds(pd), seconds(rd)
+		p.ChangedAtText = formatTime(p.ChangedAt)
+		return p, nil
+	})
+}
+
+// printRetentionPolicies prints policies as a table or JSON.
+func printRetentionPolicies(env *cliEnv, asJSON bool, policies []retentionPolicy) {
+	if asJSON {
+		_ = writeJSON(env.stdout, policies)
+		return
+	}
+	tw := newTable(env.stdout)
+	printf(tw, "QUEUE\tPAYLOAD RETENTION\tRECORD RETENTION\tCHANGED AT\tCHANGED BY\n")
+	for _, p := range policies {
+		printf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Queue, p.PayloadRetention, p.RecordRetention, p.ChangedAtText, p.ChangedByRole)
+	}
+	_ = tw.Flush()
+}
+
+func retentionShow(ctx context.Context, env *cliEnv, args []string) int {
+	fs := newFlagSet("retention show")
+	common := addCommonFlags(fs, true)
+	if done, code := parseFlags(env, fs, retentionUsage, args); done {
+		return code
+	}
+	if err := common.checkOutput(); err != nil {
+		return env.usageError("retention show: %s", err)
+	}
+	s, err := openSession(ctx, common.databaseURL)
+	if err != nil {
+		return env.fail("connect to database", err)
+	}
+	defer s.close()
+	policies, err := readRetentionPolicies(ctx, s)
+	if err != nil {
+		return env.fail("read retention policies", err)
+	}
+	printRetentionPolicies(env, common.json(), policies)
+	return exitOK
+}
+
+func retentionSet(ctx context.Context, env *cliEnv, args []string) int {
+	fs := newFlagSet("retention set")
+	common := addCommonFlags(fs, true)
+	queue := fs.String("queue", "", "queue name, or '*' for the default policy (required)")
+	reason := fs.String("reason", "", "why the policy changes; kept in the control evidence (required)")
+	var payload, record retentionFlag
+	fs.Var(&payload, "payload-retention", "how long a finished job keeps its payload, e.g. 30d (required)")
+	fs.Var(&record, "record-retention", "how long a finished job's row and outcome ledger are kept, e.g. 365d (required)")
+	if done, code := parseFlags(env, fs, retentionUsage, args); done {
+		return code
+	}
+	if err := common.checkOutput(); err != nil {
+		return env.usageError("retention set: %s", err)
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, name := range []string{"queue", "payload-retention", "record-retention", "reason"} {
+		if !given[name] {
+			return env.usageError("retention set: --%s is required", name)
+		}
+	}
+	s, err := openSession(ctx, common.databaseURL)
+	if err != nil {
+		return env.fail("connect to database", err)
+	}
+	defer s.close()
+	if _, err := s.pool.Exec(ctx, "SELECT durable_jobs.set_queue_retention_policy($1, $2::interval, $3::interval, $4)",
+		*queue, intervalText(payload.d), intervalText(record.d), *reason); err != nil {
+		return env.fail(fmt.Sprintf("set retention policy of queue %s", strconv.Quote(*queue)), err)
+	}
+	if common.json() {
+		policies, err := readRetentionPolicies(ctx, s)
+		if err != nil {
+			return env.fail("read retention policies", err)
+		}
+		updated := []retentionPolicy{}
+		for _, p := range policies {
+			if p.Queue == *queue {
+				updated = append(updated, p)
+			}
+		}
+		printRetentionPolicies(env, true, updated)
+		return exitOK
+	}
+	printf(env.stdout, "retention policy of queue %s set: payload %s, record %s\n",
+		*queue, formatRetention(payload.d), formatRetention(record.d))
+	return exitOK
+}
+
+// purgeTotal is what one apply run purged for one queue and kind.
+type purgeTotal struct {
+	Queue string `json:"queue"`
+	Kind  string `json:"purge_kind"`
+	Count int64  `json:"purged_count"`
+}
+
+// purgeReport is the JSON output of retention apply.
+type purgeReport struct {
+	Batches int          `json:"batches"`
+	Purged  []purgeTotal `json:"purged"`
+}
+
+func retentionApply(ctx context.Context, env *cliEnv, args []string) int {
+	fs := newFlagSet("retention apply")
+	common := addCommonFlags(fs, true)
+	batch := fs.Int("batch-size", 1000, "jobs per batch (1 to 10000); each batch is one short transaction")
+	if done, code := parseFlags(env, fs, retentionUsage, args); done {
+		return code
+	}
+	if err := common.checkOutput(); err != nil {
+		return env.usageError("retention apply: %s", err)
+	}
+	if *batch < 1 || *batch > 10000 {
+		return env.usageError("retention apply: --batch-size must be 1 to 10000, not %d", *batch)
+	}
+	s, err := openSession(ctx, common.databaseURL)
+	if err != nil {
+		return env.fail("connect to database", err)
+	}
+	defer s.close()
+	totals := map[[2]string]int64{}
+	report := purgeReport{Purged: []purgeTotal{}}
+	for {
+		rows, _ := s.pool.Query(ctx, "SELECT queue_name, purge_kind, purged_count FROM durable_jobs.purge_expired_job_data($1)", *batch)
+		got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[purgeTotal])
+		if err != nil {
+			return env.fail(fmt.Sprintf("purge batch %d", report.Batches+1), err)
+		}
+		report.Batches++
+		if len(got) == 0 {
+			break
+		}
+		for _, r := range got {
+			totals[[2]string{r.Queue, r.Kind}] += r.Count
+		}
+	}
+	for k, v := range totals {
+		report.Purged = append(report.Purged, purgeTotal{Queue: k[0], Kind: k[1], Count: v})
+	}
+	sort.Slice(report.Purged, func(i, j int) bool {
+		a, b := report.Purged[i], report.Purged[j]
+		return a.Queue < b.Queue || (a.Queue == b.Queue && a.Kind < b.Kind)
+	})
+	if common.json() {
+		_ = writeJSON(env.stdout, report)
+		return exitOK
+	}
+	if len(report.Purged) == 0 {
+		printf(env.stdout, "nothing to purge (%d batch)\n", report.Batches)
+		return exitOK
+	}
+	tw := newTable(env.stdout)
+	printf(tw, "QUEUE\tKIND\tPURGED\n")
+	for _, p := range report.Purged {
+		printf(tw, "%s\t%s\t%d\n", p.Queue, p.Kind, p.Count)
+	}
+	_ = tw.Flush()
+	printf(env.stdout, "purged in %d batches\n", report.Batches)
+	return exitOK
+}
