@@ -4,6 +4,8 @@
 #   make test   deps, go vet, every test against real PostgreSQL, coverage gates, alert rules
 #   make demo   deps, then the leasectl demo on a throwaway PostgreSQL
 #   make lint   gofmt, go vet, staticcheck and the go.mod tidy check (make test runs it)
+#   make soak   the fault campaign for OPS checked operations with SEED (docs/reliability.md);
+#               ends with "soak: N operations checked, K fault kinds, V violations, seed S"
 #
 # Tests run through gotestsum (a Go tool dependency pinned in go.mod, run
 # with go tool, so a fresh clone installs nothing by hand). make test ends
@@ -27,11 +29,12 @@ GOCLIENT_MIN := 100
 LEASECTL_MIN := 95
 
 # What make deps checks and installs (Debian package names).
-# chromium renders the demo's HTML timeline in its test.
+# chromium renders the demo's HTML timeline in its test; faketime moves the
+# database clock in the reliability campaign (internal/campaign).
 DEB_PACKAGES := postgresql-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl \
-                postgresql-15-plpgsql-check prometheus chromium
+                postgresql-15-plpgsql-check prometheus chromium faketime
 
-.PHONY: deps test demo lint tools clean
+.PHONY: deps test demo lint tools clean soak
 
 deps:
 	@if ! command -v dpkg-query >/dev/null 2>&1; then \
@@ -130,6 +133,12 @@ lint:
 	go vet ./...
 	go tool staticcheck ./...
 	@go mod tidy -diff || { echo "make lint: go.mod or go.sum is not tidy: run go mod tidy" >&2; exit 1; }
+
+# The reliability campaign, as long as asked; exits 1 on any violation.
+OPS  ?= 5000
+SEED ?= 1
+soak:
+	@go run ./internal/campaign/soak -ops $(OPS) -seed $(SEED)
 
 clean:
 	rm -rf $(COVERAGE_DIR) $(TOOLS_DIR)

@@ -14,53 +14,53 @@ import (
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
-const auditUsage = `Usage:
+// auditUsage is the help of "leasectl audit"; its list of checks is
+// written from internal/controls, the one place they are named.
+var auditUsage = `Usage:
   leasectl audit [--output text|json] [--database-url URL]
 
 Checks the live database against leasefence's contract and prints one line
 per finding, each starting with the check's stable identifier:
 
-  AUDIT-SEARCH-PATH               every SECURITY DEFINER function in schema
-                                  durable_jobs pins search_path to exactly
-                                  pg_catalog, pg_temp
-  AUDIT-PUBLIC-EXECUTE            PUBLIC executes no function in the schema
-  AUDIT-RUNTIME-TABLE-PRIVILEGES  the runtime roles hold no table, view,
-                                  sequence or column privilege (nor CREATE on
-                                  the schema)
-  AUDIT-DEFINER-ATTRIBUTES        no owner of a definer function is superuser
-                                  or has BYPASSRLS, CREATEROLE or CREATEDB
-  AUDIT-RENEWAL-PAYLOAD           the owner of renew_job_lease(s) holds no
-                                  privilege on durable_jobs.job_payload_record
-  AUDIT-SEARCH-PATH-CREATE        no role but the bootstrap superuser can create
-                                  objects in a schema on a definer's search_path
-  AUDIT-EVIDENCE-APPEND-ONLY      triggers refuse UPDATE, DELETE and TRUNCATE of
-                                  the control evidence, and a trial UPDATE and
-                                  DELETE (always rolled back) are refused
-  AUDIT-MIGRATION-VERSION         the database is at the newest bundle version
-                                  this leasectl carries
-  AUDIT-OBJECT-DEPENDENCIES       every function, constraint, default, index and
-                                  trigger of the schema depends only on objects
-                                  of pg_catalog and durable_jobs
-  AUDIT-DEFINER-OWNERS            the six definer owner roles cannot log in and
-                                  have no members
-  AUDIT-EVIDENCE-TRIGGER          the evidence table's append-only triggers are
-                                  enabled and execute refuse_evidence_change(),
-                                  owned by the table's owner
-  AUDIT-FUNCTION-DRIFT            every function in durable_jobs has the
-                                  definition, owner and grants the bundle's
-                                  manifest records for the database's version
-                                  (none replaced by hand, missing or extra)
-
+` + auditCheckList() + `
 The audit reads the system catalogs and needs no privilege beyond a login,
 except that AUDIT-MIGRATION-VERSION and AUDIT-FUNCTION-DRIFT read the version
-from the version table or, failing that, from bundle_migration_version(): grant the login
-durable_job_auditor, or it reports that it cannot tell. The trial UPDATE and
+from the version table or, failing that, from bundle_migration_version(), and
+AUDIT-POLICY-MATCHES-EVIDENCE and AUDIT-EVIDENCE-CHAIN call auditor functions:
+grant the login durable_job_auditor, or they report that they cannot tell. The trial UPDATE and
 DELETE run only when the login could otherwise change the evidence (for
 example the table owner); they are always rolled back.
 
 Exit code: 0 when every check passes, 2 when there is any finding, 1 when
 the audit itself could not run.
 `
+
+// auditCheckList lists every audit check with what a passing database
+// shows, wrapped to the width of the other help texts.
+func auditCheckList() string {
+	var b strings.Builder
+	for _, c := range controls.AuditChecks() {
+		b.WriteString(wrapWords(fmt.Sprintf("  %-31s", c.ID), 33, strings.Fields(c.Passes)))
+	}
+	return b.String()
+}
+
+// wrapWords writes words after first, each word after a space, each line up
+// to 79 characters; the lines after the first start with indent spaces. It
+// ends with a newline.
+func wrapWords(first string, indent int, words []string) string {
+	var b strings.Builder
+	line := first
+	for i, word := range words {
+		if i > 0 && len(line)+1+len(word) > 79 {
+			b.WriteString(line + "\n")
+			line = strings.Repeat(" ", indent)
+		}
+		line += " " + word
+	}
+	b.WriteString(line + "\n")
+	return b.String()
+}
 
 // runtimeRoles are the contract's runtime roles.
 var runtimeRoles = []string{"durable_job_producer", "durable_job_worker", "durable_job_operator", "durable_job_auditor"}
@@ -86,6 +86,7 @@ var auditCheckFuncs = map[string]auditCheckFunc{
 	controls.CheckEvidenceTrigger:    checkEvidenceTrigger,
 	controls.CheckFunctionDrift:      checkFunctionDrift,
 	controls.CheckServerLogSecrets:   checkServerLogSecrets, controls.CheckUnencryptedSessions: checkUnencryptedSessions,
+	controls.CheckLoginTimeouts: checkRuntimeLoginTimeouts,
 }
 
 // auditCheckResult is the outcome of one check.

@@ -19,7 +19,7 @@ func checkObjectDependencies(ctx context.Context, pool *pgxpool.Pool) ([]string,
 	return collectStrings(ctx, pool, sqlbundle.ForeignDependenciesSQL)
 }
 
-// checkDefinerOwners: the six definer owner roles cannot log in and have
+// checkDefinerOwners: the definer owner roles cannot log in and have
 // no members, so nobody can SET ROLE to one and write its tables directly.
 func checkDefinerOwners(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
 	return collectStrings(ctx, pool, `

@@ -100,11 +100,14 @@ func TestAuditWithoutAuditorRoleCannotReadTheVersion(t *testing.T) {
 	db := testdb.New(t)
 	text, report := runAuditBoth(t, plainLoginURL(t, db, "lf_plain_"+randomSuffix(t)))
 	requireCode(t, exitFindings, text)
-	require.Equal(t, []string{controls.CheckMigrationVersion, controls.CheckFunctionDrift}, findingIDs(text.stdout))
+	require.Equal(t, []string{controls.CheckMigrationVersion, controls.CheckFunctionDrift, controls.CheckPolicyEvidence,
+		controls.CheckEvidenceChain}, findingIDs(text.stdout))
+	require.Contains(t, text.stdout, "AUDIT-POLICY-MATCHES-EVIDENCE: cannot tell: this login cannot execute durable_jobs.policy_evidence_mismatches(); grant it durable_job_auditor")
+	require.Contains(t, text.stdout, "AUDIT-EVIDENCE-CHAIN: cannot tell: this login cannot execute durable_jobs.control_evidence_chain(); grant it durable_job_auditor")
 	require.Contains(t, text.stdout, "AUDIT-MIGRATION-VERSION: this login can read neither")
 	require.Contains(t, text.stdout, "AUDIT-FUNCTION-DRIFT: this login can read neither")
 	require.Contains(t, text.stdout, "grant it durable_job_auditor")
-	require.Equal(t, 2, report.Findings)
+	require.Equal(t, 4, report.Findings)
 }
 
 // randomSuffix returns a short name suffix unique to this run.
@@ -183,8 +186,9 @@ func TestAuditFindsEveryBrokenCheck(t *testing.T) {
 				"AUDIT-RUNTIME-TABLE-PRIVILEGES: runtime role durable_job_operator holds column privileges SELECT (job_payload) on table durable_jobs.job_payload_record"}},
 		{"PUBLIC table privilege reaches every runtime role", func(*testing.T) []string {
 			return []string{`GRANT SELECT ON durable_jobs.queue_lease_policy TO PUBLIC`}
-		}, []string{controls.CheckRuntimePrivileges},
-			[]string{"AUDIT-RUNTIME-TABLE-PRIVILEGES: runtime role durable_job_auditor holds SELECT on table durable_jobs.queue_lease_policy"}},
+		}, []string{controls.CheckRuntimePrivileges, controls.CheckAccessReview},
+			[]string{"AUDIT-RUNTIME-TABLE-PRIVILEGES: runtime role durable_job_auditor holds SELECT on table durable_jobs.queue_lease_policy",
+				"AUDIT-ACCESS-REVIEW: PUBLIC holds SELECT on durable_jobs.queue_lease_policy"}},
 		{"runtime role sequence and view privileges", func(*testing.T) []string {
 			return []string{`CREATE SEQUENCE durable_jobs.stray_sequence`,
 				`GRANT USAGE ON SEQUENCE durable_jobs.stray_sequence TO durable_job_worker`,
@@ -229,8 +233,9 @@ func TestAuditFindsEveryBrokenCheck(t *testing.T) {
 			[]string{"AUDIT-SEARCH-PATH-CREATE: role durable_job_worker holds CREATE on schema pg_catalog"}},
 		{"evidence triggers disabled", func(*testing.T) []string {
 			return []string{`ALTER TABLE durable_jobs.control_evidence_record DISABLE TRIGGER USER`}
-		}, []string{controls.CheckEvidenceAppendOnly, controls.CheckEvidenceTrigger},
+		}, []string{controls.CheckEvidenceAppendOnly, controls.CheckEvidenceTrigger, controls.CheckEvidenceChain},
 			[]string{"AUDIT-EVIDENCE-APPEND-ONLY: no enabled BEFORE UPDATE row trigger guards durable_jobs.control_evidence_record",
+				"AUDIT-EVIDENCE-CHAIN: trigger control_evidence_record_chain on durable_jobs.control_evidence_record does not fire in every session (tgenabled D)",
 				"AUDIT-EVIDENCE-APPEND-ONLY: no enabled BEFORE DELETE row trigger guards durable_jobs.control_evidence_record",
 				"AUDIT-EVIDENCE-APPEND-ONLY: no enabled BEFORE TRUNCATE trigger guards durable_jobs.control_evidence_record",
 				"AUDIT-EVIDENCE-APPEND-ONLY: a trial UPDATE of durable_jobs.control_evidence_record was accepted for",

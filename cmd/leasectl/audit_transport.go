@@ -9,11 +9,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// logSettingsSQL gives, for every login in a runtime role (superusers,
-// members of everything, left out), the four log
-// settings in force when it connects to this database: its own setting for
+// logSettingsSQL gives, for every login in one of the roles $1 (superusers,
+// members of everything, left out), each of the settings $2
+// in force when it connects to this database: its own setting for
 // this database, else its own for every database, else this database's,
-// else the server's (as the auditing session sees it).
+// else the server's (as the auditing session sees it; where the auditing
+// session's own connection set the value, as leasectl's statement_timeout,
+// the built-in default stands for the server's, which it hides).
 const logSettingsSQL = `
 WITH groups AS (
     SELECT oid FROM pg_catalog.pg_roles WHERE rolname = ANY ($1::text[])
@@ -26,16 +28,37 @@ WITH groups AS (
     FROM pg_catalog.pg_db_role_setting s, pg_catalog.unnest(s.setconfig) AS c
     WHERE s.setdatabase IN (0, (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database()))
 ), names(name) AS (
-    VALUES ('log_statement'), ('log_min_duration_statement'), ('log_parameter_max_length'),
-           ('log_parameter_max_length_on_error')
+    SELECT pg_catalog.unnest($2::text[])
 )
 SELECT l.rolname::text, n.name,
        COALESCE((SELECT c.value FROM cfg c WHERE c.setrole = l.oid AND c.setdatabase <> 0 AND c.name = n.name),
                 (SELECT c.value FROM cfg c WHERE c.setrole = l.oid AND c.setdatabase = 0 AND c.name = n.name),
                 (SELECT c.value FROM cfg c WHERE c.setrole = 0 AND c.setdatabase <> 0 AND c.name = n.name),
-                pg_catalog.current_setting(n.name))
+                (SELECT CASE WHEN g.source IN ('client', 'session') THEN g.boot_val ELSE g.setting END
+                 FROM pg_catalog.pg_settings g WHERE g.name = n.name))
 FROM logins l CROSS JOIN names n
 ORDER BY 1, 2`
+
+// loginSettings returns the logins in any of groups, sorted, and for each
+// the given settings as it gets them when it connects (logSettingsSQL).
+func loginSettings(ctx context.Context, pool *pgxpool.Pool, groups []string, names ...string) ([]string, map[string]map[string]string, error) {
+	rows, _ := pool.Query(ctx, logSettingsSQL, groups, names)
+	type setting struct{ Login, Name, Value string }
+	settings, err := pgx.CollectRows(rows, pgx.RowToStructByPos[setting])
+	if err != nil {
+		return nil, nil, err
+	}
+	byLogin := map[string]map[string]string{}
+	var logins []string
+	for _, s := range settings {
+		if byLogin[s.Login] == nil {
+			byLogin[s.Login] = map[string]string{}
+			logins = append(logins, s.Login)
+		}
+		byLogin[s.Login][s.Name] = s.Value
+	}
+	return logins, byLogin, nil
+}
 
 // isZero reports whether a size setting is 0 ("0", "0B", "0kB").
 func isZero(value string) bool {
@@ -46,20 +69,10 @@ func isZero(value string) bool {
 // parameters (claim tokens, payloads, idempotency keys) written to the
 // server log, by statement logging, duration logging or error logging.
 func checkServerLogSecrets(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
-	rows, _ := pool.Query(ctx, logSettingsSQL, runtimeRoles)
-	type setting struct{ Login, Name, Value string }
-	settings, err := pgx.CollectRows(rows, pgx.RowToStructByPos[setting])
+	logins, byLogin, err := loginSettings(ctx, pool, runtimeRoles,
+		"log_statement", "log_min_duration_statement", "log_parameter_max_length", "log_parameter_max_length_on_error")
 	if err != nil {
 		return nil, err
-	}
-	byLogin := map[string]map[string]string{}
-	var logins []string
-	for _, s := range settings {
-		if byLogin[s.Login] == nil {
-			byLogin[s.Login] = map[string]string{}
-			logins = append(logins, s.Login)
-		}
-		byLogin[s.Login][s.Name] = s.Value
 	}
 	var findings []string
 	for _, login := range logins {

@@ -87,3 +87,39 @@ func TestAuditUnencryptedSessionsFindsRuntimeTCPSessionsWithoutTLS(t *testing.T)
 	requireCode(t, exitFindings, text)
 	require.Contains(t, text.stdout, "AUDIT-UNENCRYPTED-SESSIONS: login "+worker+" has 1 TCP session(s) without TLS\n")
 }
+
+// A worker or producer login without a statement or idle-in-transaction
+// limit can hold a job row it locked (a completion or cancel left open) for
+// ever, blocking reclaim and cancel: each missing limit is a finding, and
+// the runbook's per-login settings (or the database's) clear it. Auditor
+// logins lock no job rows and are not asked.
+func TestAuditRuntimeLoginTimeoutsFindsUnboundedLogins(t *testing.T) {
+	t.Parallel()
+	_, db := testdb.OwnCluster(t)
+	admin := db.Pool(t)
+	worker := loginName(t, db.LoginURL(t, "durable_job_worker"))
+	producer := loginName(t, db.LoginURL(t, "durable_job_producer"))
+	auditor := loginName(t, db.LoginURL(t, "durable_job_auditor"))
+	text, _ := runAuditBoth(t, db.URL)
+	requireCode(t, exitOK, text) // testdb's logins carry the limits
+
+	for _, login := range []string{worker, producer, auditor} {
+		execSQL(t, admin, `ALTER ROLE `+login+` RESET statement_timeout`)
+		execSQL(t, admin, `ALTER ROLE `+login+` RESET idle_in_transaction_session_timeout`)
+	}
+	text, _ = runAuditBoth(t, db.URL)
+	requireCode(t, exitFindings, text)
+	require.Equal(t, []string{controls.CheckLoginTimeouts}, findingIDs(text.stdout))
+	for _, login := range []string{worker, producer} {
+		for _, name := range []string{"statement_timeout", "idle_in_transaction_session_timeout"} {
+			require.Contains(t, text.stdout, "AUDIT-RUNTIME-LOGIN-TIMEOUTS: login "+login+": "+name+" is 0 (no limit)")
+		}
+	}
+	require.NotContains(t, text.stdout, auditor)
+
+	// The database's limits reach every login of it.
+	execSQL(t, admin, `ALTER DATABASE `+db.Name+` SET statement_timeout = '2min'`)
+	execSQL(t, admin, `ALTER DATABASE `+db.Name+` SET idle_in_transaction_session_timeout = '1min'`)
+	text, _ = runAuditBoth(t, db.URL)
+	requireCode(t, exitOK, text)
+}

@@ -71,8 +71,9 @@ superuser). The demo makes:
 At the end, also on Ctrl-C, SIGTERM and SIGHUP, it drops the login roles and
 its schema and deletes its queues' jobs (with their payloads and outcomes),
 lease policies and outcome tallies. What stays in the database: the
-control-evidence records of its three policy changes (the evidence table is
-append-only, by design; they name the operator login that made them), the
+control-evidence records of its three policy changes and of their removal
+(the evidence table is append-only, by design; they name the login that
+made each change), the
 job id counter, which has moved on, and the bundle, when the demo applied it
 to a database that had none. When the --database-url role may not delete
 from the bundle's tables, the jobs, policies and tallies stay too, and the
@@ -376,6 +377,10 @@ func (d *demo) createLogins(ctx context.Context) error {
 		// so they need no quoting.
 		fmt.Fprintf(&setup, "CREATE ROLE %s LOGIN PASSWORD '%s' VALID UNTIL '%s' IN ROLE %s;\n", d.loginName(role),
 			newSCRAMVerifier(passwords[role]), validUntil, role)
+		// As the runbook asks of every runtime login: a row it locks is held
+		// for a bounded time.
+		fmt.Fprintf(&setup, "ALTER ROLE %s SET statement_timeout = '1min';\n", d.loginName(role))
+		fmt.Fprintf(&setup, "ALTER ROLE %s SET idle_in_transaction_session_timeout = '1min';\n", d.loginName(role))
 	}
 	worker := d.loginName(roleWorker)
 	setup.WriteString(`CREATE SCHEMA ` + d.schema + `;

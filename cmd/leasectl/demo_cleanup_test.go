@@ -110,7 +110,8 @@ func TestDemoWritesOnlyToItsOwnSchemaWherePublicIsWritable(t *testing.T) {
 	requireNoDemoRoles(t, admin, run)
 	requireNoDemoSchema(t, admin)
 	requireNoDemoData(t, admin, run)
-	require.Equal(t, 3, demoEvidenceCount(t, admin, run), "the evidence of its three policy changes stays")
+	require.Equal(t, 6, demoEvidenceCount(t, admin, run),
+		"the evidence of its three policy changes stays, and of the three policies' removal (the policy table's trigger records every change)")
 	require.Contains(t, r.stdout, "Dropped the demo's login roles and its schema leasefence_demo_"+run+".\n")
 	require.Contains(t, r.stdout, "Deleted the jobs, lease policies and outcome tallies of queues demo."+run+".*")
 }

@@ -193,7 +193,7 @@ func TestDemoStopsWhenTheOperatorCannotSetItsPolicy(t *testing.T) {
 	db := testdb.New(t)
 	admin := db.Pool(t)
 	adminURL, name := demoAdmin(t, db, admin, "SUPERUSER")
-	_, err := admin.Exec(ctx, "REVOKE EXECUTE ON FUNCTION durable_jobs.set_queue_lease_policy FROM durable_job_operator")
+	_, err := admin.Exec(ctx, "REVOKE EXECUTE ON FUNCTION durable_jobs.set_queue_lease_policy(text, interval, interval, interval, boolean, text) FROM durable_job_operator")
 	require.NoError(t, err)
 	r := leasectl(t, "demo", "--database-url", adminURL)
 	requireDemoError(t, r, "set the demo queues' lease policy: permission denied for function set_queue_lease_policy (SQLSTATE 42501)")

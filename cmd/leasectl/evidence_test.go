@@ -445,6 +445,10 @@ func TestEvidenceShowsOperatorTextAsTextNotMarkup(t *testing.T) {
 	_, err := admin.Exec(ctx, "CREATE ROLE "+pgx.Identifier{role}.Sanitize()+" LOGIN PASSWORD '"+password+
 		"' IN ROLE durable_job_operator")
 	require.NoError(t, err)
+	for _, limit := range []string{"statement_timeout", "idle_in_transaction_session_timeout"} {
+		_, err = admin.Exec(ctx, "ALTER ROLE "+pgx.Identifier{role}.Sanitize()+" SET "+limit+" = '5min'")
+		require.NoError(t, err)
+	}
 	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP ROLE "+pgx.Identifier{role}.Sanitize()) })
 	u, err := url.Parse(db.URL)
 	require.NoError(t, err)

@@ -3,9 +3,11 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -16,9 +18,10 @@ import (
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
-const migrateUsage = `Usage:
-  leasectl migrate up     [--to N] [--lock-timeout DURATION] [--database-url URL]
-  leasectl migrate down   [--to N] [--drop-roles] [--lock-timeout DURATION] [--database-url URL]
+var migrateUsage = `Usage:
+  leasectl migrate up     [--to N] [--reason TEXT] [--lock-timeout DURATION] [--database-url URL]
+  leasectl migrate down   [--to N] [--reason TEXT] [--drop-roles]
+                          [--discard-evidence --evidence-export PATH] [--lock-timeout DURATION] [--database-url URL]
   leasectl migrate status [--output text|json] [--database-url URL]
 
 Applies leasefence's migration bundle with tern's migrator. The version is
@@ -28,17 +31,24 @@ kept in ` + sqlbundle.VersionTable + `.
           On an up-to-date database it changes nothing.
   down    step back one migration, or to --to N. "down --to 0" removes every
           object of the bundle except the cluster-wide roles and the version
-          table; add --drop-roles to also drop the bundle's ten roles, by
-          exact name: durable_job_producer, durable_job_worker,
-          durable_job_operator, durable_job_auditor, durable_job_producer_owner,
-          durable_job_claim_owner, durable_job_renewal_owner,
-          durable_job_terminal_owner, durable_job_policy_owner and
-          durable_job_audit_owner. Other roles (durable_job_worker_eu, say)
-          are left alone. Only possible once no database in the cluster
-          still uses them.
+` + wrapWords("         ", 9, append(strings.Fields("table; add --drop-roles to also drop the bundle's own roles, by exact name:"),
+	strings.Split(strings.Join(append(append([]string{}, sqlbundle.RuntimeRoles...), sqlbundle.DefinerOwnerRoles...), ", ")+".", " ")...)) +
+	`          Other roles (durable_job_worker_eu, say) are left alone. Only
+          possible once no database in the cluster still uses them.
+          "down --to 0" also erases the control evidence: while any record
+          exists it is refused unless --discard-evidence is given together
+          with --evidence-export PATH. leasectl then first writes every
+          record (with its chain hashes) and the chain head as JSON to PATH,
+          which must not exist yet, and only then migrates down.
   status  print the current and the newest version, and whether every
           function is what the current version installs (a body replaced by
           hand or a skipped migration is listed, and the exit code is 2).
+
+--reason is the operator's reason, recorded in the control evidence of each
+migration it runs (the evidence-chain migration and later ones read it; older ones record
+their fixed text). It must be plain text that does not look like personal
+data or a secret, like every change reason; default "leasefence bundle
+migration" (up) and "leasefence bundle migration rolled back" (down).
 
 up and down first take the migration lock, the advisory lock tern's migrator
 holds while it migrates (so two migrations never run at once). Anyone who can
@@ -73,7 +83,17 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) int {
 		fs.Var(&to, "to", "target `version` (up: default the newest; down: default one step back)")
 	}
 	if action == "down" {
-		fs.BoolVar(&dropRoles, "drop-roles", false, "with --to 0: also drop the bundle's ten cluster-wide roles")
+		fs.BoolVar(&dropRoles, "drop-roles", false, "with --to 0: also drop the bundle's own cluster-wide roles, by exact name")
+	}
+	reason := ""
+	discardEvidence := false
+	evidenceExport := ""
+	if action != "status" {
+		fs.StringVar(&reason, "reason", "", "why, e.g. the change ticket; recorded in each migration's evidence")
+	}
+	if action == "down" {
+		fs.BoolVar(&discardEvidence, "discard-evidence", false, "with --to 0 and --evidence-export: erase the control evidence")
+		fs.StringVar(&evidenceExport, "evidence-export", "", "with --to 0: write every evidence record to this new `file` (JSON) first")
 	}
 	lockTimeout := defaultLockTimeout
 	if action != "status" {
@@ -93,6 +113,17 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	if dropRoles && (!to.set || to.value != 0) {
 		return env.usageError("migrate down: --drop-roles needs --to 0")
+	}
+	if reason != "" {
+		if problem := reasonProblem(reason); problem != "" {
+			return env.usageError("migrate %s: --reason %s", action, problem)
+		}
+	}
+	if (discardEvidence || evidenceExport != "") && (!to.set || to.value != 0) {
+		return env.usageError("migrate down: --discard-evidence and --evidence-export need --to 0")
+	}
+	if discardEvidence != (evidenceExport != "") {
+		return env.usageError("migrate down: --discard-evidence and --evidence-export PATH go together")
 	}
 	if lockTimeout < time.Millisecond {
 		return env.usageError("migrate %s: --lock-timeout must be at least 1ms, not %s", action, lockTimeout)
@@ -132,6 +163,25 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	if action == "down" && target > int(current) {
 		return env.usageError("migrate down: --to %d is above the current version %d; use migrate up", target, current)
+	}
+	if action == "down" && target == 0 && current > 0 {
+		count, err := evidenceCount(ctx, conn)
+		if err != nil {
+			return env.fail("count control evidence", err)
+		}
+		if count > 0 && !discardEvidence {
+			return env.fail("migrate down to version 0", fmt.Errorf(
+				"refused: it would erase %d control evidence records; export them first with --discard-evidence --evidence-export PATH", count))
+		}
+		if count > 0 {
+			if err := exportEvidence(ctx, conn, evidenceExport, current); err != nil {
+				return env.fail("export control evidence", err)
+			}
+			printf(env.stdout, "exported %d control evidence records to %s\n", count, evidenceExport)
+		}
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_catalog.set_config('leasefence.migration_reason', $1, false)`, reason); err != nil {
+		return env.fail("set the migration reason", err)
 	}
 	m.OnStart = func(sequence int32, name, direction, _ string) {
 		printf(env.stdout, "%s %s (%d)\n", direction, name, sequence)
@@ -207,11 +257,11 @@ func migrateStatus(ctx context.Context, env *cliEnv, common *commonFlags) int {
 	return code
 }
 
-// bundleRoleNames are the ten cluster-wide roles the bundle creates (see
-// sql/roles/bundle_roles.sql): the only roles --drop-roles drops.
+// bundleRoleNames are the cluster-wide roles the bundle creates (see
+// sql/roles/bundle_roles.sql and the migrations that add owners): the only roles --drop-roles drops.
 var bundleRoleNames = append(append([]string{}, sqlbundle.RuntimeRoles...), sqlbundle.DefinerOwnerRoles...)
 
-// dropBundleRoles drops those of the bundle's ten roles that exist, by exact
+// dropBundleRoles drops those of the bundle's roles that exist, by exact
 // name, in one transaction, and returns their names. Other roles, named
 // durable_job_something or not, are left alone. PostgreSQL refuses (and
 // nothing is dropped) while any database in the cluster still has objects or
@@ -316,4 +366,69 @@ func (o *optionalInt) Set(s string) error {
 	}
 	o.value, o.set = v, true
 	return nil
+}
+
+// evidenceCount is how many control evidence records the database holds (0
+// when the table does not exist).
+func evidenceCount(ctx context.Context, conn *pgx.Conn) (int64, error) {
+	var count int64
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT pg_catalog.to_regclass('durable_jobs.control_evidence_record') IS NOT NULL`).Scan(&exists); err != nil || !exists {
+		return 0, err
+	}
+	err := conn.QueryRow(ctx, `SELECT pg_catalog.count(*) FROM durable_jobs.control_evidence_record`).Scan(&count)
+	return count, err
+}
+
+// evidenceExportJSON is what --evidence-export writes.
+type evidenceExportJSON struct {
+	SchemaVersion    int               `json:"schema_version"`
+	ExportedAt       string            `json:"exported_at"`
+	Database         string            `json:"database"`
+	MigrationVersion int32             `json:"migration_version"`
+	RecordCount      int               `json:"record_count"`
+	ChainHead        *string           `json:"chain_head"`
+	Records          []json.RawMessage `json:"records"`
+}
+
+// exportEvidence writes every control evidence record, oldest first, to
+// path, which must not exist, and syncs it to disk.
+func exportEvidence(ctx context.Context, conn *pgx.Conn, path string, version int32) error {
+	out := evidenceExportJSON{SchemaVersion: 1, MigrationVersion: version, Records: []json.RawMessage{}}
+	var at time.Time
+	if err := conn.QueryRow(ctx, `SELECT pg_catalog.clock_timestamp(), pg_catalog.current_database()`).Scan(&at, &out.Database); err != nil {
+		return err
+	}
+	out.ExportedAt = formatTime(at)
+	rows, _ := conn.Query(ctx, `SELECT pg_catalog.to_jsonb(e)::text FROM durable_jobs.control_evidence_record e ORDER BY e.evidence_record_id`)
+	records, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, r := range records {
+		out.Records = append(out.Records, json.RawMessage(r))
+	}
+	out.RecordCount = len(out.Records)
+	if n := len(records); n > 0 {
+		var last struct {
+			RecordHash *string `json:"record_hash"`
+		}
+		if err := json.Unmarshal([]byte(records[n-1]), &last); err != nil {
+			return err
+		}
+		out.ChainHead = last.RecordHash
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := writeJSON(f, out); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -126,7 +127,8 @@ func TestMigrateUpDownStatusOnAnEmptyDatabase(t *testing.T) {
 	require.Contains(t, r.stderr, "use migrate up")
 
 	// down --to 0 removes the schema but keeps the roles and the version table.
-	r = leasectl(t, "migrate", "down", "--to", "0", "--database-url", db.URL)
+	r = leasectl(t, "migrate", "down", "--to", "0", "--discard-evidence", "--evidence-export", filepath.Join(t.TempDir(), "evidence.json"),
+		"--database-url", db.URL)
 	requireCode(t, exitOK, r)
 	require.Contains(t, r.stdout, "down 001_")
 	require.False(t, schemaExists(t, pool))
@@ -213,6 +215,8 @@ func TestMigrateDownDropRolesDropsOnlyTheBundlesTenRoles(t *testing.T) {
 	// Roles of the operators' own that share the prefix: a worker login of
 	// one region and a reporting role that owns a table.
 	_, err := pool.Exec(ctx, `CREATE ROLE durable_job_worker_eu LOGIN IN ROLE durable_job_worker;
+		ALTER ROLE durable_job_worker_eu SET statement_timeout = '5min';
+		ALTER ROLE durable_job_worker_eu SET idle_in_transaction_session_timeout = '5min';
 		CREATE ROLE durable_job_reporting LOGIN;
 		CREATE TABLE public.report (n int); ALTER TABLE public.report OWNER TO durable_job_reporting`)
 	require.NoError(t, err)
@@ -220,7 +224,8 @@ func TestMigrateDownDropRolesDropsOnlyTheBundlesTenRoles(t *testing.T) {
 
 	// The template database of this cluster still uses the roles, so
 	// PostgreSQL refuses to drop them: nothing is dropped and DETAIL says why.
-	r := leasectl(t, "migrate", "down", "--to", "0", "--drop-roles", "--database-url", db.URL)
+	r := leasectl(t, "migrate", "down", "--to", "0", "--drop-roles", "--discard-evidence",
+		"--evidence-export", filepath.Join(t.TempDir(), "evidence.json"), "--database-url", db.URL)
 	requireCode(t, exitError, r)
 	require.Contains(t, r.stderr, "error: drop roles: ")
 	require.Contains(t, r.stderr, "DETAIL: ")
@@ -234,7 +239,8 @@ func TestMigrateDownDropRolesDropsOnlyTheBundlesTenRoles(t *testing.T) {
 	u, err := url.Parse(db.URL)
 	require.NoError(t, err)
 	u.Path = "/" + testdb.TemplateName
-	r = leasectl(t, "migrate", "down", "--to", "0", "--database-url", u.String())
+	r = leasectl(t, "migrate", "down", "--to", "0", "--discard-evidence", "--evidence-export", filepath.Join(t.TempDir(), "template.json"),
+		"--database-url", u.String())
 	requireCode(t, exitOK, r)
 	r = leasectl(t, "migrate", "down", "--to", "0", "--drop-roles", "--database-url", db.URL)
 	requireCode(t, exitOK, r)

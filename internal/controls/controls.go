@@ -52,7 +52,7 @@ type EvidenceSection struct {
 const (
 	// ChangeMigrations is LF-CHG-01: schema changes are versioned and recorded.
 	ChangeMigrations = "LF-CHG-01"
-	// ChangePolicy is LF-CHG-02: lease policy changes are approved and recorded.
+	// ChangePolicy is LF-CHG-02: every lease policy change is recorded, with its ticket and approver when given.
 	ChangePolicy = "LF-CHG-02"
 	// ChangeEnablement is LF-CHG-03: renewal enablement changes are recorded.
 	ChangeEnablement = "LF-CHG-03"
@@ -64,6 +64,8 @@ const (
 	AccessDefinerRoles = "LF-ACC-02"
 	// AccessDefinerPath is LF-ACC-03: definer functions cannot be hijacked through search_path.
 	AccessDefinerPath = "LF-ACC-03"
+	// AccessReview is LF-ACC-04: who holds which leasefence access is reviewable, and excess access is a finding.
+	AccessReview = "LF-ACC-04"
 	// PrivacyPayloadApart is LF-PRV-01: lease renewal cannot read job payloads.
 	PrivacyPayloadApart = "LF-PRV-01"
 	// PrivacyTelemetry is LF-PRV-02: telemetry and evidence are payload-blind.
@@ -76,7 +78,7 @@ const (
 	AvailabilityHealth = "LF-AVL-01"
 	// AvailabilityAlerts is LF-AVL-02: lease problems raise alerts.
 	AvailabilityAlerts = "LF-AVL-02"
-	// AuditAppendOnly is LF-AUD-01: control evidence is append-only.
+	// AuditAppendOnly is LF-AUD-01: control evidence is append-only and tamper-evident.
 	AuditAppendOnly = "LF-AUD-01"
 	// AuditConfiguration is LF-AUD-02: the live database is audited against the contract.
 	AuditConfiguration = "LF-AUD-02"
@@ -113,6 +115,14 @@ const (
 	CheckServerLogSecrets = "AUDIT-SERVER-LOG-SECRETS"
 	// CheckUnencryptedSessions: no runtime login has a TCP session without TLS.
 	CheckUnencryptedSessions = "AUDIT-UNENCRYPTED-SESSIONS"
+	// CheckLoginTimeouts: no login that locks job rows can hold one for ever.
+	CheckLoginTimeouts = "AUDIT-RUNTIME-LOGIN-TIMEOUTS"
+	// CheckPolicyEvidence: every queue's live policy is what its last evidence record says.
+	CheckPolicyEvidence = "AUDIT-POLICY-MATCHES-EVIDENCE"
+	// CheckEvidenceChain: the evidence hash chain is intact and its triggers are in force.
+	CheckEvidenceChain = "AUDIT-EVIDENCE-CHAIN"
+	// CheckAccessReview: no login or PUBLIC holds table access, a definer owner role, or both worker and operator.
+	CheckAccessReview = "AUDIT-ACCESS-REVIEW"
 )
 
 // Evidence section identifiers. Each names one entry of EvidenceSections.
@@ -141,8 +151,8 @@ var controlTable = []Control{
 	{ChangeMigrations, "Schema changes are versioned and recorded",
 		"Every migration applied or reverted is recorded with its version and time, and the live version is the one the released binary expects.",
 		[]string{"CC8.1"}, []string{"Change management"}},
-	{ChangePolicy, "Lease policy changes are approved and recorded",
-		"Every accepted lease policy change is recorded with the old and new values, the reason given and the database role that made it; invalid policies are refused by the database.",
+	{ChangePolicy, "Lease policy changes are recorded, with ticket and approver",
+		"Every change of the lease policy table, through set_queue_lease_policy or directly, is recorded by a trigger on the table with the old and new values, the reason, ticket and approver given (an approver is optional and never the changer; 'direct table change without a reason' when none) and session_user as the changer; invalid policies and reasons that look like personal data or a secret are refused by the database. Approval itself happens in the ticketing system: the evidence records who was named, not that they approved.",
 		[]string{"CC8.1", "CC5.2"}, []string{"Change management", "Configuration management"}},
 	{ChangeEnablement, "Renewal enablement changes are recorded",
 		"Switching lease renewal off or on for a queue is recorded separately, with reason and role, so an incident timeline can show it.",
@@ -159,6 +169,9 @@ var controlTable = []Control{
 	{AccessDefinerPath, "Definer functions cannot be hijacked through search_path",
 		"Every SECURITY DEFINER function pins search_path to pg_catalog, pg_temp, and no role other than the bootstrap superuser may create objects in those schemas.",
 		[]string{"CC6.1", "CC6.8"}, []string{"Access control", "Secure development"}},
+	{AccessReview, "Access to leasefence is reviewable",
+		"`leasectl access` lists every login with each leasefence role it holds (directly or inherited), the grantor and its SUPERUSER, BYPASSRLS and CREATEROLE attributes as of a database time; the audit reports a login or PUBLIC with a table, column or sequence privilege in the schema, a login holding a definer owner role, and a login holding both a worker and an operator role unless accepted by a role comment.",
+		[]string{"CC6.1", "CC6.2", "CC6.3"}, []string{"Access control"}},
 	{PrivacyPayloadApart, "Lease renewal cannot read job payloads",
 		"Payloads live in their own table; the renewal function's owner holds no privilege on it, so renewal can neither read nor emit personal data.",
 		[]string{"C1.1", "P4.1", "CC6.1"}, []string{"Personal information protection", "Access control"}},
@@ -175,10 +188,10 @@ var controlTable = []Control{
 		"Operators can read, per queue, running jobs, leases about to expire, expired leases awaiting reclaim, reclaims and stale renewals, from payload-blind functions.",
 		[]string{"A1.1", "CC7.2"}, []string{"Service continuity", "Logging and monitoring"}},
 	{AvailabilityAlerts, "Lease problems raise alerts",
-		"Alert rules fire on renewal database failures, stale-claim rate, scheduler lag, safety-margin exhaustion and abnormal reclaim frequency; each rule is unit-tested.",
+		"Alert rules fire on renewal database failures, stale-claim rate (the client's and the database's own gauge), scheduler lag, safety-margin exhaustion, abnormal reclaim frequency and a collector that stopped reporting; each rule carries a runbook_url and is unit-tested, and the history of fired alerts can be exported for an audit period (docs/operations/runbook.md).",
 		[]string{"CC7.2", "CC7.3", "A1.2"}, []string{"Incident management", "Logging and monitoring"}},
-	{AuditAppendOnly, "Control evidence is append-only",
-		"No role, the table owner included, can update or delete control-evidence records: a trigger refuses it and no runtime role holds a table privilege.",
+	{AuditAppendOnly, "Control evidence is append-only and tamper-evident",
+		"Triggers refuse UPDATE, DELETE and TRUNCATE of control-evidence records for every role that cannot disable them, and no runtime role holds a table privilege. A superuser or the table owner can disable a trigger, so each record also carries a hash over its content and the previous record's hash: `leasectl audit` (AUDIT-EVIDENCE-CHAIN) reports a record deleted, altered or reordered, and the chain head printed by each evidence report lets a later report show that records were removed from the end.",
 		[]string{"CC7.2", "CC8.1"}, []string{"Logging and monitoring", "Change management"}},
 	{AuditConfiguration, "The live database is audited against the contract",
 		"`leasectl audit` checks the live catalogs against the contract and exits non-zero on any finding; its result is part of the evidence report.",
@@ -214,7 +227,7 @@ var auditCheckTable = []AuditCheck{
 		"Every function, constraint, column default, index, trigger and rule in schema durable_jobs depends, in pg_depend, only on objects of pg_catalog and durable_jobs: nothing bound an operator, function or type planted in another schema.",
 		[]string{AccessDefinerPath, AuditConfiguration}},
 	{CheckDefinerOwners, "Definer owners cannot be assumed",
-		"The six definer owner roles (durable_job_*_owner) are NOLOGIN and have no members, so no login can SET ROLE to one and write its tables directly.",
+		"The definer owner roles (durable_job_*_owner) are NOLOGIN and have no members, so no login can SET ROLE to one and write its tables directly.",
 		[]string{AccessDefinerRoles, AuditConfiguration}},
 	{CheckEvidenceTrigger, "Evidence guard is the installer's",
 		"Both append-only triggers of durable_jobs.control_evidence_record exist, fire in every session (enabled O or A) and execute durable_jobs.refuse_evidence_change(), owned by the table's owner.",
@@ -228,6 +241,18 @@ var auditCheckTable = []AuditCheck{
 	{CheckUnencryptedSessions, "Runtime sessions are encrypted",
 		"No session of a login in a runtime role in this database is a TCP connection without TLS (pg_stat_ssl); local socket sessions are not counted. Without pg_read_all_stats the auditing login sees only its own sessions.",
 		[]string{PrivacyTelemetry, AuditConfiguration}},
+	{CheckLoginTimeouts, "Runtime logins cannot hold a job row for ever",
+		"Every login in the producer, worker or operator role has a non-zero statement_timeout and idle_in_transaction_session_timeout in force (its own, the database's or the server's), so a job row it locks (a completion or cancel left open) is held for a bounded time and cannot block reclaim or cancel past it.",
+		[]string{IntegrityFencing, AvailabilityHealth, AuditConfiguration}},
+	{CheckPolicyEvidence, "Live policy matches its evidence",
+		"For every queue, the live row of durable_jobs.queue_lease_policy equals what the queue's last lease_policy_changed record says it became (a row removed by the evidence is absent), so no policy was changed without evidence.",
+		[]string{ChangePolicy, ChangeEnablement, AuditConfiguration}},
+	{CheckEvidenceChain, "Evidence hash chain is intact",
+		"Every control-evidence record's record_hash is sha256(previous_record_hash || its content digest), each links to the record before it (32 zero bytes for the first), and the chain and policy-evidence triggers exist and fire in every session.",
+		[]string{AuditAppendOnly, ChangePolicy, AuditConfiguration}},
+	{CheckAccessReview, "Logins hold only the access their job needs",
+		"No login (superusers aside) or PUBLIC holds a table, column or sequence privilege in schema durable_jobs; no login holds a definer owner role, directly or inherited; no login holds both durable_job_worker and durable_job_operator unless its role comment says 'leasefence: separation of duties accepted: <TICKET-1>'.",
+		[]string{AccessReview, AccessLeastPrivilege, PrivacyPayloadApart, AuditConfiguration}},
 }
 
 var evidenceSectionTable = []EvidenceSection{
@@ -235,7 +260,7 @@ var evidenceSectionTable = []EvidenceSection{
 		"The bundle's current migration version and when it was applied.",
 		[]string{ChangeMigrations}},
 	{SectionMigrations, "Migration history",
-		"Every migration applied or reverted, from the append-only evidence.",
+		"Every migration applied or reverted in the period that the evidence holds, with the operator's reason (from the evidence-chain migration on); a database migrated down to 0 and up again has lost the records before, unless they were exported (`leasectl migrate down --to 0 --evidence-export`).",
 		[]string{ChangeMigrations, AuditAppendOnly}},
 	{SectionDeployments, "Deployment versions",
 		"Every deployment version recorded with `leasectl deployment record`, with reason and role.",
@@ -244,16 +269,16 @@ var evidenceSectionTable = []EvidenceSection{
 		"The lease policy in force for each queue and the default '*', with who changed it last and when.",
 		[]string{ChangePolicy}},
 	{SectionPolicy, "Lease policy history",
-		"Every accepted lease policy change with old and new values, reason and role.",
+		"Every recorded lease policy change in the period with old and new values, reason, ticket, approver and role, and each queue's policy as of the period's end reconstructed from the evidence.",
 		[]string{ChangePolicy, AuditAppendOnly}},
 	{SectionEnablement, "Renewal enablement history",
 		"Every change of a queue's renewal switch with reason and role.",
 		[]string{ChangeEnablement, AuditAppendOnly}},
 	{SectionOutcomes, "Aggregate lease outcomes",
-		"Stale renewals and reclaims per queue over the report window, from bounded tallies.",
+		"Stale renewals and reclaims per queue over the report window, from bounded tallies kept for 30 days only (the report warns when its period starts earlier).",
 		[]string{IntegrityOutcomes, IntegrityFencing, AvailabilityHealth}},
 	{SectionJobStatus, "Jobs by status",
-		"How many jobs each queue holds in each status; counts only.",
+		"How many jobs each queue holds in each status at report time (not as of the period's end); counts only.",
 		[]string{AvailabilityHealth, PrivacyTelemetry}},
 	{SectionAudit, "Audit result",
 		"The result of every `leasectl audit` check at report time, with any findings.",

@@ -10,7 +10,7 @@ import (
 func TestTablesAreConsistent(t *testing.T) {
 	require.NoError(t, Validate())
 	require.NotEmpty(t, Controls())
-	require.Len(t, AuditChecks(), 14)
+	require.Len(t, AuditChecks(), 18)
 	require.NotEmpty(t, EvidenceSections())
 }
 
@@ -56,7 +56,8 @@ func TestEveryAuditCheckAndSectionIsNamedByConstant(t *testing.T) {
 	checks := []string{CheckSearchPath, CheckPublicExecute, CheckRuntimePrivileges, CheckDefinerAttributes,
 		CheckRenewalPayload, CheckSchemaCreate, CheckEvidenceAppendOnly, CheckMigrationVersion,
 		CheckObjectDependencies, CheckDefinerOwners, CheckEvidenceTrigger, CheckFunctionDrift,
-		CheckServerLogSecrets, CheckUnencryptedSessions}
+		CheckServerLogSecrets, CheckUnencryptedSessions, CheckLoginTimeouts,
+		CheckPolicyEvidence, CheckEvidenceChain, CheckAccessReview}
 	for i, a := range AuditChecks() {
 		require.Equal(t, checks[i], a.ID)
 	}

@@ -235,9 +235,16 @@ func (d *DB) CreateLogin(ctx context.Context, runtimeRole string) (string, error
 	name := "lf_" + randomHex(8)
 	password := randomHex(16)
 	// Names and password are generated here from [a-z0-9_] only.
+	// Like the runbook's logins, each has its statements and its idle time
+	// in a transaction bounded (generously: tests hold transactions open on
+	// purpose), so leasectl audit finds nothing unbounded.
 	sql := fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s' IN ROLE %s", name, password, runtimeRole)
-	if _, err := d.srv.admin.Exec(ctx, sql); err != nil {
-		return "", fmt.Errorf("create a login role in %s: %w", runtimeRole, err)
+	settings := fmt.Sprintf("ALTER ROLE %s SET statement_timeout = '5min'", name)
+	idle := fmt.Sprintf("ALTER ROLE %s SET idle_in_transaction_session_timeout = '5min'", name)
+	for _, stmt := range []string{sql, settings, idle} {
+		if _, err := d.srv.admin.Exec(ctx, stmt); err != nil {
+			return "", fmt.Errorf("create a login role in %s: %w", runtimeRole, err)
+		}
 	}
 	d.mu.Lock()
 	d.logins = append(d.logins, name)

@@ -46,7 +46,7 @@ SELECT columns_are('durable_jobs', 'queue_lease_policy',
     'queue_lease_policy has exactly its policy columns');
 SELECT columns_are('durable_jobs', 'control_evidence_record',
     ARRAY['evidence_record_id', 'evidence_kind', 'queue_name', 'previous_values', 'new_values', 'change_reason',
-          'changed_by_role', 'recorded_at'],
+          'changed_by_role', 'recorded_at', 'change_ticket', 'change_approver', 'previous_record_hash', 'record_hash'],
     'control_evidence_record has exactly its evidence columns');
 SELECT columns_are('durable_jobs', 'lease_outcome_tally',
     ARRAY['tally_minute', 'queue_name', 'outcome_kind', 'tally_backend_pid', 'counted_by_role', 'outcome_count'],
@@ -130,6 +130,7 @@ SELECT set_eq(
              ('durable_jobs.queue_lease_policy', 'queue_lease_policy_absolute_durations', 'c'),
              ('durable_jobs.control_evidence_record', 'control_evidence_record_pkey', 'p'),
              ('durable_jobs.control_evidence_record', 'control_evidence_record_kind', 'c'),
+             ('durable_jobs.control_evidence_record', 'control_evidence_record_ticket_format', 'c'),
              ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_pkey', 'p'),
              ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_kind', 'c'),
              ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_count_positive', 'c'),
@@ -158,8 +159,8 @@ SELECT throws_ok(
     '23514', NULL, 'a policy interval with a day part is refused by the table itself (absolute durations only)');
 
 SELECT triggers_are('durable_jobs', 'control_evidence_record',
-    ARRAY['control_evidence_record_append_only', 'control_evidence_record_no_truncate'],
-    'control evidence is guarded by the append-only and no-truncate triggers');
+    ARRAY['control_evidence_record_append_only', 'control_evidence_record_no_truncate', 'control_evidence_record_chain'],
+    'control evidence is guarded by the append-only and no-truncate triggers and chained by the chain trigger');
 
 -- Comments where promised ----------------------------------------------------------
 
@@ -205,8 +206,12 @@ SELECT functions_are('durable_jobs',
           'raise_stale_claim', 'refuse_evidence_change', 'renew_claims', 'absolute_duration',
           'is_plain_change_reason', 'lock_evidence_order',
           'set_queue_retention_policy', 'queue_retention_policies', 'purge_expired_job_data', 'erase_job_payload',
-          'require_valid_change_reason'],
-    'the schema holds exactly the contract functions, the audit, deployment, retention and operator-view functions and eleven private helpers');
+          'require_valid_change_reason',
+          'record_deployment', 'control_evidence_chain', 'control_evidence_records', 'policy_evidence_mismatches',
+          'change_queue_lease_policy', 'passes_luhn', 'looks_personal_or_secret', 'require_structured_change',
+          'evidence_content_digest', 'chain_evidence_record', 'stamp_policy_change', 'record_policy_change',
+          'refuse_policy_truncate'],
+    'the schema holds exactly the contract functions, the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views and the private helpers');
 
 CREATE TEMP TABLE expected_signature (
     function_name   name PRIMARY KEY,
@@ -317,13 +322,15 @@ SELECT is_empty(
             WHEN 'durable_jobs.retry_job(bigint,uuid,text,interval,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC']
             WHEN 'durable_jobs.lease_health_by_queue()' THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC']
             WHEN 'durable_jobs.lease_outcome_totals(timestamp with time zone)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC']
-            WHEN 'durable_jobs.set_queue_lease_policy(text,interval,interval,interval,boolean,text)'
+            WHEN 'durable_jobs.change_queue_lease_policy(text,interval,interval,interval,boolean,text,text,text)'
                 THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC', 'lock_timeout=10s']
             WHEN 'durable_jobs.record_deployment_version(text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
+            WHEN 'durable_jobs.record_deployment(text,text,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
+            WHEN 'durable_jobs.record_policy_change()' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             ELSE ARRAY['search_path=pg_catalog, pg_temp'] END$$,
     'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic and lock_timeout where it takes the evidence lock');
 SELECT is((SELECT count(*)::integer FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef),
-          26, 'exactly the twenty contract, audit and deployment functions, the four retention functions and the two operator views are SECURITY DEFINER');
+          32, 'exactly the twenty contract, audit and deployment functions, the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) and the two operator views are SECURITY DEFINER');
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef

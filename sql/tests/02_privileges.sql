@@ -4,7 +4,7 @@
 -- renewal owner none on payloads; no bundle role can log in or escalate.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(384);
+SELECT plan(454);
 
 -- Which runtime role may execute which function. record_deployment_version
 -- is not a runtime function: only the role that applied the bundle runs it.
@@ -50,7 +50,22 @@ INSERT INTO expected_execute VALUES
  ('queue_retention_policies', '{}', '{durable_job_operator}'),
  ('purge_expired_job_data', '{integer}', '{durable_job_operator}'),
  ('erase_job_payload', '{bigint,text}', '{durable_job_operator}'),
- ('require_valid_change_reason', '{text,text}', '{}');
+ ('require_valid_change_reason', '{text,text}', '{}'),
+ -- the evidence-chain migration
+ ('set_queue_lease_policy', '{text,interval,interval,interval,boolean,text,text,text}', '{durable_job_operator}'),
+ ('record_deployment', '{text,text,text,text,text}', '{}'),
+ ('control_evidence_chain', '{}', '{durable_job_auditor,durable_job_operator}'),
+ ('control_evidence_records', '{timestamptz,timestamptz}', '{durable_job_auditor,durable_job_operator}'),
+ ('policy_evidence_mismatches', '{}', '{durable_job_auditor,durable_job_operator}'),
+ ('change_queue_lease_policy', '{text,interval,interval,interval,boolean,text,text,text}', '{}'),
+ ('passes_luhn', '{text}', '{}'),
+ ('looks_personal_or_secret', '{text}', '{}'),
+ ('require_structured_change', '{text,text,text}', '{}'),
+ ('evidence_content_digest', '{bigint,text,text,jsonb,jsonb,text,text,timestamptz,text,text}', '{}'),
+ ('chain_evidence_record', '{}', '{}'),
+ ('stamp_policy_change', '{}', '{}'),
+ ('record_policy_change', '{}', '{}'),
+ ('refuse_policy_truncate', '{}', '{}');
 
 CREATE TEMP TABLE runtime_role (role_name name PRIMARY KEY) ON COMMIT DROP;
 INSERT INTO runtime_role VALUES
@@ -65,7 +80,7 @@ INSERT INTO private_table VALUES
  ('control_evidence_record'), ('lease_outcome_tally'), ('queue_retention_policy');
 GRANT SELECT ON expected_execute, runtime_role, definer_role, private_table TO PUBLIC;
 
--- EXECUTE, function by function and role by role (36 x 4 + 36 for PUBLIC) ------------
+-- EXECUTE, function by function and role by role (50 x 4 + 50 for PUBLIC) ------------
 
 SELECT function_privs_are('durable_jobs', e.function_name, e.argument_types, r.role_name,
     CASE WHEN r.role_name = ANY (e.runtime_roles) THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,

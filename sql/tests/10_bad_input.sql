@@ -6,7 +6,7 @@
 -- malformed: false, zero rows, stale or LF001 as each function says.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(203);
+SELECT plan(205);
 
 -- Fixtures -------------------------------------------------------------------
 
@@ -321,6 +321,16 @@ SELECT is_empty('SELECT * FROM durable_jobs.job_lifecycle_state(-1)',
 
 SELECT throws_ok($$SELECT durable_jobs.require_well_formed('no_such_kind', 'x')$$, 'XX000', NULL,
                  'require_well_formed raises XX000 for an unknown value kind (a bundle bug, never input)');
+
+-- A caller's collation on an identifier is bad input, not 0A000 ------------
+
+CREATE COLLATION t10_case_blind (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+SELECT throws_ok($$SELECT * FROM durable_jobs.claim_next_jobs('t10.fenced' COLLATE t10_case_blind, 'worker-t10', 1)$$,
+                 'LF003', 'queue_name must not carry a collation',
+                 'claim_next_jobs refuses a queue name with a nondeterministic collation with LF003');
+SELECT throws_ok($$SELECT durable_jobs.require_well_formed('worker_owner_id', 'w1' COLLATE "en-x-icu")$$,
+                 'LF003', 'worker_owner_id must not carry a collation',
+                 'require_well_formed refuses any collation but default, C and POSIX');
 
 SELECT * FROM finish();
 ROLLBACK;

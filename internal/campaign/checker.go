@@ -1,0 +1,343 @@
+package campaign
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Violation kinds the checker reports.
+const (
+	VDuplicateGeneration   = "duplicate_generation"
+	VStaleWriteAccepted    = "stale_write_accepted"   // superseded claim's terminal write committed
+	VExpiredWriteAccepted  = "expired_write_accepted" // expired claim's terminal write committed
+	VTargetMismatch        = "target_mismatch"        // target rows are not exactly the final claimant's generation
+	VTerminalLeft          = "terminal_left"
+	VNotOneState           = "not_exactly_one_state"
+	VJobLost               = "job_lost"
+	VOverlappingClaims     = "overlapping_claims"
+	VFalseExpiry           = "false_expiry"
+	VFailedRenewalCounted  = "failed_renewal_counted"
+	VForgedRenewalAccepted = "forged_renewal_accepted"
+	VStaleRenewalAccepted  = "stale_renewal_accepted"
+	VClaimWaitedOnLock     = "claim_waited_on_lock"
+	VRenewalWaitedOnLock   = "renewal_waited_on_lock"
+)
+
+// JobRow is the checker's view of one job in the database at the end.
+type JobRow struct {
+	ID         int64     // job_record_id
+	Queue      string    // queue_name
+	Status     string    // job_status
+	Generation int64     // lease_fencing_generation (0 when never claimed)
+	Expires    time.Time // lease_expires_at, zero when NULL
+}
+
+// TargetRow is one row of the campaign's target table: the effect a
+// worker wrote in the transaction of its complete_job.
+type TargetRow struct {
+	Job        int64 // the job whose completion wrote it
+	Generation int64 // the fencing generation of the claim that wrote it
+}
+
+// Snapshot is the database state the checker reads after the run.
+type Snapshot struct {
+	Jobs    []JobRow      // every job of the campaign database
+	Targets []TargetRow   // every target row
+	Now     time.Time     // database clock_timestamp() at the snapshot
+	Lease   time.Duration // the lease duration of the campaign's policy
+	// ClockJumps says the database clock was moved during the run. A
+	// renewal's database_time is read just after its fence was decided,
+	// so a jump between the two makes "renewed after its expiry"
+	// undecidable from the history; that one check is then left out.
+	ClockJumps bool
+}
+
+// Violation is one broken property, with the smallest sub-history that
+// shows it (the events of the offending job, or of the offending process).
+type Violation struct {
+	Kind    string  // one of the V constants
+	Job     int64   // the offending job (0 when it is a process's)
+	Message string  // what is wrong, in one sentence
+	Events  []Event // the sub-history that shows it
+}
+
+// Report renders v with its sub-history and the seed that replays the run.
+func (v Violation) Report(seed uint64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "VIOLATION %s job=%d: %s (seed %d)\n", v.Kind, v.Job, v.Message, seed)
+	for _, e := range v.Events {
+		fmt.Fprintf(&b, "    %s\n", e)
+	}
+	return b.String()
+}
+
+// claimView is what the history says about one claim (job, generation).
+type claimView struct {
+	claim      Event
+	knownUntil time.Time // the latest expiry a known answer granted
+	unknownRen bool      // a renewal of it has no known answer
+}
+
+// renewalTimeSlack allows for a renewal's database_time being read a
+// moment after its fence was decided.
+const renewalTimeSlack = 50 * time.Millisecond
+
+// Check verifies history h against the database snapshot s and returns
+// every violation found (nil when there is none).
+func Check(h []Event, s Snapshot) []Violation {
+	var vs []Violation
+	byJob := map[int64][]Event{}
+	for _, e := range h {
+		if e.Job != 0 {
+			byJob[e.Job] = append(byJob[e.Job], e)
+		}
+	}
+	sub := func(job int64) []Event { return byJob[job] }
+	add := func(kind string, job int64, format string, args ...any) {
+		vs = append(vs, Violation{Kind: kind, Job: job, Message: fmt.Sprintf(format, args...), Events: sub(job)})
+	}
+	rows := map[int64]JobRow{}
+	for _, r := range s.Jobs {
+		rows[r.ID] = r
+	}
+	targets := map[int64][]int64{}
+	for _, t := range s.Targets {
+		targets[t.Job] = append(targets[t.Job], t.Generation)
+	}
+
+	// Jobs lost: every enqueued job is in the database.
+	for _, e := range h {
+		if e.Kind == KindEnqueue && e.Outcome == OutOK {
+			if _, ok := rows[e.Job]; !ok {
+				add(VJobLost, e.Job, "enqueued job %d is not in the database", e.Job)
+			}
+		}
+	}
+
+	jobs := make([]int64, 0, len(byJob))
+	for j := range byJob {
+		jobs = append(jobs, j)
+	}
+	sort.Slice(jobs, func(a, b int) bool { return jobs[a] < jobs[b] })
+	for _, job := range jobs {
+		events := byJob[job]
+		claims := map[int64]*claimView{}
+		var gens []int64
+		for _, e := range events {
+			if e.Kind != KindClaim || e.Outcome != OutOK {
+				continue
+			}
+			if prev, dup := claims[e.Gen]; dup {
+				add(VDuplicateGeneration, job, "generation %d was issued twice (to %s and %s)", e.Gen, prev.claim.Proc, e.Proc)
+				continue
+			}
+			claims[e.Gen] = &claimView{claim: e, knownUntil: e.Expires}
+			gens = append(gens, e.Gen)
+		}
+		sort.Slice(gens, func(a, b int) bool { return gens[a] < gens[b] })
+		// firstClaimAfter returns the earliest claim of a later generation.
+		laterClaim := func(gen int64) (Event, bool) {
+			for _, g := range gens {
+				if g > gen {
+					return claims[g].claim, true
+				}
+			}
+			return Event{}, false
+		}
+		// Renewals, in database order.
+		var explainedStaleBefore []time.Time // times by which a terminal or cancel may have ended a claim
+		for _, e := range events {
+			switch e.Kind {
+			case KindComplete, KindRetry, KindFail:
+				if e.Outcome != OutStale && e.Outcome != OutAborted {
+					t := e.DBTime
+					if t.IsZero() {
+						t = time.Time{} // unknown: may have ended it at any time
+					}
+					explainedStaleBefore = append(explainedStaleBefore, t)
+				}
+			}
+		}
+		for _, e := range events {
+			if e.Kind != KindRenew {
+				continue
+			}
+			cv := claims[e.Gen]
+			if cv == nil {
+				continue // its claim's answer was lost: nothing known to compare with
+			}
+			switch e.Outcome {
+			case OutUnknown:
+				cv.unknownRen = true
+			case OutRenewed, OutDisable:
+				if later, ok := laterClaim(e.Gen); ok && !later.DBTime.After(e.DBTime) {
+					add(VStaleRenewalAccepted, job, "generation %d was renewed at %s after generation %d was claimed at %s",
+						e.Gen, e.DBTime.Format(time.RFC3339Nano), later.Gen, later.DBTime.Format(time.RFC3339Nano))
+				} else if !s.ClockJumps && !cv.unknownRen && e.DBTime.Sub(cv.knownUntil) > renewalTimeSlack {
+					add(VStaleRenewalAccepted, job, "generation %d was renewed at %s, after its expiry %s",
+						e.Gen, e.DBTime.Format(time.RFC3339Nano), cv.knownUntil.Format(time.RFC3339Nano))
+				}
+				if e.Expires.After(cv.knownUntil) {
+					cv.knownUntil = e.Expires
+				}
+			case OutStale:
+				if e.DBTime.Before(cv.knownUntil) {
+					if later, ok := laterClaim(e.Gen); ok && !later.DBTime.After(e.DBTime) {
+						continue // overlapping claims, reported below
+					}
+					explained := false
+					for _, t := range explainedStaleBefore {
+						if t.IsZero() || !t.After(e.DBTime) {
+							explained = true
+						}
+					}
+					if !explained {
+						add(VFalseExpiry, job, "generation %d was answered stale at %s although it had been granted until %s",
+							e.Gen, e.DBTime.Format(time.RFC3339Nano), cv.knownUntil.Format(time.RFC3339Nano))
+					}
+				}
+			}
+		}
+		// At most one live claim at any database instant.
+		for i := 0; i+1 < len(gens); i++ {
+			a, b := claims[gens[i]], claims[gens[i+1]]
+			if b.claim.DBTime.Before(a.knownUntil) {
+				add(VOverlappingClaims, job, "generation %d was claimed at %s while generation %d was granted until %s",
+					b.claim.Gen, b.claim.DBTime.Format(time.RFC3339Nano), a.claim.Gen, a.knownUntil.Format(time.RFC3339Nano))
+			}
+		}
+		// Terminal writes.
+		var committed []Event
+		for _, e := range events {
+			switch e.Kind {
+			case KindComplete, KindRetry, KindFail:
+			default:
+				continue
+			}
+			if e.Outcome != OutOK {
+				continue
+			}
+			committed = append(committed, e)
+			cv := claims[e.Gen]
+			if later, ok := laterClaim(e.Gen); ok {
+				if !e.DBTime.IsZero() && later.DBTime.Before(e.DBTime) {
+					add(VStaleWriteAccepted, job, "%s of generation %d committed at or after %s, after generation %d was claimed at %s",
+						e.Kind, e.Gen, e.DBTime.Format(time.RFC3339Nano), later.Gen, later.DBTime.Format(time.RFC3339Nano))
+				} else if e.Kind != KindRetry {
+					add(VTerminalLeft, job, "job left %s (generation %d) when generation %d was claimed at %s",
+						e.Kind, e.Gen, later.Gen, later.DBTime.Format(time.RFC3339Nano))
+				}
+			}
+			if cv != nil && !cv.unknownRen && !e.DBTime.IsZero() && !e.DBTime.Before(cv.knownUntil) {
+				add(VExpiredWriteAccepted, job, "%s of generation %d committed at or after %s, past its expiry %s",
+					e.Kind, e.Gen, e.DBTime.Format(time.RFC3339Nano), cv.knownUntil.Format(time.RFC3339Nano))
+			}
+		}
+		final := 0
+		for _, e := range committed {
+			if e.Kind != KindRetry {
+				final++
+			}
+		}
+		if final > 1 {
+			add(VNotOneState, job, "%d terminal writes committed for one job", final)
+		}
+		row, inDB := rows[job]
+		if !inDB {
+			continue
+		}
+		for _, e := range committed {
+			want := map[string]string{KindComplete: "SUCCEEDED", KindFail: "FAILED"}[e.Kind]
+			if want != "" && row.Status != want {
+				add(VNotOneState, job, "%s committed but the job ends %s", e.Kind, row.Status)
+			}
+		}
+	}
+
+	// The database's own end state, every job.
+	for _, r := range s.Jobs {
+		tg := targets[r.ID]
+		switch r.Status {
+		case "SUCCEEDED":
+			if len(tg) != 1 || tg[0] != r.Generation {
+				add(VTargetMismatch, r.ID, "job SUCCEEDED with generation %d but its target rows carry generations %v", r.Generation, tg)
+			}
+		case "QUEUED", "RETRY_SCHEDULED", "FAILED", "CANCELLED":
+			if len(tg) != 0 {
+				add(VTargetMismatch, r.ID, "job is %s but has target rows %v", r.Status, tg)
+			}
+		case "RUNNING":
+			if len(tg) != 0 {
+				add(VTargetMismatch, r.ID, "job is RUNNING but has target rows %v", tg)
+			}
+			if r.Expires.IsZero() || r.Expires.After(s.Now.Add(s.Lease+time.Second)) {
+				add(VNotOneState, r.ID, "job is RUNNING with expiry %v, not claimable within one lease", r.Expires)
+			}
+		default:
+			add(VNotOneState, r.ID, "job has status %q", r.Status)
+		}
+	}
+
+	// Per process: renewals the client counted as renewed never outnumber
+	// the renewed answers its port received.
+	type counts struct{ port, observed int }
+	perProc := map[string]*counts{}
+	procEvents := map[string][]Event{}
+	for _, e := range h {
+		switch {
+		case e.Kind == KindRenew && e.Outcome == OutRenewed:
+		case e.Kind == KindObsRenewed:
+		default:
+			continue
+		}
+		c := perProc[e.Proc]
+		if c == nil {
+			c = &counts{}
+			perProc[e.Proc] = c
+		}
+		if e.Kind == KindObsRenewed {
+			c.observed++
+		} else {
+			c.port++
+		}
+	}
+	for _, e := range h {
+		if e.Kind == KindRenew || e.Kind == KindObsRenewed {
+			procEvents[e.Proc] = append(procEvents[e.Proc], e)
+		}
+	}
+	for proc, c := range perProc {
+		if c.observed > c.port {
+			vs = append(vs, Violation{Kind: VFailedRenewalCounted, Message: fmt.Sprintf(
+				"process %s counted %d renewals as renewed but received only %d renewed answers", proc, c.observed, c.port),
+				Events: procEvents[proc]})
+		}
+	}
+
+	// Forged renewals and lock waits.
+	for _, e := range h {
+		switch {
+		case e.Kind == KindForgedRenew && (e.Outcome == OutRenewed || e.Outcome == OutDisable):
+			add(VForgedRenewalAccepted, e.Job, "a renewal with a token never issued was answered %s", e.Outcome)
+		case e.Kind == KindLockWait && e.Detail == "claim_next_job":
+			vs = append(vs, Violation{Kind: VClaimWaitedOnLock, Job: e.Job,
+				Message: "a claim_next_job call waited on a row another session held locked", Events: withEvent(sub(e.Job), e)})
+		case e.Kind == KindLockWait && e.Detail == "renew_job_leases":
+			vs = append(vs, Violation{Kind: VRenewalWaitedOnLock, Job: e.Job,
+				Message: "a renew_job_leases call waited on a row another session held locked", Events: withEvent(sub(e.Job), e)})
+		}
+	}
+	return vs
+}
+
+// withEvent returns events with e added when it is not already there.
+func withEvent(events []Event, e Event) []Event {
+	for _, x := range events {
+		if x == e {
+			return events
+		}
+	}
+	return append(append([]Event(nil), events...), e)
+}

@@ -1,0 +1,124 @@
+package campaign
+
+import (
+	"testing"
+	"time"
+)
+
+// t0 is a fixed database instant for synthetic histories.
+var t0 = time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+func claimEv(proc string, job, gen int64, dbMs, expMs int) Event {
+	return Event{Proc: proc, Kind: KindClaim, Job: job, Gen: gen, Outcome: OutOK, DBTime: at(dbMs), Expires: at(expMs)}
+}
+
+// kinds returns the violation kinds of Check on h and s.
+func kinds(h []Event, s Snapshot) map[string]bool {
+	out := map[string]bool{}
+	for _, v := range Check(h, s) {
+		out[v.Kind] = true
+	}
+	return out
+}
+
+// TestCheckerRules feeds the checker small synthetic histories, each
+// breaking one property, and one history that breaks none.
+func TestCheckerRules(t *testing.T) {
+	succeeded := func(job, gen int64) Snapshot {
+		return Snapshot{Jobs: []JobRow{{ID: job, Status: "SUCCEEDED", Generation: gen}},
+			Targets: []TargetRow{{Job: job, Generation: gen}}, Now: at(10_000), Lease: 2 * time.Second}
+	}
+	complete := func(proc string, job, gen int64, dbMs int) Event {
+		return Event{Proc: proc, Kind: KindComplete, Job: job, Gen: gen, Outcome: OutOK, DBTime: at(dbMs)}
+	}
+	cases := []struct {
+		name string
+		h    []Event
+		s    Snapshot
+		want string // "" for no violation
+	}{
+		{"healthy", []Event{
+			{Proc: "driver", Kind: KindEnqueue, Job: 1, Outcome: OutOK},
+			claimEv("w1", 1, 1, 0, 2000),
+			{Proc: "w1", Kind: KindRenew, Job: 1, Gen: 1, Outcome: OutRenewed, DBTime: at(500), Expires: at(2500)},
+			{Proc: "w1", Kind: KindObsRenewed},
+			{Proc: "w1", Kind: KindRenew, Job: 1, Gen: 1, Outcome: OutUnknown},
+			complete("w1", 1, 1, 900),
+		}, succeeded(1, 1), ""},
+		{"generation issued twice", []Event{claimEv("w1", 1, 1, 0, 2000), claimEv("w2", 1, 1, 3000, 5000), complete("w2", 1, 1, 3100)},
+			succeeded(1, 1), VDuplicateGeneration},
+		{"overlapping claims", []Event{claimEv("w1", 1, 1, 0, 2000), claimEv("w2", 1, 2, 1000, 3000), complete("w2", 1, 2, 1100)},
+			succeeded(1, 2), VOverlappingClaims},
+		{"renewal extends into the next claim", []Event{claimEv("w1", 1, 1, 0, 2000),
+			{Proc: "w1", Kind: KindRenew, Job: 1, Gen: 1, Outcome: OutRenewed, DBTime: at(1500), Expires: at(3500)},
+			claimEv("w2", 1, 2, 3000, 5000), complete("w2", 1, 2, 3100)}, succeeded(1, 2), VOverlappingClaims},
+		{"false expiry", []Event{claimEv("w1", 1, 1, 0, 2000),
+			{Proc: "w1", Kind: KindRenew, Job: 1, Gen: 1, Outcome: OutStale, DBTime: at(500)},
+			complete("w1", 1, 1, 900)}, succeeded(1, 1), VFalseExpiry},
+		{"stale after the job's own completion is no false expiry", []Event{claimEv("w1", 1, 1, 0, 2000),
+			complete("w1", 1, 1, 400),
+			{Proc: "w1", Kind: KindRenew, Job: 1, Gen: 1, Outcome: OutStale, DBTime: at(500)}}, succeeded(1, 1), ""},
+		{"superseded write accepted", []Event{claimEv("w1", 1, 1, 0, 2000), claimEv("w2", 1, 2, 2100, 4100),
+			complete("w1", 1, 1, 2200)}, succeeded(1, 1), VStaleWriteAccepted},
+		{"expired write accepted", []Event{claimEv("w1", 1, 1, 0, 2000), complete("w1", 1, 1, 2100)},
+			succeeded(1, 1), VExpiredWriteAccepted},
+		{"terminal state left", []Event{claimEv("w1", 1, 1, 0, 2000), complete("w1", 1, 1, 500), claimEv("w2", 1, 2, 2100, 4100)},
+			Snapshot{Jobs: []JobRow{{ID: 1, Status: "RUNNING", Generation: 2, Expires: at(4100)}},
+				Targets: []TargetRow{{Job: 1, Generation: 1}}, Now: at(5000), Lease: 2 * time.Second}, VTerminalLeft},
+		{"target rows of another generation", []Event{claimEv("w1", 1, 1, 0, 2000), claimEv("w2", 1, 2, 2100, 4100),
+			complete("w2", 1, 2, 2200)},
+			Snapshot{Jobs: []JobRow{{ID: 1, Status: "SUCCEEDED", Generation: 2}},
+				Targets: []TargetRow{{Job: 1, Generation: 1}, {Job: 1, Generation: 2}}, Now: at(5000)}, VTargetMismatch},
+		{"job lost", []Event{{Proc: "driver", Kind: KindEnqueue, Job: 9, Outcome: OutOK}}, Snapshot{Now: at(0)}, VJobLost},
+		{"failed renewal counted", []Event{claimEv("w1", 1, 1, 0, 2000),
+			{Proc: "w1", Kind: KindRenew, Job: 1, Gen: 1, Outcome: OutUnknown},
+			{Proc: "w1", Kind: KindObsRenewed}, complete("w1", 1, 1, 900)}, succeeded(1, 1), VFailedRenewalCounted},
+		{"forged renewal accepted", []Event{claimEv("zombie", 1, 1, 0, 2000),
+			{Proc: "zombie", Kind: KindForgedRenew, Job: 1, Gen: 1, Outcome: OutRenewed, DBTime: at(100), Expires: at(2100)},
+			complete("zombie", 1, 1, 200)}, succeeded(1, 1), VForgedRenewalAccepted},
+		{"claim waited on a lock", []Event{{Proc: "driver", Kind: KindLockWait, Job: 1, Detail: "claim_next_job"}},
+			Snapshot{Jobs: []JobRow{{ID: 1, Status: "QUEUED"}}, Now: at(0)}, VClaimWaitedOnLock},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := kinds(c.h, c.s)
+			if c.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("violations on a correct history: %v", got)
+				}
+				return
+			}
+			if !got[c.want] {
+				t.Fatalf("want %s, got %v", c.want, got)
+			}
+		})
+	}
+}
+
+// TestLoadHistoryUnknown checks that an invocation without an answer (a
+// process killed mid-call) comes back as unknown, and that a torn last
+// line is ignored.
+func TestLoadHistoryUnknown(t *testing.T) {
+	dir := t.TempDir()
+	r, err := NewRecorder(dir+"/w1.jsonl", "w1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := r.Invoke(KindClaim, 0, 0)
+	r.Done(op, Event{Kind: KindClaim, Job: 5, Gen: 1, Outcome: OutOK})
+	r.Invoke(KindComplete, 5, 1)
+	_, _ = r.f.Write([]byte(`{"proc":"w1","op":`))
+	_ = r.Close()
+	h, err := LoadHistory(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h) != 2 || h[0].Outcome != OutOK || h[0].Job != 5 || h[1].Kind != KindComplete || h[1].Outcome != OutUnknown {
+		t.Fatalf("history: %v", h)
+	}
+	if CountOps(h) != 2 {
+		t.Fatalf("CountOps = %d", CountOps(h))
+	}
+}
