@@ -199,7 +199,12 @@ func (c Config) Validate() error {
 		return &ConfigError{Field: "AttemptTimeout", Message: MsgAttemptTimeoutNegative}
 	case c.AttemptTimeout >= c.RenewalInterval:
 		return &ConfigError{Field: "AttemptTimeout", Message: MsgAttemptTimeoutTooLong}
-	case c.RenewalInterval+c.AttemptTimeout+c.SafetyMargin > c.LeaseDuration:
+	// RenewalInterval + AttemptTimeout + SafetyMargin > LeaseDuration,
+	// written so that nothing overflows: the cases above make the lease
+	// minus the interval positive and the attempt timeout smaller than the
+	// interval, so the difference below lies within (-MaxInt64, MaxInt64),
+	// while the sum of three durations can wrap to a small or negative one.
+	case c.SafetyMargin > c.LeaseDuration-c.RenewalInterval-c.AttemptTimeout:
 		return &ConfigError{Field: "RenewalInterval", Message: MsgInsufficientMargin}
 	case c.MaxInFlightRenewals < 0:
 		return &ConfigError{Field: "MaxInFlightRenewals", Message: MsgMaxInFlightNegative}
