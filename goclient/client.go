@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"log/slog"
 	"regexp"
 	"strconv"
 	"sync"
@@ -20,7 +21,7 @@ const ApplicationName = "leasefence"
 // connections when the caller passes zero.
 const DefaultStatementTimeout = 30 * time.Second
 
-// ownerPattern is the database's rule for worker_owner_id (CONTRACT.md).
+// ownerPattern is the database's rule for worker_owner_id (require_well_formed in sql/functions/input_checks.sql; docs/sql-api.md).
 var ownerPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
 
 // Config holds the settings of a Client. LeaseDuration, RenewalInterval and
@@ -66,6 +67,12 @@ type Config struct {
 
 	// Scheduler runs renewal attempts. Default: GoroutineScheduler.
 	Scheduler Scheduler
+
+	// Logger receives the client's and its workers' log records (what is
+	// logged is listed under Logging in the package documentation; never
+	// a token, payload or idempotency key). Default: a logger that
+	// discards everything.
+	Logger *slog.Logger
 
 	// RenewalPort is where renewal attempts go. Default: NewPgRenewalPort
 	// over the client's own heartbeat pool (same connection settings as the
@@ -153,6 +160,9 @@ func (c Config) withDefaults() Config {
 	if c.Scheduler == nil {
 		c.Scheduler = GoroutineScheduler{}
 	}
+	if c.Logger == nil {
+		c.Logger = discardLogger
+	}
 	return c
 }
 
@@ -189,7 +199,12 @@ func (c Config) Validate() error {
 		return &ConfigError{Field: "AttemptTimeout", Message: MsgAttemptTimeoutNegative}
 	case c.AttemptTimeout >= c.RenewalInterval:
 		return &ConfigError{Field: "AttemptTimeout", Message: MsgAttemptTimeoutTooLong}
-	case c.RenewalInterval+c.AttemptTimeout+c.SafetyMargin > c.LeaseDuration:
+	// RenewalInterval + AttemptTimeout + SafetyMargin > LeaseDuration,
+	// written so that nothing overflows: the cases above make the lease
+	// minus the interval positive and the attempt timeout smaller than the
+	// interval, so the difference below lies within (-MaxInt64, MaxInt64),
+	// while the sum of three durations can wrap to a small or negative one.
+	case c.SafetyMargin > c.LeaseDuration-c.RenewalInterval-c.AttemptTimeout:
 		return &ConfigError{Field: "RenewalInterval", Message: MsgInsufficientMargin}
 	case c.MaxInFlightRenewals < 0:
 		return &ConfigError{Field: "MaxInFlightRenewals", Message: MsgMaxInFlightNegative}

@@ -3,6 +3,7 @@ package goclient_test
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -35,6 +36,13 @@ func TestConfigRejectsUnsafeIntervals(t *testing.T) {
 		"interval beyond lease": {with(func(c *goclient.Config) { c.RenewalInterval = 4 * time.Second }), "RenewalInterval", goclient.MsgIntervalNotShorter},
 		"insufficient margin": {with(func(c *goclient.Config) { c.RenewalInterval, c.SafetyMargin = 2*time.Second, 600*time.Millisecond }),
 			"RenewalInterval", goclient.MsgInsufficientMargin},
+		// The sum of the three durations wraps around: once it passed as a
+		// negative sum, well under the lease.
+		"margin overflows sum": {with(func(c *goclient.Config) { c.SafetyMargin = math.MaxInt64 }),
+			"RenewalInterval", goclient.MsgInsufficientMargin},
+		"interval and margin overflow sum": {with(func(c *goclient.Config) {
+			c.LeaseDuration, c.RenewalInterval, c.AttemptTimeout, c.SafetyMargin = math.MaxInt64, math.MaxInt64-2, 1, 3
+		}), "RenewalInterval", goclient.MsgInsufficientMargin},
 		"zero lease":         {with(func(c *goclient.Config) { c.LeaseDuration = 0 }), "LeaseDuration", goclient.MsgLeaseNotPositive},
 		"negative lease":     {with(func(c *goclient.Config) { c.LeaseDuration = -time.Second }), "LeaseDuration", goclient.MsgLeaseNotPositive},
 		"zero margin":        {with(func(c *goclient.Config) { c.SafetyMargin = 0 }), "SafetyMargin", goclient.MsgMarginNotPositive},

@@ -152,6 +152,29 @@
 // (ErrConfigurationRejected), counted and returned, and the claim is
 // released, never silently clamped.
 //
+// # Pool sizing
+//
+// A TxHandler holds one connection of the client's pool for as long as it
+// runs, so a TxHandler worker needs a pool of at least Concurrency + 1
+// connections (the extra one claims); NewWorker refuses a smaller one
+// (MsgPoolTooSmallForTxHandler), and the worker never claims more jobs than
+// the pool has connections free, so no claim waits unstarted while its
+// lease runs. A worked example: Concurrency 8 with a TxHandler needs
+// MaxConns 9; the heartbeat opens its own pool of MaxInFlightRenewals
+// connections (default 4) as the same login, so each such process uses at
+// most 13 connections, and three replicas 39 of the server's
+// max_connections:
+//
+//	cfg, err := goclient.ParsePoolConfig(workerURL, 0)
+//	cfg.MaxConns = 8 + 1
+//	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+//	client, err := goclient.New(pool, ...)
+//	worker, err := client.NewWorker(goclient.WorkerConfig{Queue: "etl.orders", Concurrency: 8, TxHandler: load})
+//
+// A Handler holds no connection while it runs (each terminal write takes
+// one briefly), so any pool size works, and waiting for a connection only
+// delays the write within its lease.
+//
 // # Observability
 //
 // An Observer receives finite-cardinality signals: renewal outcomes, claims,
@@ -159,6 +182,57 @@
 // lag, safety margin remaining, the database clock offset and renewals in
 // flight. Their only labels are the queue name and enumerated values.
 // Package goclient/prommetrics exports them to Prometheus.
+//
+// # Logging
+//
+// A Client and its Workers write to an optional *slog.Logger (WithLogger,
+// Config.Logger; WorkerConfig.Logger overrides it for one worker). By
+// default they log nothing. Every message starts with "leasefence: " and
+// carries the job's public fields as the group "claim" (job_record_id,
+// queue_name, lease_fencing_generation, attempt_number, and
+// lease_claim_token "[REDACTED]"). No record ever carries a claim token, a
+// payload, an idempotency key or a token digest. The error text a handler
+// returns is logged (attribute "error"; for Retry and Fail, the error they
+// wrap), so keep payload values and secrets out of your handlers' errors.
+//
+//	level  message                                             attributes besides "claim"
+//	INFO   leasefence: job claimed
+//	INFO   leasefence: job completed
+//	WARN   leasefence: handler returned an error               error
+//	ERROR  leasefence: handler panicked                        panic (the recovered value)
+//	WARN   leasefence: job retry scheduled                     reason_code, retry_delay, job_status
+//	WARN   leasefence: job failed                              reason_code
+//	WARN   leasefence: terminal write refused: stale claim     error (LF001; the transaction rolled back)
+//	WARN   leasefence: lease ended before the terminal write   (nothing was written)
+//	ERROR  leasefence: terminal write failed                   error (the claim lapses at its expiry)
+//	WARN   leasefence: claim failed, retrying                  queue_name, error (no "claim")
+//	INFO   leasefence: worker stopping                         queue_name, error when claiming failed for good
+//	WARN   leasefence: releasing claims at shutdown            queue_name, abandoned_jobs
+//	INFO   leasefence: worker stopped                          queue_name
+//
+// # Typed payloads
+//
+// JSONHandler and JSONTxHandler decode each job's payload into a Go type
+// before your function runs. A payload that does not decode fails the job
+// (FAILED, reason code "payload_decode_failed", ReasonPayloadDecodeFailed)
+// without calling your function, and the worker logs the decode error,
+// which names the Go type, the field and the offset but never a value from
+// the payload:
+//
+//	type order struct {
+//		OrderID int64   `json:"order_id"`
+//		Total   float64 `json:"total"`
+//	}
+//	worker, err := client.NewWorker(goclient.WorkerConfig{
+//		Queue: "etl.orders",
+//		TxHandler: goclient.JSONTxHandler(func(ctx context.Context, tx pgx.Tx, job goclient.Job, o order) error {
+//			_, err := tx.Exec(ctx, `INSERT INTO order_totals VALUES ($1, $2)`, o.OrderID, o.Total)
+//			return err
+//		}),
+//	})
+//
+// The SQL functions the client calls, with their arguments, SQLSTATEs,
+// locks and roles, are documented in docs/sql-api.md of the repository.
 //
 // # Ports and adapters
 //

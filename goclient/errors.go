@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Project SQLSTATEs raised by the leasefence bundle (see CONTRACT.md).
+// Project SQLSTATEs raised by the leasefence bundle (docs/sql-api.md, SQLSTATEs).
 const (
 	// SQLStateStaleClaim is raised by a terminal write whose claim is not fenced.
 	SQLStateStaleClaim = "LF001"
@@ -138,7 +138,8 @@ type RetryError struct {
 	Delay time.Duration
 	// ReasonCode is the bounded failure reason recorded on the job.
 	ReasonCode string
-	// Err is the handler's own error, if any; the client never logs it.
+	// Err is the handler's own error, if any. Error never includes its
+	// text; a Worker logs it (see Logging in the package documentation).
 	Err error
 }
 
@@ -161,7 +162,8 @@ func (e *RetryError) Unwrap() error { return e.Err }
 type PermanentError struct {
 	// ReasonCode is the bounded failure reason recorded on the job.
 	ReasonCode string
-	// Err is the handler's own error, if any; the client never logs it.
+	// Err is the handler's own error, if any. Error never includes its
+	// text; a Worker logs it (see Logging in the package documentation).
 	Err error
 }
 

@@ -3,14 +3,27 @@ package goclient_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mightyetl/leasefence/goclient"
-	"github.com/mightyetl/leasefence/internal/testdb"
 )
+
+// The examples use only the package's exported API and read the database
+// from LEASEFENCE_EXAMPLE_DATABASE_URL, so you can copy them into your own
+// module. They expect what the README's "Getting started" sets up: the
+// bundle applied (leasectl migrate up), a login role granted
+// durable_job_producer and durable_job_worker, 3 s / 1 s lease policies for
+// the queues etl.orders, etl.totals, etl.keep and etl.typed, and a table
+//
+//	CREATE TABLE public.order_totals (job_record_id bigint PRIMARY KEY, fencing_generation bigint, total numeric);
+//	GRANT INSERT ON public.order_totals TO durable_job_worker;
+//
+// In this repository's tests, TestMain (main_test.go) prepares exactly that
+// on a throwaway PostgreSQL and sets the variable.
 
 // must stops an example on an error; real code handles the error.
 func must[T any](v T, err error) T {
@@ -20,38 +33,30 @@ func must[T any](v T, err error) T {
 	return v
 }
 
-// exampleSetup makes a throwaway database with the bundle, a 3 s / 1 s lease
-// policy for etl.orders, and pools for a producer and a worker login.
-func exampleSetup(ctx context.Context) (db *testdb.DB, producerPool, workerPool *pgxpool.Pool, cleanup func()) {
-	db = must(testdb.Open(ctx))
-	admin := must(pgx.Connect(ctx, db.URL))
-	must(admin.Exec(ctx, `SELECT durable_jobs.set_queue_lease_policy('etl.orders', '3 s', '1 s', '1 h', true, 'example')`))
-	producerPool = must(goclient.NewPool(ctx, must(db.CreateLogin(ctx, "durable_job_producer")), 0))
-	workerPool = must(goclient.NewPool(ctx, must(db.CreateLogin(ctx, "durable_job_worker")), 0))
-	return db, producerPool, workerPool, func() {
-		producerPool.Close()
-		workerPool.Close()
-		_ = admin.Close(ctx)
-		_ = db.Drop(ctx)
+// leaseOptions match the queues' 3 s / 1 s lease policy, set with
+//
+//	leasectl policy set --queue etl.orders --lease-duration 3s --renewal-interval 1s --reason "examples"
+var leaseOptions = []goclient.Option{goclient.WithLease(3*time.Second, time.Second), goclient.WithSafetyMargin(time.Second)}
+
+// waitForStatus polls the job's state until it has status (examples only; a
+// producer normally does not wait).
+func waitForStatus(ctx context.Context, client *goclient.Client, id int64, status goclient.JobStatus) {
+	for must(client.State(ctx, id)).Status != status {
+		time.Sleep(10 * time.Millisecond)
 	}
 }
-
-// leaseOptions match the etl.orders policy of exampleSetup.
-var leaseOptions = []goclient.Option{goclient.WithLease(3*time.Second, time.Second), goclient.WithSafetyMargin(time.Second)}
 
 // A worker claims jobs, runs the handler under a lease the heartbeat keeps
 // alive, and completes the job when the handler returns nil.
 func Example_worker() {
 	ctx := context.Background()
-	_, producerPool, workerPool, cleanup := exampleSetup(ctx)
-	defer cleanup()
-
-	producer := must(goclient.New(producerPool, leaseOptions...))
-	defer producer.Close()
-	id := must(producer.Enqueue(ctx, goclient.EnqueueParams{Queue: "etl.orders", Payload: []byte(`{"order": 1}`)}))
-
-	client := must(goclient.New(workerPool, leaseOptions...))
+	pool := must(goclient.NewPool(ctx, os.Getenv("LEASEFENCE_EXAMPLE_DATABASE_URL"), 0))
+	defer pool.Close()
+	client := must(goclient.New(pool, leaseOptions...))
 	defer client.Close()
+
+	id := must(client.Enqueue(ctx, goclient.EnqueueParams{Queue: "etl.orders", Payload: []byte(`{"order": 1}`)}))
+
 	handled := make(chan struct{})
 	worker := must(client.NewWorker(goclient.WorkerConfig{
 		Queue:       "etl.orders",
@@ -67,12 +72,10 @@ func Example_worker() {
 	go func() { done <- worker.Run(runCtx) }()
 
 	<-handled
-	for must(producer.State(ctx, id)).Status != goclient.StatusSucceeded {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitForStatus(ctx, client, id, goclient.StatusSucceeded)
 	stop() // graceful shutdown
 	fmt.Println("run:", <-done)
-	fmt.Println("job:", must(producer.State(ctx, id)).Status)
+	fmt.Println("job:", must(client.State(ctx, id)).Status)
 	// Output:
 	// loading {"order": 1} (attempt 1)
 	// run: <nil>
@@ -83,21 +86,15 @@ func Example_worker() {
 // complete_job: both commit, or (for a stale claim) neither does.
 func Example_completeInTransaction() {
 	ctx := context.Background()
-	db, producerPool, workerPool, cleanup := exampleSetup(ctx)
-	defer cleanup()
-	admin := must(pgx.Connect(ctx, db.URL))
-	defer admin.Close(ctx)
-	must(admin.Exec(ctx, `CREATE TABLE public.order_totals (job_record_id bigint PRIMARY KEY, fencing_generation bigint, total numeric)`))
-	must(admin.Exec(ctx, `GRANT INSERT ON public.order_totals TO durable_job_worker`))
-
-	producer := must(goclient.New(producerPool, leaseOptions...))
-	defer producer.Close()
-	id := must(producer.Enqueue(ctx, goclient.EnqueueParams{Queue: "etl.orders", Payload: []byte(`{"total": 42.5}`)}))
-
-	client := must(goclient.New(workerPool, leaseOptions...))
+	pool := must(goclient.NewPool(ctx, os.Getenv("LEASEFENCE_EXAMPLE_DATABASE_URL"), 0))
+	defer pool.Close()
+	client := must(goclient.New(pool, leaseOptions...))
 	defer client.Close()
+
+	id := must(client.Enqueue(ctx, goclient.EnqueueParams{Queue: "etl.totals", Payload: []byte(`{"total": 42.5}`)}))
+
 	worker := must(client.NewWorker(goclient.WorkerConfig{
-		Queue: "etl.orders",
+		Queue: "etl.totals",
 		TxHandler: func(ctx context.Context, tx pgx.Tx, job goclient.Job) error {
 			_, err := tx.Exec(ctx, `INSERT INTO public.order_totals
 				SELECT $1, $2, (doc->>'total')::numeric FROM (SELECT $3::jsonb AS doc) d`,
@@ -108,35 +105,65 @@ func Example_completeInTransaction() {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error)
 	go func() { done <- worker.Run(runCtx) }()
-	for must(producer.State(ctx, id)).Status != goclient.StatusSucceeded {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitForStatus(ctx, client, id, goclient.StatusSucceeded)
 	stop()
 	<-done
 
-	var total string
-	var generation int64
-	must(0, admin.QueryRow(ctx, `SELECT total::text, fencing_generation FROM public.order_totals`).Scan(&total, &generation))
-	fmt.Println("total:", total, "generation:", generation)
-	fmt.Println("job:", must(producer.State(ctx, id)).Status)
+	fmt.Println("job:", must(client.State(ctx, id)).Status)
 	// Output:
-	// total: 42.5 generation: 1
 	// job: SUCCEEDED
+}
+
+// JSONTxHandler decodes the payload into your own type first; a payload
+// that does not decode fails the job with reason payload_decode_failed.
+func ExampleJSONTxHandler() {
+	ctx := context.Background()
+	pool := must(goclient.NewPool(ctx, os.Getenv("LEASEFENCE_EXAMPLE_DATABASE_URL"), 0))
+	defer pool.Close()
+	client := must(goclient.New(pool, leaseOptions...))
+	defer client.Close()
+
+	type orderTotal struct {
+		Total float64 `json:"total"`
+	}
+	good := must(client.Enqueue(ctx, goclient.EnqueueParams{Queue: "etl.typed", Payload: []byte(`{"total": 7.25}`)}))
+	bad := must(client.Enqueue(ctx, goclient.EnqueueParams{Queue: "etl.typed", Payload: []byte(`{"total": "seven"}`)}))
+
+	worker := must(client.NewWorker(goclient.WorkerConfig{
+		Queue: "etl.typed",
+		TxHandler: goclient.JSONTxHandler(func(ctx context.Context, tx pgx.Tx, job goclient.Job, o orderTotal) error {
+			_, err := tx.Exec(ctx, `INSERT INTO public.order_totals VALUES ($1, $2, $3)`,
+				job.ID(), job.FencingGeneration(), o.Total)
+			return err
+		}),
+	}))
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- worker.Run(runCtx) }()
+	waitForStatus(ctx, client, good, goclient.StatusSucceeded)
+	waitForStatus(ctx, client, bad, goclient.StatusFailed)
+	stop()
+	<-done
+
+	state := must(client.State(ctx, bad))
+	fmt.Println("good:", must(client.State(ctx, good)).Status)
+	fmt.Println("bad:", state.Status, state.FailureReasonCode)
+	// Output:
+	// good: SUCCEEDED
+	// bad: FAILED payload_decode_failed
 }
 
 // Without a Worker: claim, keep the claim alive while working under the
 // lease's context, write the outcome, stop the heartbeat.
 func ExampleClient_Keep() {
 	ctx := context.Background()
-	_, producerPool, workerPool, cleanup := exampleSetup(ctx)
-	defer cleanup()
-	producer := must(goclient.New(producerPool, leaseOptions...))
-	defer producer.Close()
-	must(producer.Enqueue(ctx, goclient.EnqueueParams{Queue: "etl.orders", Payload: []byte(`{}`)}))
-
-	client := must(goclient.New(workerPool, leaseOptions...))
+	pool := must(goclient.NewPool(ctx, os.Getenv("LEASEFENCE_EXAMPLE_DATABASE_URL"), 0))
+	defer pool.Close()
+	client := must(goclient.New(pool, leaseOptions...))
 	defer client.Close()
-	job := must(client.Claim(ctx, "etl.orders"))
+	must(client.Enqueue(ctx, goclient.EnqueueParams{Queue: "etl.keep", Payload: []byte(`{}`)}))
+
+	job := must(client.Claim(ctx, "etl.keep"))
 	lease := client.Keep(ctx, job)
 	defer lease.Stop()
 
@@ -148,9 +175,10 @@ func ExampleClient_Keep() {
 	}
 	fmt.Println("still trusted:", lease.Err() == nil)
 	fmt.Println("complete:", client.Complete(ctx, job.Claim(), []byte(`{"rows": 10}`)))
-	fmt.Println(job.Claim())
+	printed := fmt.Sprint(job.Claim())
+	fmt.Println("printed claim hides its token:", strings.Contains(printed, "lease_claim_token: [REDACTED]"))
 	// Output:
 	// still trusted: true
 	// complete: <nil>
-	// leasefence.Claim{job_record_id: 1, queue: "etl.orders", lease_fencing_generation: 1, attempt_number: 1, lease_claim_token: [REDACTED]}
+	// printed claim hides its token: true
 }

@@ -3,7 +3,9 @@ package goclient
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -40,6 +42,12 @@ const (
 	DefaultShutdownTimeout = 10 * time.Second
 )
 
+// MsgPoolTooSmallForTxHandler is the ConfigError message of NewWorker for
+// a TxHandler worker whose pool cannot hold one transaction per running job
+// and one claim at the same time.
+const MsgPoolTooSmallForTxHandler = "pool MaxConns must be at least Concurrency + 1 for a TxHandler " +
+	"(one connection per running job's transaction and one to claim with)"
+
 // WorkerConfig configures a Worker. Queue and exactly one of Handler and
 // TxHandler are required.
 type WorkerConfig struct {
@@ -50,6 +58,17 @@ type WorkerConfig struct {
 	// TxHandler runs each job inside the completing transaction (set this or Handler).
 	TxHandler TxHandler
 	// Concurrency is how many jobs run at once. Default: 1.
+	//
+	// A TxHandler holds one connection of the client's pool for as long as
+	// it runs (its transaction), so with a TxHandler the pool's MaxConns
+	// must be at least Concurrency + 1, the extra one for claiming; NewWorker
+	// refuses a smaller pool. The worker also claims no more jobs than the
+	// pool has connections free at that moment (others may use the pool
+	// too), so it never holds a claim it cannot start. For example, with
+	// Concurrency 8 and a TxHandler, give the pool MaxConns 9 (or more, if
+	// the program uses it for other work); the heartbeat adds its own pool
+	// of Config.MaxInFlightRenewals connections (default 4), so one such
+	// process opens at most 9 + 4 = 13 connections as its login role.
 	Concurrency int
 	// PollInterval is how long the worker waits after a claim found less
 	// work than it had room for. Default: DefaultPollInterval.
@@ -60,6 +79,9 @@ type WorkerConfig struct {
 	// RetryDelay gives the retry delay for a handler error that is not a
 	// *RetryError. Default: 1 s doubled per attempt, at most 1 h.
 	RetryDelay func(attempt int) time.Duration
+	// Logger receives this worker's log records (see Logging in the package
+	// documentation). Default: the client's Config.Logger.
+	Logger *slog.Logger
 }
 
 // Worker claims jobs of one queue and runs them with bounded concurrency,
@@ -71,6 +93,9 @@ type Worker struct {
 	mu     sync.Mutex
 	leases map[*Lease]struct{}
 	wake   chan struct{}
+	// txConns counts the TxHandler transactions that hold a pool connection
+	// now (room subtracts the jobs still waiting for one).
+	txConns atomic.Int64
 }
 
 // NewWorker returns a worker of c, or a *ConfigError with one of these
@@ -80,6 +105,7 @@ type Worker struct {
 //	concurrency must be greater than zero     (negative Concurrency)
 //	poll interval must not be negative
 //	shutdown timeout must not be negative
+//	pool MaxConns must be at least Concurrency + 1 for a TxHandler (...)
 func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	switch {
 	case (cfg.Handler == nil) == (cfg.TxHandler == nil):
@@ -94,6 +120,9 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = 1
 	}
+	if cfg.TxHandler != nil && int(c.pool.Config().MaxConns) < cfg.Concurrency+1 {
+		return nil, &ConfigError{Field: "Concurrency", Message: MsgPoolTooSmallForTxHandler}
+	}
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = DefaultPollInterval
 	}
@@ -102,6 +131,9 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	}
 	if cfg.RetryDelay == nil {
 		cfg.RetryDelay = defaultRetryDelay
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = c.cfg.Logger
 	}
 	return &Worker{c: c, cfg: cfg, leases: make(map[*Lease]struct{}), wake: make(chan struct{}, 1)}, nil
 }
@@ -127,8 +159,20 @@ func (w *Worker) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	base := context.WithoutCancel(ctx)
 	err := w.claimLoop(ctx, base, &wg)
+	queue := slog.String("queue_name", w.cfg.Queue)
+	if err != nil {
+		w.log(slog.LevelInfo, "leasefence: worker stopping", queue, slog.String("error", err.Error()))
+	} else {
+		w.log(slog.LevelInfo, "leasefence: worker stopping", queue)
+	}
 	w.shutdown(base, &wg)
+	w.log(slog.LevelInfo, "leasefence: worker stopped", queue)
 	return err
+}
+
+// log writes one record to the worker's logger.
+func (w *Worker) log(level slog.Level, msg string, attrs ...slog.Attr) {
+	w.cfg.Logger.LogAttrs(context.Background(), level, msg, attrs...)
 }
 
 // claimLoop claims while there is room, until ctx ends or claiming fails
@@ -137,7 +181,7 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	for {
-		if free := w.cfg.Concurrency - w.active(); free > 0 {
+		if free := w.room(); free > 0 {
 			// The claim itself is not cut short by ctx: a claim that commits
 			// after its caller gave up would leave a job nobody runs.
 			cctx, cancel := context.WithTimeout(base, w.c.cfg.RenewalInterval)
@@ -146,6 +190,10 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 			var dbErr *DatabaseError
 			if errors.As(err, &dbErr) || errors.Is(err, ErrConfigurationRejected) || errors.Is(err, ErrClosed) {
 				return err
+			}
+			if err != nil {
+				w.log(slog.LevelWarn, "leasefence: claim failed, retrying",
+					slog.String("queue_name", w.cfg.Queue), slog.String("error", err.Error()))
 			}
 			for _, job := range jobs {
 				w.start(base, job, wg)
@@ -164,6 +212,21 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 	}
 }
 
+// room is how many jobs the worker may claim now: its free concurrency
+// slots and, with a TxHandler, no more than the pool's free connections
+// (each started job's transaction takes one).
+func (w *Worker) room() int {
+	free := w.cfg.Concurrency - w.active()
+	if w.cfg.TxHandler != nil {
+		// Jobs started whose transaction holds no connection yet will take
+		// one; every race here counts a connection twice, never not at all.
+		stat := w.c.pool.Stat()
+		waiting := w.active() - int(w.txConns.Load())
+		free = min(free, int(stat.MaxConns()-stat.AcquiredConns())-waiting)
+	}
+	return free
+}
+
 // active returns the number of jobs running.
 func (w *Worker) active() int {
 	w.mu.Lock()
@@ -175,6 +238,7 @@ func (w *Worker) active() int {
 // shutdown began is released by shutdown like any other in-flight job.
 func (w *Worker) start(base context.Context, job Job, wg *sync.WaitGroup) {
 	lease := w.c.Keep(base, job)
+	w.log(slog.LevelInfo, "leasefence: job claimed", claimAttr(job.claim))
 	w.mu.Lock()
 	w.leases[lease] = struct{}{}
 	w.mu.Unlock()
@@ -213,6 +277,8 @@ func (w *Worker) shutdown(base context.Context, wg *sync.WaitGroup) {
 		abandoned = append(abandoned, l)
 	}
 	w.mu.Unlock()
+	w.log(slog.LevelWarn, "leasefence: releasing claims at shutdown",
+		slog.String("queue_name", w.cfg.Queue), slog.Int("abandoned_jobs", len(abandoned)))
 	rctx, cancel := context.WithTimeout(base, w.c.cfg.AttemptTimeout)
 	defer cancel()
 	for _, l := range abandoned {
@@ -242,6 +308,8 @@ func (w *Worker) process(lease *Lease, job Job) {
 	var err error
 	if w.cfg.TxHandler != nil {
 		err = pgx.BeginFunc(bg, w.c.pool, func(tx pgx.Tx) error {
+			w.txConns.Add(1)
+			defer w.txConns.Add(-1)
 			if herr := w.protect(job, func() error { return w.cfg.TxHandler(ctx, tx, job) }); herr != nil {
 				return &handlerError{herr}
 			}
@@ -257,13 +325,29 @@ func (w *Worker) process(lease *Lease, job Job) {
 		})
 	}
 	var he *handlerError
+	// outcome logs the terminal transition once its transaction committed.
+	outcome := func() { w.log(slog.LevelInfo, "leasefence: job completed", claimAttr(job.claim)) }
 	if errors.As(err, &he) {
+		w.log(slog.LevelWarn, "leasefence: handler returned an error", claimAttr(job.claim),
+			slog.String("error", handlerErrorText(he.err)))
 		err = w.writeTx(bg, lease, func(tctx context.Context, tx pgx.Tx) error {
-			return w.failure(tctx, tx, job.claim, he.err)
+			var ferr error
+			outcome, ferr = w.failure(tctx, tx, job.claim, he.err)
+			return ferr
 		})
 	}
-	if errors.Is(err, ErrStaleClaim) {
+	switch {
+	case err == nil:
+		outcome()
+	case errors.Is(err, ErrStaleClaim):
+		w.log(slog.LevelWarn, "leasefence: terminal write refused: stale claim", claimAttr(job.claim),
+			slog.String("error", err.Error()))
 		lease.lose(LossStale, ErrStaleClaim)
+	case errors.Is(err, errAbandoned):
+		w.log(slog.LevelWarn, "leasefence: lease ended before the terminal write", claimAttr(job.claim))
+	default:
+		w.log(slog.LevelError, "leasefence: terminal write failed", claimAttr(job.claim),
+			slog.String("error", err.Error()))
 	}
 	// Any other failed terminal write stops the heartbeat too: the claim then
 	// lapses at its expiry and a reclaim uses up an attempt, so a job whose
@@ -297,21 +381,43 @@ func stopAfter(lease *Lease, write func() error) error {
 // protect runs a handler, turning a panic into a retry.
 func (w *Worker) protect(job Job, run func() error) (err error) {
 	defer func() {
-		if recover() != nil {
+		if r := recover(); r != nil {
+			w.log(slog.LevelError, "leasefence: handler panicked", claimAttr(job.claim), slog.String("panic", panicText(r)))
 			err = Retry(w.cfg.RetryDelay(job.Attempt()), ReasonHandlerPanic, nil)
 		}
 	}()
 	return run()
 }
 
-// failure makes the terminal write for a handler error.
-func (w *Worker) failure(ctx context.Context, tx pgx.Tx, claim Claim, herr error) error {
+// failure makes the terminal write for a handler error and returns the
+// function that logs it once the transaction has committed.
+func (w *Worker) failure(ctx context.Context, tx pgx.Tx, claim Claim, herr error) (func(), error) {
 	var permanent *PermanentError
 	if errors.As(herr, &permanent) {
-		return failJob(ctx, tx, claim, permanent.ReasonCode)
+		return func() {
+			w.log(slog.LevelWarn, "leasefence: job failed", claimAttr(claim), slog.String("reason_code", permanent.ReasonCode))
+		}, failJob(ctx, tx, claim, permanent.ReasonCode)
 	}
 	retry := &RetryError{Delay: w.cfg.RetryDelay(claim.attempt), ReasonCode: ReasonHandlerError}
 	errors.As(herr, &retry)
-	_, err := retryJob(ctx, tx, claim, retry.Delay, retry.ReasonCode)
-	return err
+	status, err := retryJob(ctx, tx, claim, retry.Delay, retry.ReasonCode)
+	return func() {
+		w.log(slog.LevelWarn, "leasefence: job retry scheduled", claimAttr(claim), slog.String("reason_code", retry.ReasonCode),
+			slog.Duration("retry_delay", retry.Delay), slog.String("job_status", string(status)))
+	}, err
+}
+
+// handlerErrorText is what the worker logs for a handler's error: the
+// error a Retry or Fail wraps (its own Error hides it), else the error's
+// text.
+func handlerErrorText(herr error) string {
+	var retry *RetryError
+	var permanent *PermanentError
+	switch {
+	case errors.As(herr, &retry) && retry.Err != nil:
+		return retry.Err.Error()
+	case errors.As(herr, &permanent) && permanent.Err != nil:
+		return permanent.Err.Error()
+	}
+	return herr.Error()
 }

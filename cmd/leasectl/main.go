@@ -33,6 +33,7 @@ type command struct {
 var commands = map[string]command{
 	"migrate":    {"apply, revert or inspect the migration bundle", runMigrate},
 	"policy":     {"show or set queue lease policies", runPolicy},
+	"jobs":       {"list, show, cancel or replay single jobs (payload-blind)", runJobs},
 	"audit":      {"check the live database against the contract (exit 2 on findings)", runAudit},
 	"health":     {"show lease health per queue", runHealth},
 	"evidence":   {"write the control-evidence report (Markdown or JSON)", runEvidence},

@@ -3,7 +3,7 @@
 -- and STYLE.md promise. Catalog checks only; nothing here writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(158);
+SELECT plan(170);
 
 -- Schema, type, tables -------------------------------------------------------
 
@@ -201,7 +201,7 @@ SELECT functions_are('durable_jobs',
           'renew_job_lease', 'renew_job_leases', 'complete_job', 'retry_job', 'fail_job', 'release_job_claim',
           'replay_job', 'set_queue_lease_policy', 'record_deployment_version',
           'lease_health_by_queue', 'queue_lease_policies', 'control_evidence_history', 'lease_outcome_totals',
-          'job_status_totals', 'bundle_migration_version',
+          'job_status_totals', 'bundle_migration_version', 'operator_list_jobs', 'operator_job_detail', 'enqueue_jobs',
           'require_well_formed', 'claim_token_digest', 'record_lease_outcome', 'lock_fenced_claim',
           'raise_stale_claim', 'refuse_evidence_change', 'renew_claims', 'absolute_duration',
           'is_plain_change_reason', 'lock_evidence_order',
@@ -211,7 +211,7 @@ SELECT functions_are('durable_jobs',
           'change_queue_lease_policy', 'passes_luhn', 'looks_personal_or_secret', 'require_structured_change',
           'evidence_content_digest', 'chain_evidence_record', 'stamp_policy_change', 'record_policy_change',
           'refuse_policy_truncate'],
-    'the schema holds exactly the contract functions, the audit, deployment and retention functions, the evidence functions of the evidence-chain migration and the private helpers');
+    'the schema holds exactly the contract functions, the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue and the private helpers');
 
 CREATE TEMP TABLE expected_signature (
     function_name   name PRIMARY KEY,
@@ -224,6 +224,9 @@ INSERT INTO expected_signature VALUES
  ('enqueue_job', '{text,jsonb,text,"timestamp with time zone",integer}',
   'p_queue_name text, p_job_payload jsonb, p_idempotency_key text DEFAULT NULL::text, p_run_after timestamp with time zone DEFAULT NULL::timestamp with time zone, p_max_attempts integer DEFAULT 5',
   'bigint', 'durable_job_producer_owner'),
+ ('enqueue_jobs', '{text,jsonb[],text[],"timestamp with time zone[]",integer[]}',
+  'p_queue_name text, p_job_payloads jsonb[], p_idempotency_keys text[] DEFAULT NULL::text[], p_run_afters timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], p_max_attempts integer[] DEFAULT NULL::integer[]',
+  'bigint[]', 'durable_job_producer_owner'),
  ('cancel_job', '{bigint}', 'p_job_record_id bigint', 'boolean', 'durable_job_producer_owner'),
  ('job_lifecycle_state', '{bigint}', 'p_job_record_id bigint',
   'TABLE(job_status text, attempt_number integer, max_attempts integer, lease_fencing_generation bigint, lease_expires_at timestamp with time zone, lease_renewal_count bigint, failure_reason_code text)',
@@ -270,14 +273,21 @@ INSERT INTO expected_signature VALUES
   'TABLE(queue_name text, outcome_kind text, outcome_count bigint)', 'durable_job_audit_owner'),
  ('job_status_totals', '{}', '', 'TABLE(queue_name text, job_status text, job_count bigint)', 'durable_job_audit_owner'),
  ('bundle_migration_version', '{}', '', 'TABLE(migration_version integer, applied_at timestamp with time zone)',
+  'durable_job_audit_owner'),
+ ('operator_list_jobs', '{text,text,bigint,integer}',
+  'p_queue_name text DEFAULT NULL::text, p_job_status text DEFAULT NULL::text, p_after_job_record_id bigint DEFAULT NULL::bigint, p_max_jobs integer DEFAULT 50',
+  'TABLE(job_record_id bigint, queue_name text, job_status text, attempt_number integer, max_attempts integer, lease_fencing_generation bigint, lease_expires_at timestamp with time zone, lease_renewal_count bigint, failure_reason_code text, run_after timestamp with time zone, created_at timestamp with time zone, status_changed_at timestamp with time zone)',
+  'durable_job_audit_owner'),
+ ('operator_job_detail', '{bigint}', 'p_job_record_id bigint',
+  'TABLE(job_record_id bigint, queue_name text, job_status text, attempt_number integer, max_attempts integer, lease_fencing_generation bigint, lease_expires_at timestamp with time zone, lease_renewal_count bigint, failure_reason_code text, run_after timestamp with time zone, created_at timestamp with time zone, status_changed_at timestamp with time zone)',
   'durable_job_audit_owner');
 
--- 20 x has_function with the exact argument types.
+-- 23 x has_function with the exact argument types.
 SELECT has_function('durable_jobs', e.function_name, e.argument_types,
     'durable_jobs.' || e.function_name || '(' || array_to_string(e.argument_types, ', ') || ') exists')
 FROM expected_signature e ORDER BY e.function_name;
 
--- 20 x the exact parameter names, defaults and result columns.
+-- 23 x the exact parameter names, defaults and result columns.
 SELECT is((SELECT pg_get_function_arguments(p.oid) || ' -> ' || pg_get_function_result(p.oid)
            FROM pg_proc p
            WHERE p.oid = to_regprocedure('durable_jobs.' || e.function_name || '('
@@ -286,12 +296,12 @@ SELECT is((SELECT pg_get_function_arguments(p.oid) || ' -> ' || pg_get_function_
           'durable_jobs.' || e.function_name || ' has exactly the contract''s parameters and result columns')
 FROM expected_signature e ORDER BY e.function_name;
 
--- 20 x SECURITY DEFINER.
+-- 23 x SECURITY DEFINER.
 SELECT is_definer('durable_jobs', e.function_name, e.argument_types,
     'durable_jobs.' || e.function_name || ' is SECURITY DEFINER')
 FROM expected_signature e ORDER BY e.function_name;
 
--- 20 x owned by its family's definer role.
+-- 23 x owned by its family's definer role.
 SELECT function_owner_is('durable_jobs', e.function_name, e.argument_types, e.owner_role,
     'durable_jobs.' || e.function_name || ' is owned by its family''s definer role ' || e.owner_role)
 FROM expected_signature e ORDER BY e.function_name;
@@ -323,7 +333,7 @@ SELECT is_empty(
             ELSE ARRAY['search_path=pg_catalog, pg_temp'] END$$,
     'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic and lock_timeout where it takes the evidence lock');
 SELECT is((SELECT count(*)::integer FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef),
-          30, 'exactly the twenty contract, audit and deployment functions, the four retention functions and the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) are SECURITY DEFINER');
+          33, 'exactly the twenty contract, audit and deployment functions, the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views and enqueue_jobs are SECURITY DEFINER');
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef

@@ -4,7 +4,7 @@
 -- renewal owner none on payloads; no bundle role can log in or escalate.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(444);
+SELECT plan(459);
 
 -- Which runtime role may execute which function. record_deployment_version
 -- is not a runtime function: only the role that applied the bundle runs it.
@@ -15,6 +15,7 @@ CREATE TEMP TABLE expected_execute (
 ) ON COMMIT DROP;
 INSERT INTO expected_execute VALUES
  ('enqueue_job', '{text,jsonb,text,timestamptz,integer}', '{durable_job_producer,durable_job_operator}'),
+ ('enqueue_jobs', '{text,jsonb[],text[],timestamptz[],integer[]}', '{durable_job_producer,durable_job_operator}'),
  ('cancel_job', '{bigint}', '{durable_job_producer,durable_job_operator}'),
  ('job_lifecycle_state', '{bigint}', '{durable_job_producer,durable_job_operator}'),
  ('replay_job', '{bigint}', '{durable_job_operator}'),
@@ -34,6 +35,8 @@ INSERT INTO expected_execute VALUES
  ('lease_outcome_totals', '{timestamptz}', '{durable_job_auditor,durable_job_operator}'),
  ('job_status_totals', '{}', '{durable_job_auditor,durable_job_operator}'),
  ('bundle_migration_version', '{}', '{durable_job_auditor,durable_job_operator}'),
+ ('operator_list_jobs', '{text,text,bigint,integer}', '{durable_job_operator}'),
+ ('operator_job_detail', '{bigint}', '{durable_job_operator}'),
  ('require_well_formed', '{text,text,text}', '{}'),
  ('claim_token_digest', '{uuid}', '{}'),
  ('record_lease_outcome', '{text,text,bigint}', '{}'),
@@ -78,7 +81,7 @@ INSERT INTO private_table VALUES
  ('control_evidence_record'), ('lease_outcome_tally'), ('queue_retention_policy');
 GRANT SELECT ON expected_execute, runtime_role, definer_role, private_table TO PUBLIC;
 
--- EXECUTE, function by function and role by role (48 x 4 + 48 for PUBLIC) ------------
+-- EXECUTE, function by function and role by role (51 x 4 + 51 for PUBLIC) ------------
 
 SELECT function_privs_are('durable_jobs', e.function_name, e.argument_types, r.role_name,
     CASE WHEN r.role_name = ANY (e.runtime_roles) THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+const jobsUsage = `Usage:
+  leasectl jobs list [--queue NAME] [--status STATUS] [--after ID] [--limit N]
+                     [--output text|json] [--database-url URL]
+  leasectl jobs show ID [--output text|json] [--database-url URL]
+  leasectl jobs cancel ID [--output text|json] [--database-url URL]
+  leasectl jobs replay ID [--output text|json] [--database-url URL]
+
+list shows jobs newest first (highest id first): their status, attempts,
+fencing generation, lease expiry, renewals of the current claim, failure
+reason code and when they last changed. --queue and --status narrow the
+list (STATUS is QUEUED, RUNNING, RETRY_SCHEDULED, SUCCEEDED, FAILED or
+CANCELLED); --limit is the page size (1 to 1000, default 50). A full page
+ends with the --after ID that gives the next, older page.
+
+show prints one job, with its run-after, creation and change times.
+
+cancel moves a QUEUED, RETRY_SCHEDULED or RUNNING job to CANCELLED (a
+running job's claim is stale at once: its worker's renewal answers stale
+and its completion is refused). replay puts one FAILED or CANCELLED job
+back to QUEUED with its attempts starting again. Both exit 1 and change
+nothing when the job is unknown or in another status.
+
+No jobs command ever shows a payload, a claim token, its digest, a worker's
+owner id or an idempotency key: the database functions behind them
+(operator_list_jobs, operator_job_detail, cancel_job, replay_job) do not
+return them. Needs a login granted durable_job_operator.
+`
+
+// Statements of the jobs commands: the operator's payload-blind views of
+// sql/functions/job_admin.sql (docs/sql-api.md, Operator job views).
+const (
+	sqlOperatorListJobs = `SELECT job_record_id, queue_name, job_status, attempt_number, max_attempts,
+		lease_fencing_generation, lease_expires_at, lease_renewal_count, failure_reason_code, run_after,
+		created_at, status_changed_at
+		FROM durable_jobs.operator_list_jobs($1, $2, $3, $4)`
+	sqlOperatorJobDetail = `SELECT job_record_id, queue_name, job_status, attempt_number, max_attempts,
+		lease_fencing_generation, lease_expires_at, lease_renewal_count, failure_reason_code, run_after,
+		created_at, status_changed_at
+		FROM durable_jobs.operator_job_detail($1)`
+)
+
+// defaultJobsLimit is the page size of jobs list without --limit.
+const defaultJobsLimit = 50
+
+// runJobs is "leasectl jobs".
+func runJobs(ctx context.Context, env *cliEnv, args []string) int {
+	if len(args) == 0 {
+		return env.usageError("jobs: say list, show, cancel or replay")
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		fmt.Fprint(env.stdout, jobsUsage)
+		return exitOK
+	case "list":
+		return jobsList(ctx, env, args[1:])
+	case "show", "cancel", "replay":
+		return jobsOne(ctx, env, args[0], args[1:])
+	}
+	return env.usageError("jobs: unknown action %q (want list, show, cancel or replay)", args[0])
+}
+
+// jobView is one job as the operator views return it.
+type jobView struct {
+	ID                int64      `json:"job_record_id"`
+	Queue             string     `json:"queue_name"`
+	Status            string     `json:"job_status"`
+	Attempt           int32      `json:"attempt_number"`
+	MaxAttempts       int32      `json:"max_attempts"`
+	FencingGeneration int64      `json:"lease_fencing_generation"`
+	LeaseExpiresAt    *time.Time `json:"lease_expires_at"`
+	RenewalCount      int64      `json:"lease_renewal_count"`
+	FailureReasonCode *string    `json:"failure_reason_code"`
+	RunAfter          time.Time  `json:"run_after"`
+	CreatedAt         time.Time  `json:"created_at"`
+	StatusChangedAt   time.Time  `json:"status_changed_at"`
+}
+
+// scanJobViews reads the rows of an operator view.
+func scanJobViews(rows pgx.Rows) ([]jobView, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (jobView, error) {
+		var j jobView
+		err := row.Scan(&j.ID, &j.Queue, &j.Status, &j.Attempt, &j.MaxAttempts, &j.FencingGeneration,
+			&j.LeaseExpiresAt, &j.RenewalCount, &j.FailureReasonCode, &j.RunAfter, &j.CreatedAt, &j.StatusChangedAt)
+		return j, err
+	})
+}
+
+// optionalTime prints t, or "-" when there is none.
+func optionalTime(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return formatTime(*t)
+}
+
+// optionalText prints s, or "-" when there is none.
+func optionalText(s *string) string {
+	if s == nil {
+		return "-"
+	}
+	return *s
+}
+
+// jobsListJSON is the JSON output of jobs list.
+type jobsListJSON struct {
+	Jobs []jobView `json:"jobs"`
+	// NextAfter is the --after value of the next page; null when this page
+	// was not full (there is no older job).
+	NextAfter *int64 `json:"next_after"`
+}
+
+func jobsList(ctx context.Context, env *cliEnv, args []string) int {
+	fs := newFlagSet("jobs list")
+	common := addCommonFlags(fs, true)
+	queue := fs.String("queue", "", "only jobs of this queue")
+	status := fs.String("status", "", "only jobs in this status: QUEUED, RUNNING, RETRY_SCHEDULED, SUCCEEDED, FAILED or CANCELLED")
+	after := fs.Int64("after", 0, "only jobs older than this job id (the last id of the previous page)")
+	limit := fs.Int("limit", defaultJobsLimit, "page size, 1 to 1000")
+	if done, code := parseFlags(env, fs, jobsUsage, args); done {
+		return code
+	}
+	if err := common.checkOutput(); err != nil {
+		return env.usageError("jobs list: %s", err)
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	queueArg, statusArg, afterArg := optionalArg(*queue, given["queue"]), optionalArg(strings.ToUpper(*status), given["status"]), any(nil)
+	if given["after"] {
+		afterArg = *after
+	}
+
+	s, err := openSession(ctx, common.databaseURL)
+	if err != nil {
+		return env.fail("connect to database", err)
+	}
+	defer s.close()
+	rows, err := s.pool.Query(ctx, sqlOperatorListJobs, queueArg, statusArg, afterArg, *limit)
+	if err != nil {
+		return env.fail("list jobs", err)
+	}
+	jobs, err := scanJobViews(rows)
+	if err != nil {
+		return env.fail("list jobs", err)
+	}
+	var next *int64
+	if len(jobs) == *limit {
+		next = &jobs[len(jobs)-1].ID
+	}
+	if common.json() {
+		_ = writeJSON(env.stdout, jobsListJSON{Jobs: jobs, NextAfter: next})
+		return exitOK
+	}
+	tw := newTable(env.stdout)
+	printf(tw, "ID\tQUEUE\tSTATUS\tATTEMPT\tGENERATION\tLEASE EXPIRES\tRENEWALS\tREASON\tCHANGED AT\n")
+	for _, j := range jobs {
+		printf(tw, "%d\t%s\t%s\t%d/%d\t%d\t%s\t%d\t%s\t%s\n", j.ID, j.Queue, j.Status, j.Attempt, j.MaxAttempts,
+			j.FencingGeneration, optionalTime(j.LeaseExpiresAt), j.RenewalCount, optionalText(j.FailureReasonCode),
+			formatTime(j.StatusChangedAt))
+	}
+	_ = tw.Flush()
+	if next != nil {
+		printf(env.stdout, "next page: --after %d\n", *next)
+	}
+	return exitOK
+}
+
+// optionalArg is value as a SQL argument, or NULL when the flag was not given.
+func optionalArg(value string, given bool) any {
+	if !given {
+		return nil
+	}
+	return value
+}
+
+// errJobNotFound is an unknown job id.
+var errJobNotFound = errors.New("no such job")
+
+// jobsOne is "jobs show|cancel|replay ID".
+func jobsOne(ctx context.Context, env *cliEnv, action string, args []string) int {
+	name := "jobs " + action
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") && !isHelp(args[0]) {
+		return env.usageError("%s: say which job: leasectl %s ID", name, name)
+	}
+	var idArg string
+	if !isHelp(args[0]) {
+		idArg, args = args[0], args[1:]
+	}
+	fs := newFlagSet(name)
+	common := addCommonFlags(fs, true)
+	if done, code := parseFlags(env, fs, jobsUsage, args); done {
+		return code
+	}
+	if err := common.checkOutput(); err != nil {
+		return env.usageError("%s: %s", name, err)
+	}
+	id, err := strconv.ParseInt(idArg, 10, 64)
+	if err != nil {
+		return env.usageError("%s: job id %q is not a number", name, idArg)
+	}
+
+	s, err := openSession(ctx, common.databaseURL)
+	if err != nil {
+		return env.fail("connect to database", err)
+	}
+	defer s.close()
+	doing := fmt.Sprintf("%s job %d", action, id)
+	var changed bool
+	switch action {
+	case "cancel":
+		changed, err = s.client.Cancel(ctx, id)
+	case "replay":
+		changed, err = s.client.Replay(ctx, id)
+	}
+	if err != nil {
+		return env.fail(doing, err)
+	}
+	rows, err := s.pool.Query(ctx, sqlOperatorJobDetail, id)
+	if err != nil {
+		return env.fail(doing, err)
+	}
+	jobs, err := scanJobViews(rows)
+	if err != nil {
+		return env.fail(doing, err)
+	}
+	if len(jobs) == 0 {
+		return env.fail(doing, errJobNotFound)
+	}
+	job := jobs[0]
+	if action != "show" && !changed {
+		want := "QUEUED, RETRY_SCHEDULED or RUNNING"
+		if action == "replay" {
+			want = "FAILED or CANCELLED"
+		}
+		return env.fail(doing, fmt.Errorf("the job is %s; only %s jobs can be %s, so nothing changed",
+			job.Status, want, map[string]string{"cancel": "cancelled", "replay": "replayed"}[action]))
+	}
+	if common.json() {
+		_ = writeJSON(env.stdout, job)
+		return exitOK
+	}
+	if action != "show" {
+		printf(env.stdout, "job %d is %s\n", job.ID, job.Status)
+		return exitOK
+	}
+	tw := newTable(env.stdout)
+	for _, field := range [][2]string{
+		{"job", strconv.FormatInt(job.ID, 10)},
+		{"queue", job.Queue},
+		{"status", job.Status},
+		{"attempt", fmt.Sprintf("%d of %d", job.Attempt, job.MaxAttempts)},
+		{"fencing generation", strconv.FormatInt(job.FencingGeneration, 10)},
+		{"lease expires", optionalTime(job.LeaseExpiresAt)},
+		{"renewals", strconv.FormatInt(job.RenewalCount, 10)},
+		{"failure reason", optionalText(job.FailureReasonCode)},
+		{"run after", formatTime(job.RunAfter)},
+		{"created", formatTime(job.CreatedAt)},
+		{"status changed", formatTime(job.StatusChangedAt)},
+	} {
+		printf(tw, "%s:\t%s\n", field[0], field[1])
+	}
+	_ = tw.Flush()
+	return exitOK
+}
+
+// isHelp reports whether arg asks for help.
+func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }

@@ -1,0 +1,236 @@
+package goclient
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mightyetl/leasefence/internal/testdb"
+)
+
+// logBuffer is a bytes.Buffer that the logger may write to from many
+// goroutines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// logJob is the payload of the logging tests' jobs.
+type logJob struct {
+	Kind   string `json:"kind"`
+	Secret string `json:"secret"`
+}
+
+// tokenForms are the ways a claim token could be written into a log: its
+// hex, dashed and upper-case forms and the hex of its stored digest.
+func tokenForms(token pgtype.UUID) []string {
+	raw := token.Bytes
+	digest := sha256.Sum256(raw[:])
+	hexToken := hex.EncodeToString(raw[:])
+	return []string{hexToken, strings.ToUpper(hexToken), hex.EncodeToString(digest[:]),
+		fmt.Sprintf("%x-%x-%x-%x-%x", raw[0:4], raw[4:6], raw[6:8], raw[8:10], raw[10:16])}
+}
+
+// logSetup returns a test database with queue's policy set, a producer
+// client and a worker pool.
+func logSetup(t *testing.T, queue string, lease, interval time.Duration) (producer *Client, workerPool *pgxpool.Pool) {
+	t.Helper()
+	db := testdb.New(t)
+	_, err := db.Pool(t).Exec(context.Background(),
+		`SELECT durable_jobs.set_queue_lease_policy($1, $2, $3, '1 h', true, 'logging test')`, queue, lease, interval)
+	require.NoError(t, err)
+	producer, err = New(db.LoginPool(t, "durable_job_producer"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = producer.Close() })
+	return producer, db.LoginPool(t, "durable_job_worker")
+}
+
+// TestWorkerLogSaysWhatHappensButNeverATokenPayloadOrKey runs a worker over
+// jobs that succeed, return a plain error, ask for a retry, fail, panic and
+// carry a payload that does not decode, with a JSON logger, and reads the
+// whole log: each outcome is there with its reason code and error text,
+// and no claim token (in any form, nor its digest), payload value or
+// idempotency key is.
+func TestWorkerLogSaysWhatHappensButNeverATokenPayloadOrKey(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const queue = "etl.logs"
+	producer, workerPool := logSetup(t, queue, 2*time.Second, 500*time.Millisecond)
+
+	kinds := []string{"ok", "error", "retry", "fail", "panic", "undecodable"}
+	ids := map[int64]string{}
+	var secrets []string
+	for _, kind := range kinds {
+		secret, key := "pii-"+kind+"-kim@example.com", "idem-key-"+kind+"-7f3a"
+		payload := fmt.Sprintf(`{"kind": %q, "secret": %q}`, kind, secret)
+		if kind == "undecodable" {
+			payload = fmt.Sprintf(`{"kind": {"nested": "pii-nested-value"}, "secret": %q}`, secret)
+		}
+		id, err := producer.Enqueue(ctx, EnqueueParams{Queue: queue, Payload: []byte(payload), IdempotencyKey: key, MaxAttempts: 1})
+		require.NoError(t, err)
+		ids[id] = kind
+		secrets = append(secrets, secret, key)
+	}
+
+	var logs logBuffer
+	client, err := New(workerPool, WithLease(2*time.Second, 500*time.Millisecond), WithSafetyMargin(500*time.Millisecond),
+		WithAttemptTimeout(400*time.Millisecond), WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	require.NoError(t, err)
+	defer client.Close()
+	require.Same(t, client.Logger(), client.Config().Logger)
+	var mu sync.Mutex
+	var tokens []pgtype.UUID
+	worker, err := client.NewWorker(WorkerConfig{Queue: queue, Concurrency: 3,
+		Handler: JSONHandler(func(ctx context.Context, job Job, p logJob) error {
+			mu.Lock()
+			tokens = append(tokens, job.claim.tokenValue())
+			mu.Unlock()
+			switch p.Kind {
+			case "error":
+				return errors.New("plain failure text")
+			case "retry":
+				return Retry(time.Hour, "upstream_busy", errors.New("upstream said busy"))
+			case "fail":
+				return Fail("bad_input", errors.New("input rejected"))
+			case "panic":
+				panic("handler exploded")
+			}
+			return nil
+		})})
+	require.NoError(t, err)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- worker.Run(runCtx) }()
+	require.Eventually(t, func() bool {
+		for id := range ids {
+			if s, err := producer.State(ctx, id); err != nil || (s.Status != StatusSucceeded && s.Status != StatusFailed) {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 20*time.Millisecond)
+	stop()
+	require.NoError(t, <-done)
+
+	log := logs.String()
+	for _, want := range []string{
+		`"msg":"leasefence: job claimed"`, `"msg":"leasefence: job completed"`,
+		`"msg":"leasefence: handler returned an error"`, `"error":"plain failure text"`,
+		`"error":"upstream said busy"`, `"error":"input rejected"`,
+		`"msg":"leasefence: handler panicked"`, `"panic":"handler exploded"`,
+		`"msg":"leasefence: job retry scheduled"`, `"reason_code":"handler_error"`, `"reason_code":"upstream_busy"`,
+		`"reason_code":"handler_panic"`, `"job_status":"FAILED"`,
+		`"msg":"leasefence: job failed"`, `"reason_code":"bad_input"`, `"reason_code":"payload_decode_failed"`,
+		`"error":"leasefence: payload does not decode into goclient.logJob: field kind: found a JSON object (at byte 10)"`,
+		`"lease_claim_token":"[REDACTED]"`,
+		`"msg":"leasefence: worker stopping"`, `"msg":"leasefence: worker stopped"`,
+	} {
+		require.Contains(t, log, want)
+	}
+	require.Len(t, tokens, len(kinds)-1, "every decodable job reached its handler")
+	for _, token := range tokens {
+		secrets = append(secrets, tokenForms(token)...)
+	}
+	for _, secret := range append(secrets, "pii-nested-value", client.OwnerID()) {
+		require.NotContains(t, log, secret, "the log never carries a token, digest, payload value, idempotency key or owner id")
+	}
+}
+
+// TestRefusedCompletionIsLoggedAsStale: a job cancelled while its
+// TxHandler runs is refused at complete_job (LF001); the worker logs the
+// refusal, and a worker given its own logger writes there, not to the
+// client's.
+func TestRefusedCompletionIsLoggedAsStale(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const queue = "etl.refused"
+	producer, workerPool := logSetup(t, queue, 30*time.Second, 10*time.Second)
+	id, err := producer.Enqueue(ctx, EnqueueParams{Queue: queue, Payload: []byte(`{"secret": "pii-refused"}`)})
+	require.NoError(t, err)
+
+	var clientLogs, workerLogs logBuffer
+	client, err := New(workerPool, WithLogger(slog.New(slog.NewTextHandler(&clientLogs, nil))))
+	require.NoError(t, err)
+	defer client.Close()
+	handled := make(chan struct{})
+	worker, err := client.NewWorker(WorkerConfig{Queue: queue, Logger: slog.New(slog.NewTextHandler(&workerLogs, nil)),
+		TxHandler: func(ctx context.Context, tx pgx.Tx, job Job) error {
+			defer close(handled)
+			_, err := producer.Cancel(ctx, job.ID())
+			return err
+		}})
+	require.NoError(t, err)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- worker.Run(runCtx) }()
+	<-handled
+	require.Eventually(t, func() bool {
+		return strings.Contains(workerLogs.String(), "leasefence: terminal write refused: stale claim")
+	}, 10*time.Second, 10*time.Millisecond)
+	stop()
+	require.NoError(t, <-done)
+	s, err := producer.State(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, StatusCancelled, s.Status)
+	require.Contains(t, workerLogs.String(), "SQLSTATE LF001")
+	require.NotContains(t, workerLogs.String(), "pii-refused")
+	require.Empty(t, clientLogs.String(), "a worker with its own logger does not write to the client's")
+}
+
+// TestHeartbeatLogHooks: the records the heartbeat writes through
+// logLeaseLost and logRenewalAttemptFailed carry the claim's public
+// fields, the cause and the error, never the token; a release is INFO,
+// a loss WARN; a client without a logger discards them.
+func TestHeartbeatLogHooks(t *testing.T) {
+	t.Parallel()
+	raw := [16]byte{0xca, 0xfe, 0xba, 0xbe, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+	token := pgtype.UUID{Bytes: raw, Valid: true}
+	claim := Claim{jobID: 77, queue: "etl.orders", generation: 3, attempt: 2,
+		token: sealToken(claimToken{uuid: token, owner: "worker-hook-owner"})}
+	var logs logBuffer
+	c := &Client{cfg: Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}}
+	c.logLeaseLost(claim, LossStale, ErrStaleClaim)
+	c.logLeaseLost(claim, LossReleased, nil)
+	c.logRenewalAttemptFailed(claim, errors.New("connection reset"), 250*time.Millisecond)
+	log := logs.String()
+	for _, want := range []string{
+		`level=WARN msg="leasefence: lease lost" claim.job_record_id=77`, `cause=stale error="leasefence: claim is stale"`,
+		`level=INFO msg="leasefence: lease lost"`, `cause=released error=""`,
+		`level=WARN msg="leasefence: renewal attempt failed"`, `error="connection reset" retry_in=250ms`,
+	} {
+		require.Contains(t, log, want)
+	}
+	for _, secret := range append(tokenForms(token), "worker-hook-owner") {
+		require.NotContains(t, log, secret)
+	}
+	quiet := Config{}.withDefaults()
+	require.Same(t, discardLogger, quiet.Logger, "the default logger discards")
+	require.Equal(t, "boom", panicText(errors.New("boom")))
+}
