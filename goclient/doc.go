@@ -31,7 +31,8 @@
 //	})
 //	err = worker.Run(ctx) // until ctx is cancelled, then a graceful shutdown
 //
-// Producers (role durable_job_producer) call Enqueue, Cancel and State on a
+// Producers (role durable_job_producer) call Enqueue (or EnqueueMany for up
+// to MaxBatchJobs jobs of one queue in one call), Cancel and State on a
 // client of their own; operators (durable_job_operator) call Replay and the
 // policy and evidence calls.
 //

@@ -2,6 +2,7 @@ package goclient
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,6 +32,36 @@ type EnqueueParams struct {
 // durable_job_producer role). Malformed input returns ErrInvalidArgument.
 func (c *Client) Enqueue(ctx context.Context, p EnqueueParams) (int64, error) {
 	return enqueueJob(ctx, c.pool, p)
+}
+
+// MaxBatchJobs is the most jobs EnqueueMany takes in one call (the
+// database's limit for enqueue_jobs).
+const MaxBatchJobs = 10000
+
+// MsgBatchMixedQueues is the message of the error EnqueueMany returns,
+// without calling the database, when its jobs name different queues.
+const MsgBatchMixedQueues = "every job of a batch must name the same queue"
+
+// EnqueueMany durably accepts up to MaxBatchJobs jobs of one queue in one
+// call (enqueue_jobs, needs the durable_job_producer role) and returns one
+// job_record_id per job, in the order of jobs. Each job is checked and
+// deduplicated as Enqueue would: a key already on the queue, or repeated
+// within the batch, gives the first job's id. All or nothing: a malformed
+// job returns an error matching ErrInvalidArgument whose message names its
+// position (never its payload or key), and no job of the batch is written.
+// Jobs that name different queues are refused the same way before anything
+// is sent (MsgBatchMixedQueues); no jobs return an empty slice and send
+// nothing.
+func (c *Client) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]int64, error) {
+	if len(jobs) == 0 {
+		return []int64{}, nil
+	}
+	for _, p := range jobs[1:] {
+		if p.Queue != jobs[0].Queue {
+			return nil, fmt.Errorf("%w: %s", ErrInvalidArgument, MsgBatchMixedQueues)
+		}
+	}
+	return enqueueJobs(ctx, c.pool, jobs[0].Queue, jobs)
 }
 
 // Claim claims at most one job of queue for this client's owner id (needs

@@ -174,6 +174,80 @@ func TestEnqueueOptionsAndBadInput(t *testing.T) {
 	require.Empty(t, r.Outcome)
 }
 
+// EnqueueMany: one id per job in input order, each job with Enqueue's
+// settings and idempotency (against the queue and within the batch), all or
+// nothing for a bad element, mixed queues refused before sending, and the
+// producer role required.
+func TestEnqueueManyOrderIdempotencyAndBadInput(t *testing.T) {
+	t.Parallel()
+	e := setup(t, shortPolicy)
+	ctx := context.Background()
+
+	none, err := e.producer.EnqueueMany(ctx, nil)
+	require.NoError(t, err)
+	require.Empty(t, none)
+	require.NotNil(t, none, "no jobs give an empty slice")
+
+	first, err := e.producer.Enqueue(ctx, goclient.EnqueueParams{Queue: testQueue, Payload: []byte(`{"a":0}`), IdempotencyKey: "order-existing"})
+	require.NoError(t, err)
+	runAfter := e.dbNow().Add(time.Hour).Truncate(time.Microsecond)
+	ids, err := e.producer.EnqueueMany(ctx, []goclient.EnqueueParams{
+		{Queue: testQueue, Payload: []byte(`{"a":1}`), IdempotencyKey: "order-1", MaxAttempts: 2},
+		{Queue: testQueue, Payload: []byte(`{"a":2}`), RunAfter: runAfter},
+		{Queue: testQueue, Payload: []byte(`{"a":3}`), IdempotencyKey: "order-existing"},
+		{Queue: testQueue, Payload: []byte(`{"a":4}`), IdempotencyKey: "order-1", MaxAttempts: 9},
+		{Queue: testQueue, Payload: []byte(`{"a":5}`)},
+	})
+	require.NoError(t, err)
+	require.Len(t, ids, 5)
+	require.Less(t, ids[0], ids[1], "ids follow the input order")
+	require.Less(t, ids[1], ids[4])
+	require.Equal(t, first, ids[2], "a key already on the queue gives the first job's id")
+	require.Equal(t, ids[0], ids[3], "a key repeated within the batch gives its first element's id")
+	require.Equal(t, 2, e.state(ids[0]).MaxAttempts)
+	require.Equal(t, goclient.DefaultMaxAttempts, e.state(ids[1]).MaxAttempts)
+	var storedRunAfter time.Time
+	require.NoError(t, e.admin.QueryRow(ctx, `SELECT run_after FROM durable_jobs.job_record WHERE job_record_id = $1`, ids[1]).Scan(&storedRunAfter))
+	require.True(t, runAfter.Equal(storedRunAfter), "element 2 keeps its run-after")
+
+	w := e.worker()
+	jobs, err := w.ClaimMany(ctx, testQueue, 10)
+	require.NoError(t, err)
+	got := map[int64]string{}
+	for _, j := range jobs {
+		got[j.ID()] = string(j.Payload())
+	}
+	require.Equal(t, map[int64]string{first: `{"a": 0}`, ids[0]: `{"a": 1}`, ids[4]: `{"a": 5}`}, got,
+		"each id holds its own payload, a repeat changes none, and the delayed job waits")
+
+	var before int
+	require.NoError(t, e.admin.QueryRow(ctx, `SELECT count(*) FROM durable_jobs.job_record`).Scan(&before))
+	_, err = e.producer.EnqueueMany(ctx, []goclient.EnqueueParams{
+		{Queue: testQueue, Payload: []byte(`{"good": true}`), IdempotencyKey: "order-secret-key-9"},
+		{Queue: testQueue, Payload: []byte(`{"good": true}`), MaxAttempts: 1001},
+	})
+	require.ErrorIs(t, err, goclient.ErrInvalidArgument)
+	var dbErr *goclient.DatabaseError
+	require.True(t, errors.As(err, &dbErr))
+	require.Equal(t, "job 2 of the batch: max attempts must be 1 to 1000", dbErr.PgError.Message)
+	require.NotContains(t, err.Error(), "order-secret-key-9")
+	_, err = e.producer.EnqueueMany(ctx, []goclient.EnqueueParams{{Queue: testQueue}})
+	require.ErrorIs(t, err, goclient.ErrInvalidArgument, "a missing payload is refused")
+	_, err = e.producer.EnqueueMany(ctx, make([]goclient.EnqueueParams, goclient.MaxBatchJobs+1))
+	require.ErrorIs(t, err, goclient.ErrInvalidArgument, "more than MaxBatchJobs jobs are refused")
+	_, err = e.producer.EnqueueMany(ctx, []goclient.EnqueueParams{
+		{Queue: testQueue, Payload: []byte(`{}`)}, {Queue: "etl.other", Payload: []byte(`{}`)},
+	})
+	require.ErrorIs(t, err, goclient.ErrInvalidArgument)
+	require.Equal(t, "leasefence: invalid argument: "+goclient.MsgBatchMixedQueues, err.Error())
+	var after int
+	require.NoError(t, e.admin.QueryRow(ctx, `SELECT count(*) FROM durable_jobs.job_record`).Scan(&after))
+	require.Equal(t, before, after, "no refused batch wrote a job")
+
+	_, err = w.EnqueueMany(ctx, []goclient.EnqueueParams{{Queue: testQueue, Payload: []byte(`{}`)}})
+	require.ErrorIs(t, err, goclient.ErrPermissionDenied, "a worker login cannot enqueue a batch")
+}
+
 // CompleteTx, RetryTx and FailTx run in the caller's transaction: they
 // commit with the caller's writes, or roll back with them.
 func TestTerminalWritesInTheCallersTransaction(t *testing.T) {

@@ -13,7 +13,8 @@ import (
 // This file and its siblings named port_*.go are the only places SQL text
 // appears in goclient. Each statement calls one function of CONTRACT.md.
 const (
-	sqlEnqueueJob = `SELECT durable_jobs.enqueue_job($1, $2, $3, $4, $5)`
+	sqlEnqueueJob  = `SELECT durable_jobs.enqueue_job($1, $2, $3, $4, $5)`
+	sqlEnqueueJobs = `SELECT durable_jobs.enqueue_jobs($1, $2, $3, $4, $5)`
 
 	sqlClaimColumns  = `job_record_id, lease_claim_token, lease_fencing_generation, lease_expires_at, lease_renewal_interval, attempt_number, job_payload, database_time`
 	sqlClaimNextJob  = `SELECT ` + sqlClaimColumns + ` FROM durable_jobs.claim_next_job($1, $2)`
@@ -117,20 +118,42 @@ func renewOne(ctx context.Context, q querier, c Claim) (RenewalResult, error) {
 
 // enqueueJob calls enqueue_job.
 func enqueueJob(ctx context.Context, q querier, p EnqueueParams) (int64, error) {
-	var key, runAfter any
-	if p.IdempotencyKey != "" {
-		key = p.IdempotencyKey
-	}
-	if !p.RunAfter.IsZero() {
-		runAfter = p.RunAfter
-	}
-	maxAttempts := p.MaxAttempts
-	if maxAttempts == 0 {
-		maxAttempts = DefaultMaxAttempts
-	}
+	key, runAfter, maxAttempts := p.sqlValues()
 	var id int64
 	err := q.QueryRow(ctx, sqlEnqueueJob, p.Queue, p.Payload, key, runAfter, maxAttempts).Scan(&id)
 	return id, translateError(err)
+}
+
+// enqueueJobs calls enqueue_jobs for jobs of one queue: element i of each
+// array is job i, and so is id i of the result.
+func enqueueJobs(ctx context.Context, q querier, queue string, jobs []EnqueueParams) ([]int64, error) {
+	payloads := make([][]byte, len(jobs))
+	keys := make([]*string, len(jobs))
+	runAfters := make([]*time.Time, len(jobs))
+	maxAttempts := make([]int, len(jobs))
+	for i, p := range jobs {
+		payloads[i] = p.Payload
+		keys[i], runAfters[i], maxAttempts[i] = p.sqlValues()
+	}
+	var ids []int64
+	err := q.QueryRow(ctx, sqlEnqueueJobs, queue, payloads, keys, runAfters, maxAttempts).Scan(&ids)
+	return ids, translateError(err)
+}
+
+// sqlValues returns p's optional settings as enqueue_job takes them: no key
+// and no run-after as NULL, a zero MaxAttempts as DefaultMaxAttempts.
+func (p EnqueueParams) sqlValues() (key *string, runAfter *time.Time, maxAttempts int) {
+	if p.IdempotencyKey != "" {
+		key = &p.IdempotencyKey
+	}
+	if !p.RunAfter.IsZero() {
+		runAfter = &p.RunAfter
+	}
+	maxAttempts = p.MaxAttempts
+	if maxAttempts == 0 {
+		maxAttempts = DefaultMaxAttempts
+	}
+	return key, runAfter, maxAttempts
 }
 
 // claimJobs runs a claim statement (claim_next_job or claim_next_jobs) and
