@@ -4,7 +4,7 @@
 -- renewal owner none on payloads; no bundle role can log in or escalate.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(444);
+SELECT plan(449);
 
 -- Which runtime role may execute which function. record_deployment_version
 -- is not a runtime function: only the role that applied the bundle runs it.
@@ -23,6 +23,7 @@ INSERT INTO expected_execute VALUES
  ('renew_job_lease', '{bigint,uuid,text}', '{durable_job_worker}'),
  ('renew_job_leases', '{text,bigint[],uuid[]}', '{durable_job_worker}'),
  ('complete_job', '{bigint,uuid,text,jsonb}', '{durable_job_worker}'),
+ ('complete_jobs', '{text,bigint[],uuid[],jsonb[]}', '{durable_job_worker}'),
  ('retry_job', '{bigint,uuid,text,interval,text}', '{durable_job_worker}'),
  ('fail_job', '{bigint,uuid,text,text}', '{durable_job_worker}'),
  ('release_job_claim', '{bigint,uuid,text}', '{durable_job_worker}'),
@@ -78,7 +79,7 @@ INSERT INTO private_table VALUES
  ('control_evidence_record'), ('lease_outcome_tally'), ('queue_retention_policy');
 GRANT SELECT ON expected_execute, runtime_role, definer_role, private_table TO PUBLIC;
 
--- EXECUTE, function by function and role by role (48 x 4 + 48 for PUBLIC) ------------
+-- EXECUTE, function by function and role by role (49 x 4 + 49 for PUBLIC) ------------
 
 SELECT function_privs_are('durable_jobs', e.function_name, e.argument_types, r.role_name,
     CASE WHEN r.role_name = ANY (e.runtime_roles) THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
