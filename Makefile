@@ -4,6 +4,8 @@
 #   make test   deps, go vet, every test against real PostgreSQL, coverage gates, alert rules
 #   make demo   deps, then the leasectl demo on a throwaway PostgreSQL
 #   make lint   gofmt, go vet, staticcheck and the go.mod tidy check (make test runs it)
+#   make bench  benchmarks on a durable throwaway PostgreSQL; writes bench/RESULTS.md and
+#               bench/results.json (BENCH_TIME=3s is the short form, under four minutes)
 #   make soak   the fault campaign for OPS checked operations with SEED (docs/reliability.md);
 #               ends with "soak: N operations checked, K fault kinds, V violations, seed S"
 #
@@ -34,7 +36,10 @@ LEASECTL_MIN := 95
 DEB_PACKAGES := postgresql-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl \
                 postgresql-15-plpgsql-check prometheus chromium faketime
 
-.PHONY: deps test demo lint tools clean soak
+.PHONY: deps test demo lint tools clean soak bench
+
+# Measured time of each comparison of make bench (ours and its baseline together).
+BENCH_TIME ?= 10s
 
 deps:
 	@if ! command -v dpkg-query >/dev/null 2>&1; then \
@@ -125,6 +130,13 @@ test: deps tools
 demo: deps
 	go run ./cmd/leasectl demo
 
+# Starts its own PostgreSQL (fsync, synchronous_commit and full_page_writes
+# on), warms up, runs each comparison in alternating rounds and writes the
+# report; see bench/doc.go. make test builds and lints the bench code but
+# never runs it.
+bench: deps
+	go run ./bench/cmd/leasebench -time $(BENCH_TIME) -out bench
+
 # gofmt, go vet, staticcheck (pinned in go.mod as a tool) and a go.mod and
 # go.sum that go mod tidy would not change. Zero findings, or make lint fails.
 lint:
@@ -133,6 +145,9 @@ lint:
 	go vet ./...
 	go tool staticcheck ./...
 	@go mod tidy -diff || { echo "make lint: go.mod or go.sum is not tidy: run go mod tidy" >&2; exit 1; }
+	@# The River peer of make bench is a module of its own (the main module never depends on River).
+	cd bench/peers/river && go vet ./...
+	@cd bench/peers/river && { go mod tidy -diff || { echo "make lint: bench/peers/river/go.mod is not tidy" >&2; exit 1; }; }
 
 # The reliability campaign, as long as asked; exits 1 on any violation.
 OPS  ?= 5000

@@ -1,12 +1,34 @@
-// Package bench measures leasefence's hot paths against raw SQL baselines on
-// the same throwaway PostgreSQL, in the same run.
+// Package bench measures leasefence's hot paths against bare SQL baselines
+// and against earlier bundle versions, on one throwaway PostgreSQL it
+// starts itself with durable settings (fsync, synchronous_commit and
+// full_page_writes on), in one run.
 //
-// Our machines are shared and noisy, so the figures that matter are ratios
-// inside one run: a fenced renewal through durable_jobs.renew_job_lease
-// against a bare conditional UPDATE of a plain table, one batched
-// renew_job_leases call against a bare batched UPDATE, and a fenced claim
-// against a bare FOR UPDATE SKIP LOCKED claim. RESULTS.md records the figures
-// with the command that produced them:
+// Machines are shared and noisy, so the figures that matter are ratios
+// inside one run: each comparison runs its two sides in alternating rounds
+// (the order flips every round) after a warm-up of each, and its ratio is
+// the median of the per-round throughput ratios. The comparisons:
 //
-//	go test ./bench -run '^$' -bench . -benchtime 3000x -count 3
+//   - renew_job_lease against the same conditional UPDATE (every fencing
+//     predicate, the deadline cap, the renewal count) of a plain copy of
+//     job_record, at 1, 4 and 16 clients; renew_job_leases of 100 against
+//     the same batched UPDATE;
+//   - the same bare UPDATE inside PL/pgSQL functions of the contract's
+//     shape (SECURITY DEFINER, SET search_path), which shows what the shape
+//     alone costs;
+//   - renew_job_lease, renew_job_leases and claim_next_job of version 6 (the
+//     security hardening of migrations 003 and 004) and of the newest
+//     version against version 2 (the first release), on databases of the
+//     same cluster;
+//   - claim_next_job against a bare FOR UPDATE SKIP LOCKED claim at 0,
+//     1,000, 10,000 and 100,000 live leases in the queue, and a claim that
+//     finds nothing due;
+//   - claim_next_jobs(…, 100) per job against claim_next_job;
+//   - the share of HOT updates under renewals at the heartbeat's cadence;
+//   - a profile of each function's statements (pg_stat_statements).
+//
+// make bench runs it (go run ./bench/cmd/leasebench) and writes
+// bench/RESULTS.md and bench/results.json; make bench BENCH_TIME=3s is the
+// short form. make test builds and lints this package but never runs it.
+// The hand-written reading of the figures is notes.md, which RESULTS.md
+// ends with.
 package bench

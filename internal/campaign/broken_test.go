@@ -49,7 +49,7 @@ func TestCheckerCatchesBrokenBundles(t *testing.T) {
 	}{
 		{
 			name:   "renewal without the token predicate",
-			fn:     "durable_jobs.renew_claims(text,bigint[],uuid[],boolean)",
+			fn:     "durable_jobs.renew_job_lease(bigint,uuid,text)",
 			edit:   dropLines(`\s*AND jq?\.lease_claim_digest = .*`),
 			faults: []string{FaultForged},
 			want:   VForgedRenewalAccepted,
@@ -65,7 +65,8 @@ func TestCheckerCatchesBrokenBundles(t *testing.T) {
 			name: "claim that ignores expiry",
 			fn:   "durable_jobs.claim_next_jobs(text,text,integer)",
 			edit: func(s string) string {
-				return strings.ReplaceAll(s, "j.lease_expires_at <= v_now", "true")
+				// Both guards of the reclaim probe: the indexed floor and the expiry.
+				return strings.NewReplacer("j.lease_expiry_floor <= v_now", "true", "j.lease_expires_at <= v_now", "true").Replace(s)
 			},
 			faults: []string{FaultEarlyReclaim},
 			want:   VOverlappingClaims,

@@ -3,7 +3,7 @@
 -- and STYLE.md promise. Catalog checks only; nothing here writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(170);
+SELECT plan(175);
 
 -- Schema, type, tables -------------------------------------------------------
 
@@ -32,8 +32,8 @@ SELECT columns_are('durable_jobs', 'job_record',
     ARRAY['job_record_id', 'queue_name', 'job_status', 'idempotency_key_digest', 'run_after', 'max_attempts',
           'attempt_number', 'lease_claim_digest', 'lease_owner_id', 'lease_claimed_by_role', 'lease_claimed_at',
           'lease_expires_at', 'lease_claim_deadline', 'lease_fencing_generation', 'lease_renewal_count',
-          'failure_reason_code', 'created_at', 'status_changed_at'],
-    'job_record has exactly its lease-state columns and no payload, token or key column');
+          'failure_reason_code', 'created_at', 'status_changed_at', 'lease_expiry_floor'],
+    'job_record has exactly its lease-state columns (lease_expiry_floor from migration 008) and no payload, token or key column');
 SELECT columns_are('durable_jobs', 'job_payload_record', ARRAY['job_record_id', 'job_payload'],
     'job_payload_record holds only the job id and its payload');
 SELECT columns_are('durable_jobs', 'job_outcome_ledger',
@@ -71,8 +71,8 @@ SELECT col_default_is('durable_jobs', 'job_record', 'lease_fencing_generation', 
 
 SELECT indexes_are('durable_jobs', 'job_record',
     ARRAY['job_record_pkey', 'job_record_idempotency_key_unique', 'job_record_claimable_queue_order',
-          'job_record_running_by_queue', 'job_record_finished_by_age'],
-    'job_record has exactly its primary key, the idempotency index, the two claim-path indexes and the purge index');
+          'job_record_running_by_queue', 'job_record_finished_by_age', 'job_record_reclaim_order'],
+    'job_record has exactly its primary key, the idempotency index, the three claim-path indexes and the purge index');
 SELECT indexes_are('durable_jobs', 'job_payload_record', ARRAY['job_payload_record_pkey'],
     'job_payload_record has only its primary key');
 SELECT indexes_are('durable_jobs', 'job_outcome_ledger', ARRAY['job_outcome_ledger_pkey', 'job_outcome_ledger_job_lookup'],
@@ -108,6 +108,13 @@ SELECT is((SELECT pg_get_expr(i.indpred, i.indrelid) FROM pg_index i
            WHERE i.indexrelid = 'durable_jobs.job_record_running_by_queue'::regclass),
           '(job_status = ''RUNNING''::durable_jobs.job_status_kind)',
           'the running-jobs index is partial on RUNNING jobs');
+SELECT has_index('durable_jobs', 'job_record', 'job_record_reclaim_order',
+    ARRAY['queue_name', 'lease_expiry_floor', 'job_record_id'],
+    'running jobs are indexed by queue and expiry floor for the bounded reclaim probe (migration 008), without lease_expires_at');
+SELECT is((SELECT pg_get_expr(i.indpred, i.indrelid) FROM pg_index i
+           WHERE i.indexrelid = 'durable_jobs.job_record_reclaim_order'::regclass),
+          '(job_status = ''RUNNING''::durable_jobs.job_status_kind)',
+          'the reclaim-order index is partial on RUNNING jobs');
 
 -- Named constraints ---------------------------------------------------------------
 
@@ -120,6 +127,7 @@ SELECT set_eq(
              ('durable_jobs.job_record', 'job_record_attempt_number_range', 'c'),
              ('durable_jobs.job_record', 'job_record_failure_reason_code_format', 'c'),
              ('durable_jobs.job_record', 'job_record_running_has_lease', 'c'),
+             ('durable_jobs.job_record', 'job_record_running_floor_bounds_expiry', 'c'),
              ('durable_jobs.job_payload_record', 'job_payload_record_pkey', 'p'),
              ('durable_jobs.job_payload_record', 'job_payload_record_job_fkey', 'f'),
              ('durable_jobs.job_outcome_ledger', 'job_outcome_ledger_pkey', 'p'),
@@ -198,12 +206,12 @@ SELECT results_eq(
 
 SELECT functions_are('durable_jobs',
     ARRAY['enqueue_job', 'cancel_job', 'job_lifecycle_state', 'claim_next_job', 'claim_next_jobs',
-          'renew_job_lease', 'renew_job_leases', 'complete_job', 'retry_job', 'fail_job', 'release_job_claim',
-          'replay_job', 'set_queue_lease_policy', 'record_deployment_version',
+          'renew_job_lease', 'renew_job_leases', 'complete_job', 'complete_jobs', 'retry_job', 'fail_job',
+          'release_job_claim', 'replay_job', 'set_queue_lease_policy', 'record_deployment_version',
           'lease_health_by_queue', 'queue_lease_policies', 'control_evidence_history', 'lease_outcome_totals',
           'job_status_totals', 'bundle_migration_version', 'operator_list_jobs', 'operator_job_detail', 'enqueue_jobs',
           'require_well_formed', 'claim_token_digest', 'record_lease_outcome', 'lock_fenced_claim',
-          'raise_stale_claim', 'refuse_evidence_change', 'renew_claims', 'absolute_duration',
+          'raise_stale_claim', 'refuse_evidence_change', 'absolute_duration',
           'is_plain_change_reason', 'lock_evidence_order',
           'set_queue_retention_policy', 'queue_retention_policies', 'purge_expired_job_data', 'erase_job_payload',
           'require_valid_change_reason',
@@ -247,6 +255,9 @@ INSERT INTO expected_signature VALUES
  ('complete_job', '{bigint,uuid,text,jsonb}',
   'p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text, p_result_document jsonb DEFAULT NULL::jsonb',
   'void', 'durable_job_terminal_owner'),
+ ('complete_jobs', '{text,bigint[],uuid[],jsonb[]}',
+  'p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[], p_result_documents jsonb[] DEFAULT NULL::jsonb[]',
+  'TABLE(job_record_id bigint, job_status text, lease_fencing_generation bigint)', 'durable_job_terminal_owner'),
  ('retry_job', '{bigint,uuid,text,interval,text}',
   'p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text, p_retry_delay interval, p_failure_reason_code text',
   'text', 'durable_job_terminal_owner'),
@@ -282,12 +293,12 @@ INSERT INTO expected_signature VALUES
   'TABLE(job_record_id bigint, queue_name text, job_status text, attempt_number integer, max_attempts integer, lease_fencing_generation bigint, lease_expires_at timestamp with time zone, lease_renewal_count bigint, failure_reason_code text, run_after timestamp with time zone, created_at timestamp with time zone, status_changed_at timestamp with time zone)',
   'durable_job_audit_owner');
 
--- 23 x has_function with the exact argument types.
+-- 24 x has_function with the exact argument types.
 SELECT has_function('durable_jobs', e.function_name, e.argument_types,
     'durable_jobs.' || e.function_name || '(' || array_to_string(e.argument_types, ', ') || ') exists')
 FROM expected_signature e ORDER BY e.function_name;
 
--- 23 x the exact parameter names, defaults and result columns.
+-- 24 x the exact parameter names, defaults and result columns.
 SELECT is((SELECT pg_get_function_arguments(p.oid) || ' -> ' || pg_get_function_result(p.oid)
            FROM pg_proc p
            WHERE p.oid = to_regprocedure('durable_jobs.' || e.function_name || '('
@@ -296,12 +307,12 @@ SELECT is((SELECT pg_get_function_arguments(p.oid) || ' -> ' || pg_get_function_
           'durable_jobs.' || e.function_name || ' has exactly the contract''s parameters and result columns')
 FROM expected_signature e ORDER BY e.function_name;
 
--- 23 x SECURITY DEFINER.
+-- 24 x SECURITY DEFINER.
 SELECT is_definer('durable_jobs', e.function_name, e.argument_types,
     'durable_jobs.' || e.function_name || ' is SECURITY DEFINER')
 FROM expected_signature e ORDER BY e.function_name;
 
--- 23 x owned by its family's definer role.
+-- 24 x owned by its family's definer role.
 SELECT function_owner_is('durable_jobs', e.function_name, e.argument_types, e.owner_role,
     'durable_jobs.' || e.function_name || ' is owned by its family''s definer role ' || e.owner_role)
 FROM expected_signature e ORDER BY e.function_name;
@@ -312,7 +323,7 @@ SELECT isnt_definer('durable_jobs', h.function_name, h.argument_types,
 FROM (VALUES ('require_well_formed'::name, '{text,text,text}'::name[]), ('claim_token_digest', '{uuid}'),
              ('record_lease_outcome', '{text,text,bigint}'), ('lock_fenced_claim', '{bigint,uuid,text}'),
              ('raise_stale_claim', '{}'), ('refuse_evidence_change', '{}'),
-             ('renew_claims', '{text,bigint[],uuid[],boolean}'), ('absolute_duration', '{interval}'),
+             ('absolute_duration', '{interval}'),
              ('is_plain_change_reason', '{text}'), ('lock_evidence_order', '{}')) AS h(function_name, argument_types);
 
 -- Migration 004: functions that do time arithmetic also pin TimeZone = UTC,

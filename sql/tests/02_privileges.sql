@@ -4,7 +4,7 @@
 -- renewal owner none on payloads; no bundle role can log in or escalate.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(459);
+SELECT plan(464);
 
 -- Which runtime role may execute which function. record_deployment_version
 -- is not a runtime function: only the role that applied the bundle runs it.
@@ -24,6 +24,7 @@ INSERT INTO expected_execute VALUES
  ('renew_job_lease', '{bigint,uuid,text}', '{durable_job_worker}'),
  ('renew_job_leases', '{text,bigint[],uuid[]}', '{durable_job_worker}'),
  ('complete_job', '{bigint,uuid,text,jsonb}', '{durable_job_worker}'),
+ ('complete_jobs', '{text,bigint[],uuid[],jsonb[]}', '{durable_job_worker}'),
  ('retry_job', '{bigint,uuid,text,interval,text}', '{durable_job_worker}'),
  ('fail_job', '{bigint,uuid,text,text}', '{durable_job_worker}'),
  ('release_job_claim', '{bigint,uuid,text}', '{durable_job_worker}'),
@@ -81,7 +82,7 @@ INSERT INTO private_table VALUES
  ('control_evidence_record'), ('lease_outcome_tally'), ('queue_retention_policy');
 GRANT SELECT ON expected_execute, runtime_role, definer_role, private_table TO PUBLIC;
 
--- EXECUTE, function by function and role by role (51 x 4 + 51 for PUBLIC) ------------
+-- EXECUTE, function by function and role by role (52 x 4 + 52 for PUBLIC) ------------
 
 SELECT function_privs_are('durable_jobs', e.function_name, e.argument_types, r.role_name,
     CASE WHEN r.role_name = ANY (e.runtime_roles) THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,

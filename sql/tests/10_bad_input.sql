@@ -6,7 +6,7 @@
 -- malformed: false, zero rows, stale or LF001 as each function says.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(205);
+SELECT plan(207);
 
 -- Fixtures -------------------------------------------------------------------
 
@@ -158,7 +158,10 @@ CROSS JOIN (VALUES
     (6, 'ARRAY[%s] || ARRAY(SELECT -g FROM generate_series(1, 1000) g)::bigint[]',
         'ARRAY[%L]::uuid[] || ARRAY(SELECT gen_random_uuid() FROM generate_series(1, 1000))', '1001 claims'),
     (7, 'NULL::bigint[]', 'ARRAY[%L]::uuid[]', 'a NULL job id array'),
-    (8, 'ARRAY[%s]::bigint[]', 'NULL::uuid[]', 'a NULL token array')) AS a(value_order, ids_template, tokens_template, case_text)
+    (8, 'ARRAY[%s]::bigint[]', 'NULL::uuid[]', 'a NULL token array'),
+    -- Migration 008: version 6 took a multi-dimensional array as if it were flat.
+    (9, 'ARRAY[[%s], [-1]]::bigint[]', 'ARRAY[%L, gen_random_uuid()]::uuid[]', 'a two-dimensional job id array'),
+    (10, 'ARRAY[%s, -1]::bigint[]', 'ARRAY[[%L], [gen_random_uuid()]]::uuid[]', 'a two-dimensional token array')) AS a(value_order, ids_template, tokens_template, case_text)
 WHERE c.claim_label = 'fenced'
 ORDER BY a.value_order;
 

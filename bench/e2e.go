@@ -1,0 +1,177 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mightyetl/leasefence/goclient"
+)
+
+// E2EResult is one end-to-end comparison: jobs per second of the goclient
+// worker loop and of River on the same cluster, round by round.
+type E2EResult struct {
+	Name        string    `json:"name"`
+	Jobs        int       `json:"jobs_per_round"`
+	Workers     int       `json:"workers"`
+	OursPerSec  []float64 `json:"ours_jobs_per_second"`
+	RiverPerSec []float64 `json:"river_jobs_per_second"`
+	// Ratio is the median of the per-round ratios ours / River.
+	Ratio float64 `json:"ratio"`
+	// Goal is the least Ratio the issue asks for; 0 when there is none.
+	Goal float64 `json:"goal,omitempty"`
+}
+
+// e2ePoolSize is the connection pool of both sides (pool_max_conns).
+const e2ePoolSize = 8
+
+// endToEnd runs no-op jobs through the goclient worker loop (claimed,
+// kept by the heartbeat, completed) and through River (the peer module
+// under bench/peers/river, at River's defaults and with River's fetch delays
+// at their minimum), alternating, and records the jobs per second of each.
+func (r *runner) endToEnd(ctx context.Context) error {
+	bin, err := buildRiverPeer(ctx, r.cfg.PeersDir)
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(filepath.Dir(bin))
+	if _, err := r.e.admin.Exec(ctx, `CREATE DATABASE river_peer`); err != nil {
+		return err
+	}
+	riverURL := withPoolSize(r.e.cluster.URL("river_peer"))
+	n := r.cfg.E2EJobs
+	for _, cfg := range []string{"matched", "defaults"} {
+		res := E2EResult{Name: "no-op jobs, goclient worker loop against River (" + cfg + ")", Jobs: n,
+			Workers: r.cfg.E2EWorkers}
+		if cfg == "matched" {
+			res.Goal = 1.0
+		}
+		var ratios []float64
+		for round := 0; round < r.cfg.E2ERounds; round++ {
+			ours, err := r.oursEndToEnd(ctx, n)
+			if err != nil {
+				return err
+			}
+			river, err := runRiverPeer(ctx, bin, riverURL, n, r.cfg.E2EWorkers, cfg)
+			if err != nil {
+				return err
+			}
+			res.OursPerSec = append(res.OursPerSec, ours)
+			res.RiverPerSec = append(res.RiverPerSec, river)
+			ratios = append(ratios, ours/river)
+		}
+		res.Ratio = median(ratios)
+		r.cfg.Logf("bench: %-45s ours %8.0f jobs/s  River %8.0f jobs/s  ratio %.2f", res.Name, median(res.OursPerSec),
+			median(res.RiverPerSec), res.Ratio)
+		r.rep.E2E = append(r.rep.E2E, res)
+	}
+	return nil
+}
+
+// oursEndToEnd enqueues n no-op jobs (not timed) and times the goclient
+// worker from its start until every job is SUCCEEDED.
+func (r *runner) oursEndToEnd(ctx context.Context, n int) (float64, error) {
+	const queue = "bench_e2e"
+	if err := r.e.insertDueJobs(ctx, queue, n); err != nil {
+		return 0, err
+	}
+	var before int
+	if err := r.e.admin.QueryRow(ctx, `SELECT count(*) FROM durable_jobs.job_record
+		WHERE queue_name = $1 AND job_status = 'SUCCEEDED'`, queue).Scan(&before); err != nil {
+		return 0, err
+	}
+	pool, err := goclient.NewPool(ctx, withPoolSize(r.e.workerURL), 10*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer pool.Close()
+	// The bundle's default policy ('*'): 30 s lease, 10 s renewal interval.
+	client, err := goclient.New(pool, goclient.WithOwnerID("bench-e2e"))
+	if err != nil {
+		return 0, err
+	}
+	defer client.Close()
+	w, err := client.NewWorker(goclient.WorkerConfig{Queue: queue, Concurrency: r.cfg.E2EWorkers,
+		PollInterval: time.Millisecond, Handler: func(context.Context, goclient.Job) error { return nil }})
+	if err != nil {
+		return 0, err
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- w.Run(wctx) }()
+	var elapsed time.Duration
+	for {
+		var finished int
+		if err := r.e.admin.QueryRow(ctx, `SELECT count(*) FROM durable_jobs.job_record
+			WHERE queue_name = $1 AND job_status = 'SUCCEEDED'`, queue).Scan(&finished); err != nil {
+			return 0, err
+		}
+		if finished-before >= n {
+			elapsed = time.Since(start)
+			break
+		}
+		select {
+		case err := <-done:
+			return 0, fmt.Errorf("the worker stopped with %d of %d jobs done: %v", finished-before, n, err)
+		case <-time.After(5 * time.Millisecond):
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		return 0, err
+	}
+	return float64(n) / elapsed.Seconds(), nil
+}
+
+// withPoolSize sets pool_max_conns on a URL.
+func withPoolSize(u string) string {
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return fmt.Sprintf("%s%spool_max_conns=%d", u, sep, e2ePoolSize)
+}
+
+// buildRiverPeer builds the River peer (its own module) into a new
+// temporary folder.
+func buildRiverPeer(ctx context.Context, peers string) (string, error) {
+	dir, err := os.MkdirTemp("", "leasebench-peer-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "riverpeer")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+	cmd.Dir = filepath.Join(peers, "river")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", fmt.Errorf("build the River peer in %s: %v\n%s", cmd.Dir, err, out)
+	}
+	return bin, nil
+}
+
+// runRiverPeer runs the River peer once and returns its jobs per second.
+func runRiverPeer(ctx context.Context, bin, url string, jobs, workers int, config string) (float64, error) {
+	cmd := exec.CommandContext(ctx, bin, "-url", url, "-jobs", fmt.Sprint(jobs), "-workers", fmt.Sprint(workers),
+		"-config", config)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("the River peer: %w", err)
+	}
+	var res struct {
+		JobsPerSecond float64 `json:"jobs_per_second"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		return 0, fmt.Errorf("the River peer's output: %w", err)
+	}
+	return res.JobsPerSecond, nil
+}

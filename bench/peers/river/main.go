@@ -1,0 +1,136 @@
+// Command river is the River peer of leasefence's end-to-end benchmark
+// (bench/e2e.go), in a module of its own so that leasefence's module never
+// depends on River. It installs River's schema in the database it is given,
+// inserts -jobs no-op jobs (not timed), then starts a River client with
+// -workers workers on the default queue and times how long they take to
+// work and complete every job. It prints one JSON line:
+//
+//	{"jobs": 3000, "seconds": 0.41, "jobs_per_second": 7317}
+//
+// -config defaults uses River's defaults but MaxWorkers (a FetchCooldown of
+// 100 ms, a FetchPollInterval of 1 s); -config matched sets FetchCooldown
+// and FetchPollInterval to River's 1 ms minimum, so that River, like the
+// leasefence worker, fetches again as soon as it has room.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+)
+
+// noopArgs are the arguments of the benchmark's job: none.
+type noopArgs struct{}
+
+// Kind is River's name for the job kind.
+func (noopArgs) Kind() string { return "leasefence_bench_noop" }
+
+// noopWorker does nothing and succeeds.
+type noopWorker struct {
+	river.WorkerDefaults[noopArgs]
+}
+
+// Work succeeds at once.
+func (noopWorker) Work(context.Context, *river.Job[noopArgs]) error { return nil }
+
+// result is the line the peer prints.
+type result struct {
+	Jobs          int     `json:"jobs"`
+	Seconds       float64 `json:"seconds"`
+	JobsPerSecond float64 `json:"jobs_per_second"`
+}
+
+func main() {
+	url := flag.String("url", "", "database URL (River's schema is installed there)")
+	jobs := flag.Int("jobs", 3000, "number of no-op jobs")
+	workers := flag.Int("workers", 100, "MaxWorkers of the default queue")
+	config := flag.String("config", "defaults", "defaults or matched")
+	timeout := flag.Duration("timeout", 2*time.Minute, "give up after this long")
+	flag.Parse()
+	res, err := run(*url, *jobs, *workers, *config, *timeout)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "river peer:", err)
+		os.Exit(1)
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
+		os.Exit(1)
+	}
+}
+
+func run(url string, jobs, workers int, config string, timeout time.Duration) (result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return result{}, err
+	}
+	defer pool.Close()
+	driver := riverpgxv5.New(pool)
+	migrator, err := rivermigrate.New(driver, nil)
+	if err != nil {
+		return result{}, err
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return result{}, fmt.Errorf("migrate: %w", err)
+	}
+	ws := river.NewWorkers()
+	river.AddWorker(ws, &noopWorker{})
+	cfg := &river.Config{
+		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workers}},
+		Workers: ws,
+	}
+	switch config {
+	case "defaults":
+	case "matched":
+		cfg.FetchCooldown = river.FetchCooldownMin
+		cfg.FetchPollInterval = river.FetchPollIntervalMin
+	default:
+		return result{}, fmt.Errorf("unknown -config %q", config)
+	}
+	client, err := river.NewClient(driver, cfg)
+	if err != nil {
+		return result{}, err
+	}
+	params := make([]river.InsertManyParams, 0, 1000)
+	for left := jobs; left > 0; left -= len(params) {
+		params = params[:0]
+		for i := 0; i < min(left, 1000); i++ {
+			params = append(params, river.InsertManyParams{Args: noopArgs{}})
+		}
+		if _, err := client.InsertMany(ctx, params); err != nil {
+			return result{}, fmt.Errorf("insert: %w", err)
+		}
+	}
+	events, stop := client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed)
+	defer stop()
+	start := time.Now()
+	if err := client.Start(ctx); err != nil {
+		return result{}, err
+	}
+	done := 0
+	for done < jobs {
+		select {
+		case ev := <-events:
+			if ev.Kind != river.EventKindJobCompleted {
+				return result{}, errors.New("a no-op job failed")
+			}
+			done++
+		case <-ctx.Done():
+			return result{}, fmt.Errorf("%d of %d jobs completed: %w", done, jobs, ctx.Err())
+		}
+	}
+	elapsed := time.Since(start)
+	if err := client.Stop(ctx); err != nil {
+		return result{}, err
+	}
+	return result{Jobs: jobs, Seconds: elapsed.Seconds(), JobsPerSecond: float64(jobs) / elapsed.Seconds()}, nil
+}

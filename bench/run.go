@@ -1,0 +1,443 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Config says how long and how big a run is.
+type Config struct {
+	// CaseTime is the measured time of one comparison, both sides together,
+	// split into Rounds alternating rounds.
+	CaseTime time.Duration
+	// Rounds is the number of alternating rounds per comparison (at least 2).
+	Rounds int
+	// Warmup runs each side of a comparison once before it is measured.
+	Warmup time.Duration
+	// RenewClients are the client counts of the single-renewal comparison.
+	RenewClients []int
+	// LiveLevels are the numbers of other live leases in the queue of the
+	// claim comparisons.
+	LiveLevels []int
+	// HOTTime is how long the realistic renewal cadence runs for the HOT
+	// share (lease 3 s, renewed every second).
+	HOTTime time.Duration
+	// ClaimRate is the most claims a second one client is assumed to make,
+	// for sizing the due jobs of the claim comparisons.
+	ClaimRate int
+	// E2EJobs is the number of no-op jobs of one end-to-end round, E2ERounds
+	// the rounds of each side, E2EWorkers the worker concurrency of both.
+	E2EJobs, E2ERounds, E2EWorkers int
+	// Steps, when not empty, are the only steps run (by name: renewal,
+	// function wrapper, hardening, claims, claim_next_jobs, HOT share, end
+	// to end, profile).
+	Steps []string
+	// PeersDir is the folder of the peer modules (bench/peers).
+	PeersDir string
+	// Logf receives progress lines.
+	Logf func(format string, args ...any)
+}
+
+// DefaultConfig is the configuration of make bench for a case time.
+func DefaultConfig(caseTime time.Duration) Config {
+	return Config{
+		CaseTime:     caseTime,
+		Rounds:       6,
+		Warmup:       min(caseTime/6, time.Second),
+		RenewClients: []int{1, 4, 16},
+		LiveLevels:   []int{0, 1000, 10000, 100000},
+		HOTTime:      max(3*caseTime, 9*time.Second),
+		ClaimRate:    12000,
+		E2EJobs:      max(2000, int(1000*caseTime.Seconds())),
+		E2ERounds:    3,
+		E2EWorkers:   100,
+		PeersDir:     "bench/peers",
+		Logf:         func(string, ...any) {},
+	}
+}
+
+// Comparison is one interleaved comparison of ours against a baseline.
+type Comparison struct {
+	Group    string  `json:"group"`
+	Name     string  `json:"name"`
+	Ours     string  `json:"ours"`
+	Baseline string  `json:"baseline"`
+	Clients  int     `json:"clients"`
+	Unit     string  `json:"unit"`
+	OursUS   float64 `json:"ours_us_per_unit"`
+	BaseUS   float64 `json:"baseline_us_per_unit"`
+	OursN    int64   `json:"ours_units"`
+	BaseN    int64   `json:"baseline_units"`
+	// Ratio is ours' throughput over the baseline's: the median of the
+	// per-round ratios.
+	Ratio  float64   `json:"ratio"`
+	Rounds []float64 `json:"round_ratios"`
+	// Goal is the least Ratio the issue asks for; 0 when there is none.
+	Goal float64 `json:"goal,omitempty"`
+}
+
+// Met says whether the comparison reached its goal.
+func (c Comparison) Met() bool { return c.Goal == 0 || c.Ratio >= c.Goal }
+
+// HOTShare is the share of HOT updates of one table under renewals.
+type HOTShare struct {
+	Table    string  `json:"table"`
+	What     string  `json:"what"`
+	Updates  int64   `json:"n_tup_upd"`
+	HOT      int64   `json:"n_tup_hot_upd"`
+	Share    float64 `json:"hot_share"`
+	Renewals int64   `json:"renewals"`
+}
+
+// ProfileLine is one statement of the profile phase (pg_stat_statements,
+// nested statements tracked).
+type ProfileLine struct {
+	Phase  string  `json:"phase"`
+	Query  string  `json:"query"`
+	Calls  int64   `json:"calls"`
+	MeanUS float64 `json:"mean_us"`
+	Share  float64 `json:"share_of_phase"`
+}
+
+// Report is everything one run measured.
+type Report struct {
+	Started     time.Time     `json:"started"`
+	Duration    string        `json:"duration"`
+	Config      ConfigFacts   `json:"config"`
+	Machine     MachineFacts  `json:"machine"`
+	Comparisons []Comparison  `json:"comparisons"`
+	HOT         []HOTShare    `json:"hot"`
+	Profile     []ProfileLine `json:"profile"`
+	Plans       []Plan        `json:"plans"`
+	E2E         []E2EResult   `json:"end_to_end"`
+}
+
+// ConfigFacts is the part of Config a report records.
+type ConfigFacts struct {
+	CaseTime string `json:"case_time"`
+	Rounds   int    `json:"rounds"`
+	Warmup   string `json:"warmup"`
+	HOTTime  string `json:"hot_time"`
+}
+
+// Plan is an EXPLAIN ANALYZE of a claim probe at the largest live level.
+type Plan struct {
+	What string `json:"what"`
+	Text string `json:"plan"`
+}
+
+// Run starts a durable cluster, measures every comparison and returns the
+// report. The cluster is stopped before Run returns.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.Rounds < 2 {
+		return nil, errors.New("bench: at least 2 rounds")
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	start := time.Now()
+	rep := &Report{Started: start.UTC(), Config: ConfigFacts{CaseTime: cfg.CaseTime.String(), Rounds: cfg.Rounds,
+		Warmup: cfg.Warmup.String(), HOTTime: cfg.HOTTime.String()}}
+	rep.Machine = machineFacts()
+	e, err := startEnv(ctx, cfg.Logf)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	if err := e.serverFacts(ctx, &rep.Machine); err != nil {
+		return nil, err
+	}
+	r := &runner{cfg: cfg, e: e, rep: rep}
+	for _, step := range []struct {
+		name string
+		f    func(context.Context) error
+	}{
+		{"renewal", r.renewals},
+		{"function wrapper", r.wrapper},
+		{"hardening", r.hardening},
+		{"claims", r.claims},
+		{"claim_next_jobs", r.batchClaims},
+		{"HOT share", r.hotShare},
+		{"end to end", r.endToEnd},
+		{"profile", r.profile},
+	} {
+		if len(cfg.Steps) > 0 && !slices.Contains(cfg.Steps, step.name) {
+			continue
+		}
+		cfg.Logf("bench: %s", step.name)
+		if err := step.f(ctx); err != nil {
+			return nil, fmt.Errorf("%s: %w", step.name, err)
+		}
+	}
+	rep.Machine.LoadAfter = loadAverage()
+	rep.Duration = time.Since(start).Round(time.Second).String()
+	return rep, nil
+}
+
+type runner struct {
+	cfg Config
+	e   *env
+	rep *Report
+	// renewSet are the claims of the renewal comparisons, also in
+	// bench_raw_renew; the wrapper comparisons renew them too.
+	renewSet claimSet
+}
+
+func (r *runner) compare(ctx context.Context, c Comparison, ours, base load) error {
+	slice := r.cfg.CaseTime / time.Duration(2*r.cfg.Rounds)
+	res, err := interleave(ctx, ours, base, r.cfg.Rounds, slice, r.cfg.Warmup)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.Name, err)
+	}
+	c.Clients = ours.clients
+	c.OursN, c.BaseN = res.a.units, res.b.units
+	c.OursUS = microsPerUnit(res.a, ours.clients)
+	c.BaseUS = microsPerUnit(res.b, base.clients)
+	c.Ratio = res.ratio()
+	c.Rounds = res.roundRatios
+	r.cfg.Logf("bench: %-45s ours %8.1f µs/%s  baseline %8.1f µs/%s  ratio %.2f", c.Name, c.OursUS, c.Unit,
+		c.BaseUS, c.Unit, c.Ratio)
+	r.rep.Comparisons = append(r.rep.Comparisons, c)
+	return nil
+}
+
+// rawRenewSQL is the single-renewal baseline: the same conditional UPDATE
+// as renew_job_lease (every fencing predicate, the deadline cap, the
+// renewal count) on a plain copy of job_record, with the lease written in.
+const rawRenewSQL = `UPDATE bench_raw_renew j
+SET lease_expires_at = GREATEST(j.lease_expires_at, LEAST(clock_timestamp() + interval '3600 seconds', j.lease_claim_deadline)),
+    lease_renewal_count = j.lease_renewal_count + 1
+WHERE j.job_record_id = $1 AND j.job_status = 'RUNNING'
+  AND j.lease_claim_digest = sha256(uuid_send($2::uuid)) AND j.lease_owner_id = $3
+  AND j.lease_claimed_by_role = session_user AND j.lease_expires_at > clock_timestamp()
+RETURNING j.lease_expires_at`
+
+// rawBatchSQL is the batch baseline: the same UPDATE for an array of claims.
+const rawBatchSQL = `UPDATE bench_raw_renew j
+SET lease_expires_at = GREATEST(j.lease_expires_at, LEAST(clock_timestamp() + interval '3600 seconds', j.lease_claim_deadline)),
+    lease_renewal_count = j.lease_renewal_count + 1
+FROM unnest($1::bigint[], $2::uuid[]) AS u(id, token)
+WHERE j.job_record_id = u.id AND j.job_status = 'RUNNING'
+  AND j.lease_claim_digest = sha256(uuid_send(u.token)) AND j.lease_owner_id = $3
+  AND j.lease_claimed_by_role = session_user AND j.lease_expires_at > clock_timestamp()
+RETURNING j.job_record_id, j.lease_expires_at`
+
+const renewClaims = 2000 // divisible by every client count
+const batchSize = 100
+
+func (r *runner) renewals(ctx context.Context) error {
+	const queue = "bench_renew"
+	if err := r.e.setPolicy(ctx, queue, "1 hour", "10 minutes"); err != nil {
+		return err
+	}
+	set, err := r.e.claimJobs(ctx, queue, renewClaims)
+	if err != nil {
+		return err
+	}
+	if err := r.e.copyRecords(ctx, "bench_raw_renew", queue); err != nil {
+		return err
+	}
+	r.renewSet = set
+	for _, clients := range r.cfg.RenewClients {
+		k := func(client, iter int) int { return (client + iter*clients) % renewClaims }
+		ours := load{pool: r.e.worker, clients: clients, op: func(ctx context.Context, c *pgx.Conn, client, iter int) (int, error) {
+			i := k(client, iter)
+			var outcome string
+			if err := c.QueryRow(ctx, `SELECT renewal_outcome FROM durable_jobs.renew_job_lease($1, $2, $3)`,
+				set.ids[i], set.tokens[i], benchOwner).Scan(&outcome); err != nil {
+				return 0, err
+			}
+			if outcome != "renewed" {
+				return 0, fmt.Errorf("renewal of job %d: %s", set.ids[i], outcome)
+			}
+			return 1, nil
+		}}
+		base := load{pool: r.e.worker, clients: clients, op: func(ctx context.Context, c *pgx.Conn, client, iter int) (int, error) {
+			i := k(client, iter)
+			var expiry time.Time
+			if err := c.QueryRow(ctx, rawRenewSQL, set.ids[i], set.tokens[i], benchOwner).Scan(&expiry); err != nil {
+				return 0, fmt.Errorf("bare renewal of job %d: %w", set.ids[i], err)
+			}
+			return 1, nil
+		}}
+		if err := r.compare(ctx, Comparison{Group: "renew", Name: fmt.Sprintf("renew_job_lease, %d clients", clients),
+			Ours: "renew_job_lease", Baseline: "the same conditional UPDATE of a plain copy of job_record",
+			Unit: "renewal", Goal: 0.90}, ours, base); err != nil {
+			return err
+		}
+	}
+	slices := renewClaims / batchSize
+	ours := load{pool: r.e.worker, clients: 1, op: func(ctx context.Context, c *pgx.Conn, _, iter int) (int, error) {
+		return renewSlice(ctx, c, set, (iter%slices)*batchSize)
+	}}
+	base := load{pool: r.e.worker, clients: 1, op: func(ctx context.Context, c *pgx.Conn, _, iter int) (int, error) {
+		lo := (iter % slices) * batchSize
+		rows, err := c.Query(ctx, rawBatchSQL, set.ids[lo:lo+batchSize], set.tokens[lo:lo+batchSize], benchOwner)
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for rows.Next() {
+			n++
+		}
+		if err := rows.Err(); err != nil || n != batchSize {
+			return 0, fmt.Errorf("bare batch renewal: %d rows, %v", n, err)
+		}
+		return n, nil
+	}}
+	return r.compare(ctx, Comparison{Group: "renew", Name: "renew_job_leases, batch of 100",
+		Ours: "renew_job_leases", Baseline: "the same batched UPDATE ... FROM unnest of a plain copy of job_record",
+		Unit: "claim", Goal: 0.90}, ours, base)
+}
+
+// rawClaimSQL is the bare claim: FOR UPDATE SKIP LOCKED of the first due
+// job, a random token digest, a fixed 30 s lease, the payload returned.
+const rawClaimSQL = `UPDATE bench_raw_claim SET status = 'RUNNING', digest = sha256(uuid_send(gen_random_uuid())),
+    owner = $2, expires_at = clock_timestamp() + interval '30 seconds'
+WHERE id = (SELECT id FROM bench_raw_claim WHERE queue_name = $1 AND status = 'QUEUED' AND run_after <= clock_timestamp()
+            ORDER BY run_after, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+RETURNING id, payload`
+
+func (r *runner) dueJobsPerSide(scale float64) int {
+	secs := (r.cfg.CaseTime.Seconds()*scale)/2 + r.cfg.Warmup.Seconds()
+	return int(secs*float64(r.cfg.ClaimRate)) + 1000
+}
+
+func (r *runner) claims(ctx context.Context) error {
+	if err := r.e.createRawClaimTable(ctx); err != nil {
+		return err
+	}
+	due := r.dueJobsPerSide(1)
+	largest := 0
+	for _, live := range r.cfg.LiveLevels {
+		queue := fmt.Sprintf("bench_claim_%d", live)
+		if err := r.e.addLiveLeases(ctx, queue, live); err != nil {
+			return err
+		}
+		if err := r.e.addDueJobs(ctx, queue, due); err != nil {
+			return err
+		}
+		largest = max(largest, live)
+	}
+	if err := r.e.addLiveLeases(ctx, "bench_poll", largest); err != nil {
+		return err
+	}
+	if err := r.e.analyzeAll(ctx); err != nil {
+		return err
+	}
+	for _, live := range r.cfg.LiveLevels {
+		queue := fmt.Sprintf("bench_claim_%d", live)
+		ours, base := claimLoads(r.e, queue, true)
+		if err := r.compare(ctx, Comparison{Group: "claim", Name: fmt.Sprintf("claim_next_job, %d live leases", live),
+			Ours: "claim_next_job", Baseline: "a bare FOR UPDATE SKIP LOCKED claim of a plain table",
+			Unit: "claim", Goal: 0.80}, ours, base); err != nil {
+			return err
+		}
+	}
+	ours, base := claimLoads(r.e, "bench_poll", false)
+	if err := r.compare(ctx, Comparison{Group: "poll", Name: fmt.Sprintf("claim_next_job, nothing due, %d live leases", largest),
+		Ours: "claim_next_job (zero rows)", Baseline: "the bare claim (zero rows)", Unit: "poll"}, ours, base); err != nil {
+		return err
+	}
+	return r.explainProbes(ctx, fmt.Sprintf("bench_claim_%d", largest), largest)
+}
+
+// claimLoads are the claim comparison's two sides on queue; mustClaim says
+// whether each call must claim a job (else it must find none).
+func claimLoads(e *env, queue string, mustClaim bool) (load, load) {
+	check := func(err error, what string) error {
+		switch {
+		case mustClaim && errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("%s found no due job in %s: raise Config.ClaimRate", what, queue)
+		case !mustClaim && err == nil:
+			return fmt.Errorf("%s claimed a job in %s, which has none due", what, queue)
+		case !mustClaim && errors.Is(err, pgx.ErrNoRows):
+			return nil
+		}
+		return err
+	}
+	ours := load{pool: e.worker, clients: 1, op: func(ctx context.Context, c *pgx.Conn, _, _ int) (int, error) {
+		var id int64
+		var payload []byte
+		err := c.QueryRow(ctx, `SELECT job_record_id, job_payload FROM durable_jobs.claim_next_job($1, $2)`,
+			queue, benchOwner).Scan(&id, &payload)
+		return 1, check(err, "claim_next_job")
+	}}
+	base := load{pool: e.worker, clients: 1, op: func(ctx context.Context, c *pgx.Conn, _, _ int) (int, error) {
+		var id int64
+		var payload []byte
+		err := c.QueryRow(ctx, rawClaimSQL, queue, benchOwner).Scan(&id, &payload)
+		return 1, check(err, "the bare claim")
+	}}
+	return ours, base
+}
+
+// explainProbes records the plans of the reclaim probe as claim v2 runs it
+// and as the earlier claim ran it, at the largest live level.
+func (r *runner) explainProbes(ctx context.Context, queue string, live int) error {
+	for _, p := range []struct{ what, sql string }{
+		{fmt.Sprintf("reclaim probe of claim v2, %d live leases", live),
+			`SELECT j.job_record_id FROM durable_jobs.job_record j
+			 WHERE j.queue_name = $1 AND j.job_status = 'RUNNING'
+			   AND j.lease_expiry_floor <= $2 AND j.lease_expires_at <= $2
+			 ORDER BY j.lease_expiry_floor, j.job_record_id LIMIT 100 FOR UPDATE OF j SKIP LOCKED`},
+		{fmt.Sprintf("reclaim probe before (ORDER BY lease_expires_at), %d live leases", live),
+			`SELECT j.job_record_id FROM durable_jobs.job_record j
+			 WHERE j.queue_name = $1 AND j.job_status = 'RUNNING' AND j.lease_expires_at <= $2
+			 ORDER BY j.lease_expires_at, j.job_record_id LIMIT 1 FOR UPDATE OF j SKIP LOCKED`},
+	} {
+		// The function binds the decision time as a parameter, as here.
+		rows, err := r.e.admin.Query(ctx, `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) `+p.sql, queue, time.Now())
+		if err != nil {
+			return err
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		text := ""
+		for _, l := range lines {
+			text += l + "\n"
+		}
+		r.rep.Plans = append(r.rep.Plans, Plan{What: p.what, Text: text})
+	}
+	return nil
+}
+
+func (r *runner) batchClaims(ctx context.Context) error {
+	const queue = "bench_claim_batch"
+	// The batch side claims many times more jobs per second than the single
+	// side; both draw from the same queue.
+	if err := r.e.addDueJobs(ctx, queue, 8*r.dueJobsPerSide(0.5)); err != nil {
+		return err
+	}
+	if err := r.e.analyzeAll(ctx); err != nil {
+		return err
+	}
+	ours := load{pool: r.e.worker, clients: 1, op: func(ctx context.Context, c *pgx.Conn, _, _ int) (int, error) {
+		rows, err := c.Query(ctx, `SELECT job_record_id FROM durable_jobs.claim_next_jobs($1, $2, 100)`, queue, benchOwner)
+		if err != nil {
+			return 0, err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err == nil && len(ids) != 100 {
+			err = fmt.Errorf("claim_next_jobs claimed %d of 100: raise Config.ClaimRate", len(ids))
+		}
+		return len(ids), err
+	}}
+	single := load{pool: r.e.worker, clients: 1, op: func(ctx context.Context, c *pgx.Conn, _, _ int) (int, error) {
+		var id int64
+		err := c.QueryRow(ctx, `SELECT job_record_id FROM durable_jobs.claim_next_job($1, $2)`, queue, benchOwner).Scan(&id)
+		return 1, err
+	}}
+	saved := r.cfg.CaseTime
+	r.cfg.CaseTime = saved / 2
+	defer func() { r.cfg.CaseTime = saved }()
+	return r.compare(ctx, Comparison{Group: "claim_batch", Name: "claim_next_jobs(…, 100) per job against claim_next_job",
+		Ours: "claim_next_jobs(…, 100)", Baseline: "claim_next_job", Unit: "job", Goal: 5}, ours, single)
+}
