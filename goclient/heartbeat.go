@@ -195,9 +195,12 @@ func (h *heartbeat) add(parent context.Context, job Job) *Lease {
 		trustedUntil: job.sentAt.Add(job.leaseExpiresAt.Sub(job.databaseTime) - h.margin),
 		nextDue:      job.sentAt.Add(h.interval),
 	}
-	l.trustTimer = time.AfterFunc(time.Until(l.trustedUntil), func() { h.trustExpired(l) })
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	// The timer is made under the lock: when the trust deadline has already
+	// passed it fires at once, and trustExpired must not see the lease
+	// before its timer is stored (it stops it).
+	l.trustTimer = time.AfterFunc(time.Until(l.trustedUntil), func() { h.trustExpired(l) })
 	if h.closing {
 		h.endLocked(l, ErrClosed)
 		return l
