@@ -71,6 +71,10 @@ type Worker struct {
 	mu     sync.Mutex
 	leases map[*Lease]struct{}
 	wake   chan struct{}
+
+	// completions batches the completions of Handler jobs that finish
+	// close together (batch_completion.go).
+	completions *completer
 }
 
 // NewWorker returns a worker of c, or a *ConfigError with one of these
@@ -103,7 +107,8 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.RetryDelay == nil {
 		cfg.RetryDelay = defaultRetryDelay
 	}
-	return &Worker{c: c, cfg: cfg, leases: make(map[*Lease]struct{}), wake: make(chan struct{}, 1)}, nil
+	return &Worker{c: c, cfg: cfg, leases: make(map[*Lease]struct{}), wake: make(chan struct{}, 1),
+		completions: newCompleter(c)}, nil
 }
 
 // defaultRetryDelay is 1 s doubled per attempt, at most 1 h.
@@ -252,9 +257,7 @@ func (w *Worker) process(lease *Lease, job Job) {
 	} else if herr := w.protect(job, func() error { return w.cfg.Handler(ctx, job) }); herr != nil {
 		err = &handlerError{herr}
 	} else {
-		err = w.writeTx(bg, lease, func(tctx context.Context, tx pgx.Tx) error {
-			return completeJob(tctx, tx, job.claim, nil)
-		})
+		err = w.completions.complete(bg, lease, job.claim)
 	}
 	var he *handlerError
 	if errors.As(err, &he) {
