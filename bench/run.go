@@ -414,16 +414,16 @@ func claimLoads(e *env, queue string, mustClaim bool) (load, load) {
 	return ours, base
 }
 
-// explainProbes records the plans of the reclaim probe as claim v2 runs it
+// explainProbes records the plans of the reclaim probe as claim v3 runs it
 // and as the earlier claim ran it, at the largest live level.
 func (r *runner) explainProbes(ctx context.Context, queue string, live int) error {
 	for _, p := range []struct{ what, sql string }{
-		{fmt.Sprintf("reclaim probe of claim v2, %d live leases", live),
+		{fmt.Sprintf("reclaim probe of claim v3 (migration 007), %d live leases", live),
 			`SELECT j.job_record_id FROM durable_jobs.job_record j
 			 WHERE j.queue_name = $1 AND j.job_status = 'RUNNING'
 			   AND j.lease_expiry_floor <= $2 AND j.lease_expires_at <= $2
 			 ORDER BY j.lease_expiry_floor, j.job_record_id LIMIT 100 FOR UPDATE OF j SKIP LOCKED`},
-		{fmt.Sprintf("reclaim probe before (ORDER BY lease_expires_at), %d live leases", live),
+		{fmt.Sprintf("reclaim probe of version 6 (ORDER BY lease_expires_at), %d live leases", live),
 			`SELECT j.job_record_id FROM durable_jobs.job_record j
 			 WHERE j.queue_name = $1 AND j.job_status = 'RUNNING' AND j.lease_expires_at <= $2
 			 ORDER BY j.lease_expires_at, j.job_record_id LIMIT 1 FOR UPDATE OF j SKIP LOCKED`},
