@@ -16,10 +16,15 @@ import (
 // E2EResult is one end-to-end comparison: jobs per second of the goclient
 // worker loop and of River on the same cluster, round by round.
 type E2EResult struct {
-	Name        string    `json:"name"`
-	Jobs        int       `json:"jobs_per_round"`
-	Workers     int       `json:"workers"`
-	OursPerSec  []float64 `json:"ours_jobs_per_second"`
+	// Name says what is compared.
+	Name string `json:"name"`
+	// Jobs is the number of jobs of one round of each side.
+	Jobs int `json:"jobs_per_round"`
+	// Workers is both sides' worker concurrency.
+	Workers int `json:"workers"`
+	// OursPerSec are our jobs per second, round by round.
+	OursPerSec []float64 `json:"ours_jobs_per_second"`
+	// RiverPerSec are River's jobs per second, round by round.
 	RiverPerSec []float64 `json:"river_jobs_per_second"`
 	// Ratio is the median of the per-round ratios ours / River.
 	Ratio float64 `json:"ratio"`

@@ -13,7 +13,7 @@ import (
 // comparison measures: 2 is the first release (migration 002's
 // functions); 6 has the security hardening of migrations 003 and 004 (the
 // READ COMMITTED check, per-backend tallies, input checks, absolute
-// durations, the collation refusal) and nothing of migration 007.
+// durations, the collation refusal) and nothing of migration 008.
 const (
 	firstRelease    = 2
 	hardenedRelease = 6

@@ -229,14 +229,22 @@ func (r *runner) profile(ctx context.Context) error {
 
 // MachineFacts describe where a run ran.
 type MachineFacts struct {
-	CPU        string `json:"cpu"`
-	Cores      int    `json:"cores"`
-	Kernel     string `json:"kernel"`
-	GoVersion  string `json:"go"`
+	// CPU is the processor model.
+	CPU string `json:"cpu"`
+	// Cores is the number of CPUs Go sees.
+	Cores int `json:"cores"`
+	// Kernel is uname -sr.
+	Kernel string `json:"kernel"`
+	// GoVersion is the Go release.
+	GoVersion string `json:"go"`
+	// PostgreSQL is the server's version.
 	PostgreSQL string `json:"postgresql"`
-	Settings   string `json:"settings"`
+	// Settings are the durability and memory settings of the server.
+	Settings string `json:"settings"`
+	// LoadBefore is the load average when the run began.
 	LoadBefore string `json:"load_before"`
-	LoadAfter  string `json:"load_after"`
+	// LoadAfter is the load average when it ended.
+	LoadAfter string `json:"load_after"`
 }
 
 var cpuModel = regexp.MustCompile(`(?m)^model name\s*:\s*(.*)$`)

@@ -107,7 +107,8 @@ func (r *Report) WriteMarkdown(w io.Writer, command string) error {
 	if len(r.E2E) > 0 {
 		p("## End to end: the goclient worker loop against River\n\n")
 		p("No-op jobs enqueued beforehand (not timed), then claimed, kept by the heartbeat and completed by\n")
-		p("`goclient.Worker` (concurrency %d, poll interval 1 ms, one `complete_job` transaction per job),\n", r.E2E[0].Workers)
+		p("`goclient.Worker` (concurrency %d, poll interval 1 ms, jobs that finish together completed in one\n", r.E2E[0].Workers)
+		p("`complete_jobs` transaction),\n")
 		p("and worked and completed by River (the peer module bench/peers/river, MaxWorkers %d), on the same\n", r.E2E[0].Workers)
 		p("cluster, alternating, %d jobs a round; both sides use pgxpool with pool_max_conns=%d. River runs\n", r.E2E[0].Jobs, e2ePoolSize)
 		p("*matched* (FetchCooldown and FetchPollInterval at River's 1 ms minimum, so that like our worker it\n")

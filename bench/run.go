@@ -63,19 +63,30 @@ func DefaultConfig(caseTime time.Duration) Config {
 
 // Comparison is one interleaved comparison of ours against a baseline.
 type Comparison struct {
-	Group    string  `json:"group"`
-	Name     string  `json:"name"`
-	Ours     string  `json:"ours"`
-	Baseline string  `json:"baseline"`
-	Clients  int     `json:"clients"`
-	Unit     string  `json:"unit"`
-	OursUS   float64 `json:"ours_us_per_unit"`
-	BaseUS   float64 `json:"baseline_us_per_unit"`
-	OursN    int64   `json:"ours_units"`
-	BaseN    int64   `json:"baseline_units"`
+	// Group is the report table the comparison belongs to.
+	Group string `json:"group"`
+	// Name says what is compared.
+	Name string `json:"name"`
+	// Ours is the side measured.
+	Ours string `json:"ours"`
+	// Baseline is the side it is measured against.
+	Baseline string `json:"baseline"`
+	// Clients is the number of concurrent clients of each side.
+	Clients int `json:"clients"`
+	// Unit is what one operation counts (renewal, claim, job).
+	Unit string `json:"unit"`
+	// OursUS is our wall time per unit in microseconds, every client counted.
+	OursUS float64 `json:"ours_us_per_unit"`
+	// BaseUS is the baseline's wall time per unit in microseconds.
+	BaseUS float64 `json:"baseline_us_per_unit"`
+	// OursN is the number of units our side did.
+	OursN int64 `json:"ours_units"`
+	// BaseN is the number of units the baseline did.
+	BaseN int64 `json:"baseline_units"`
 	// Ratio is ours' throughput over the baseline's: the median of the
 	// per-round ratios.
-	Ratio  float64   `json:"ratio"`
+	Ratio float64 `json:"ratio"`
+	// Rounds are the per-round throughput ratios.
 	Rounds []float64 `json:"round_ratios"`
 	// Goal is the least Ratio the issue asks for; 0 when there is none.
 	Goal float64 `json:"goal,omitempty"`
@@ -86,48 +97,74 @@ func (c Comparison) Met() bool { return c.Goal == 0 || c.Ratio >= c.Goal }
 
 // HOTShare is the share of HOT updates of one table under renewals.
 type HOTShare struct {
-	Table    string  `json:"table"`
-	What     string  `json:"what"`
-	Updates  int64   `json:"n_tup_upd"`
-	HOT      int64   `json:"n_tup_hot_upd"`
-	Share    float64 `json:"hot_share"`
-	Renewals int64   `json:"renewals"`
+	// Table is the table whose counters were read.
+	Table string `json:"table"`
+	// What says which renewals updated it.
+	What string `json:"what"`
+	// Updates is n_tup_upd over the phase.
+	Updates int64 `json:"n_tup_upd"`
+	// HOT is n_tup_hot_upd over the phase.
+	HOT int64 `json:"n_tup_hot_upd"`
+	// Share is HOT / Updates.
+	Share float64 `json:"hot_share"`
+	// Renewals is the number of renewals made.
+	Renewals int64 `json:"renewals"`
 }
 
 // ProfileLine is one statement of the profile phase (pg_stat_statements,
 // nested statements tracked).
 type ProfileLine struct {
-	Phase  string  `json:"phase"`
-	Query  string  `json:"query"`
-	Calls  int64   `json:"calls"`
+	// Phase is the function profiled.
+	Phase string `json:"phase"`
+	// Query is the statement's normalized text, cut to 160 characters.
+	Query string `json:"query"`
+	// Calls is how often it ran.
+	Calls int64 `json:"calls"`
+	// MeanUS is its mean execution time in microseconds.
 	MeanUS float64 `json:"mean_us"`
-	Share  float64 `json:"share_of_phase"`
+	// Share is its part of the phase's top-level execution time.
+	Share float64 `json:"share_of_phase"`
 }
 
 // Report is everything one run measured.
 type Report struct {
-	Started     time.Time     `json:"started"`
-	Duration    string        `json:"duration"`
-	Config      ConfigFacts   `json:"config"`
-	Machine     MachineFacts  `json:"machine"`
-	Comparisons []Comparison  `json:"comparisons"`
-	HOT         []HOTShare    `json:"hot"`
-	Profile     []ProfileLine `json:"profile"`
-	Plans       []Plan        `json:"plans"`
-	E2E         []E2EResult   `json:"end_to_end"`
+	// Started is when the run began (UTC).
+	Started time.Time `json:"started"`
+	// Duration is how long the run took.
+	Duration string `json:"duration"`
+	// Config is the configuration of the run.
+	Config ConfigFacts `json:"config"`
+	// Machine describes where it ran.
+	Machine MachineFacts `json:"machine"`
+	// Comparisons are the interleaved comparisons, in run order.
+	Comparisons []Comparison `json:"comparisons"`
+	// HOT are the HOT shares under renewal load.
+	HOT []HOTShare `json:"hot"`
+	// Profile is where the server time of each function goes.
+	Profile []ProfileLine `json:"profile"`
+	// Plans are the reclaim probe plans.
+	Plans []Plan `json:"plans"`
+	// E2E are the end-to-end comparisons with River.
+	E2E []E2EResult `json:"end_to_end"`
 }
 
 // ConfigFacts is the part of Config a report records.
 type ConfigFacts struct {
+	// CaseTime is Config.CaseTime.
 	CaseTime string `json:"case_time"`
-	Rounds   int    `json:"rounds"`
-	Warmup   string `json:"warmup"`
-	HOTTime  string `json:"hot_time"`
+	// Rounds is Config.Rounds.
+	Rounds int `json:"rounds"`
+	// Warmup is Config.Warmup.
+	Warmup string `json:"warmup"`
+	// HOTTime is Config.HOTTime.
+	HOTTime string `json:"hot_time"`
 }
 
 // Plan is an EXPLAIN ANALYZE of a claim probe at the largest live level.
 type Plan struct {
+	// What says which probe and where.
 	What string `json:"what"`
+	// Text is the EXPLAIN (ANALYZE, BUFFERS) output.
 	Text string `json:"plan"`
 }
 
@@ -377,16 +414,16 @@ func claimLoads(e *env, queue string, mustClaim bool) (load, load) {
 	return ours, base
 }
 
-// explainProbes records the plans of the reclaim probe as claim v2 runs it
+// explainProbes records the plans of the reclaim probe as claim v3 runs it
 // and as the earlier claim ran it, at the largest live level.
 func (r *runner) explainProbes(ctx context.Context, queue string, live int) error {
 	for _, p := range []struct{ what, sql string }{
-		{fmt.Sprintf("reclaim probe of claim v2, %d live leases", live),
+		{fmt.Sprintf("reclaim probe of claim v3 (migration 008), %d live leases", live),
 			`SELECT j.job_record_id FROM durable_jobs.job_record j
 			 WHERE j.queue_name = $1 AND j.job_status = 'RUNNING'
 			   AND j.lease_expiry_floor <= $2 AND j.lease_expires_at <= $2
 			 ORDER BY j.lease_expiry_floor, j.job_record_id LIMIT 100 FOR UPDATE OF j SKIP LOCKED`},
-		{fmt.Sprintf("reclaim probe before (ORDER BY lease_expires_at), %d live leases", live),
+		{fmt.Sprintf("reclaim probe of version 6 (ORDER BY lease_expires_at), %d live leases", live),
 			`SELECT j.job_record_id FROM durable_jobs.job_record j
 			 WHERE j.queue_name = $1 AND j.job_status = 'RUNNING' AND j.lease_expires_at <= $2
 			 ORDER BY j.lease_expires_at, j.job_record_id LIMIT 1 FOR UPDATE OF j SKIP LOCKED`},

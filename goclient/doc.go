@@ -141,6 +141,15 @@
 // the worker writes nothing. A terminal write that fails for another reason
 // stops the heartbeat, and the claim lapses at its expiry.
 //
+// Handler jobs that finish close together are completed together: the first
+// to finish completes its job at once, and the jobs that finish while that
+// transaction runs go in the next one, a single complete_jobs call
+// (migration 008), like a database's group commit. Each job's answer is the
+// one a completion of its own would get: when one claim of such a batch is
+// stale (complete_jobs then completes none), each is completed alone with
+// complete_job. TxHandler jobs are completed in their own transaction, as
+// always.
+//
 // # Configuration
 //
 // Config.Validate refuses unsafe settings with exact messages (the Msg

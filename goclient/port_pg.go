@@ -24,6 +24,7 @@ const (
 	sqlRenewJobLeases = `SELECT renewal_outcome, lease_expires_at, database_time FROM durable_jobs.renew_job_leases($1, $2, $3)`
 
 	sqlCompleteJob     = `SELECT durable_jobs.complete_job($1, $2, $3, $4)`
+	sqlCompleteJobs    = `SELECT job_record_id FROM durable_jobs.complete_jobs($1, $2, $3)`
 	sqlRetryJob        = `SELECT durable_jobs.retry_job($1, $2, $3, $4, $5)`
 	sqlFailJob         = `SELECT durable_jobs.fail_job($1, $2, $3, $4)`
 	sqlReleaseJobClaim = `SELECT durable_jobs.release_job_claim($1, $2, $3)`
@@ -181,6 +182,19 @@ func completeJob(ctx context.Context, q querier, c Claim, result []byte) error {
 		doc = result
 	}
 	_, err := q.Exec(ctx, sqlCompleteJob, c.jobID, c.tokenValue(), c.ownerValue(), doc)
+	return translateError(err)
+}
+
+// completeJobs calls complete_jobs (migration 008) for claims, which are
+// all of one owner: one transaction's completion of them all, or LF001
+// (ErrStaleClaim) and none when any is stale.
+func completeJobs(ctx context.Context, q querier, claims []Claim) error {
+	ids := make([]int64, len(claims))
+	tokens := make([]pgtype.UUID, len(claims))
+	for i, c := range claims {
+		ids[i], tokens[i] = c.jobID, c.tokenValue()
+	}
+	_, err := q.Exec(ctx, sqlCompleteJobs, claims[0].ownerValue(), ids, tokens)
 	return translateError(err)
 }
 

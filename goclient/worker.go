@@ -96,6 +96,10 @@ type Worker struct {
 	// txConns counts the TxHandler transactions that hold a pool connection
 	// now (room subtracts the jobs still waiting for one).
 	txConns atomic.Int64
+
+	// completions batches the completions of Handler jobs that finish
+	// close together (batch_completion.go).
+	completions *completer
 }
 
 // NewWorker returns a worker of c, or a *ConfigError with one of these
@@ -135,7 +139,8 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = c.cfg.Logger
 	}
-	return &Worker{c: c, cfg: cfg, leases: make(map[*Lease]struct{}), wake: make(chan struct{}, 1)}, nil
+	return &Worker{c: c, cfg: cfg, leases: make(map[*Lease]struct{}), wake: make(chan struct{}, 1),
+		completions: newCompleter(c)}, nil
 }
 
 // defaultRetryDelay is 1 s doubled per attempt, at most 1 h.
@@ -320,9 +325,7 @@ func (w *Worker) process(lease *Lease, job Job) {
 	} else if herr := w.protect(job, func() error { return w.cfg.Handler(ctx, job) }); herr != nil {
 		err = &handlerError{herr}
 	} else {
-		err = w.writeTx(bg, lease, func(tctx context.Context, tx pgx.Tx) error {
-			return completeJob(tctx, tx, job.claim, nil)
-		})
+		err = w.completions.complete(bg, lease, job.claim)
 	}
 	var he *handlerError
 	// outcome logs the terminal transition once its transaction committed.

@@ -1,11 +1,3 @@
-// Command leasebench runs leasefence's benchmarks on a durable throwaway
-// PostgreSQL it starts itself and writes bench/RESULTS.md and
-// bench/results.json. make bench runs it:
-//
-//	go run ./bench/cmd/leasebench -time 10s -out bench
-//
-// -time is the measured time of each comparison, both sides together; a
-// run takes about fifteen times that plus the fixtures.
 package main
 
 import (

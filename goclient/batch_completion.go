@@ -1,0 +1,143 @@
+package goclient
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// maxCompletionBatch is complete_jobs' limit of claims per call.
+const maxCompletionBatch = 1000
+
+// completer makes the worker's completions of handlers that finish close
+// together in one complete_jobs transaction, as a database's group commit
+// does: the first handler to finish completes its own job at once, and the
+// handlers that finish while that transaction runs are completed together
+// in the next one, made by the first of them (each handler's goroutine
+// makes at most the one transaction its own job is in). A job completed
+// alone goes through complete_job exactly as before. When one claim of a
+// batch is stale (LF001 completes none of them) every claim of the batch is
+// completed alone, so each gets its own answer.
+type completer struct {
+	pool          *pgxpool.Pool
+	leaseDuration time.Duration
+	batchLimit    int // most claims per transaction: complete_jobs' limit, maxCompletionBatch
+
+	mu      sync.Mutex
+	pending []*completion
+	running bool // a caller is completing a batch; the next one is handed to pending[0]
+}
+
+// newCompleter is the completer of a worker of c.
+func newCompleter(c *Client) *completer {
+	return &completer{pool: c.pool, leaseDuration: c.cfg.LeaseDuration, batchLimit: maxCompletionBatch}
+}
+
+// completion is one handler's request to complete its job.
+type completion struct {
+	lease *Lease
+	claim Claim
+	done  chan error    // the answer
+	lead  chan struct{} // this caller is to complete the next batch
+}
+
+// complete completes claim under lease, alone or with others, and returns
+// what a completion of its own would have: nil, errAbandoned when the lease
+// ended first, ErrStaleClaim (a *DatabaseError) or another error.
+func (c *completer) complete(bg context.Context, lease *Lease, claim Claim) error {
+	req := &completion{lease: lease, claim: claim, done: make(chan error, 1), lead: make(chan struct{}, 1)}
+	c.mu.Lock()
+	c.pending = append(c.pending, req)
+	if !c.running {
+		c.running = true
+		req.lead <- struct{}{}
+	}
+	c.mu.Unlock()
+	select {
+	case err := <-req.done:
+		return err
+	case <-req.lead:
+	}
+	c.next(bg)
+	return <-req.done
+}
+
+// next completes the pending requests (up to batchLimit; the caller's own
+// is the first), then hands the next batch to the first request still
+// pending, or ends the run when none is.
+func (c *completer) next(bg context.Context) {
+	c.mu.Lock()
+	n := min(len(c.pending), c.batchLimit)
+	batch := c.pending[:n:n]
+	c.pending = c.pending[n:]
+	c.mu.Unlock()
+	c.run(bg, batch)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) == 0 {
+		c.running = false
+		return
+	}
+	c.pending[0].lead <- struct{}{}
+}
+
+// run answers every request of batch.
+func (c *completer) run(bg context.Context, batch []*completion) {
+	var live []*completion
+	for _, r := range batch {
+		if r.lease.Err() != nil {
+			r.done <- errAbandoned
+			continue
+		}
+		live = append(live, r)
+	}
+	if len(live) < 2 {
+		for _, r := range live {
+			r.done <- c.alone(bg, r)
+		}
+		return
+	}
+	err := c.together(bg, live)
+	for _, r := range live {
+		if errors.Is(err, ErrStaleClaim) {
+			r.done <- c.alone(bg, r)
+			continue
+		}
+		r.done <- err
+	}
+}
+
+// alone completes one request with complete_job in a transaction of its
+// own, as the worker always did.
+func (c *completer) alone(bg context.Context, r *completion) error {
+	tctx, cancel := context.WithTimeout(bg, c.leaseDuration)
+	defer cancel()
+	return pgx.BeginFunc(tctx, c.pool, func(tx pgx.Tx) error {
+		return stopAfter(r.lease, func() error { return completeJob(tctx, tx, r.claim, nil) })
+	})
+}
+
+// together completes every request of live with one complete_jobs call in
+// one transaction; each heartbeat stops after the call succeeded, before
+// the commit, as stopAfter does for one.
+func (c *completer) together(bg context.Context, live []*completion) error {
+	tctx, cancel := context.WithTimeout(bg, c.leaseDuration)
+	defer cancel()
+	claims := make([]Claim, len(live))
+	for i, r := range live {
+		claims[i] = r.claim
+	}
+	return pgx.BeginFunc(tctx, c.pool, func(tx pgx.Tx) error {
+		if err := completeJobs(tctx, tx, claims); err != nil {
+			return err
+		}
+		for _, r := range live {
+			r.lease.Stop()
+		}
+		return nil
+	})
+}

@@ -1,0 +1,130 @@
+package goclient
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mightyetl/leasefence/internal/testdb"
+)
+
+// The completer completes handlers that finish together in one
+// complete_jobs transaction, and each caller gets what a completion of its
+// own would have answered: nil, ErrStaleClaim (the batch then falls back to
+// one complete_job per claim), errAbandoned for a lease that ended first,
+// and the batch's error for any other failure.
+func TestCompleterCompletesTogetherAndAnswersEachAsAlone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	admin := db.Pool(t)
+	c, err := New(db.LoginPool(t, "durable_job_worker"), WithOwnerID("batch-completer"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	const queue = "batch.completer"
+	_, err = admin.Exec(ctx, `SELECT durable_jobs.enqueue_job($1, '{}') FROM generate_series(1, 13)`, queue)
+	require.NoError(t, err)
+	jobs, err := c.ClaimMany(ctx, queue, 13)
+	require.NoError(t, err)
+	require.Len(t, jobs, 13)
+	reqs := make([]*completion, len(jobs))
+	for i, j := range jobs {
+		reqs[i] = &completion{lease: c.Keep(ctx, j), claim: j.claim, done: make(chan error, 1), lead: make(chan struct{}, 1)}
+	}
+	comp := newCompleter(c)
+	answers := func(rs ...*completion) []error {
+		out := make([]error, len(rs))
+		for i, r := range rs {
+			out[i] = <-r.done
+		}
+		return out
+	}
+	// transactions is the number of distinct transactions that last wrote
+	// the rows of rs (xmin).
+	transactions := func(rs ...*completion) int {
+		ids := make([]int64, len(rs))
+		for i, r := range rs {
+			ids[i] = r.claim.jobID
+		}
+		var n int
+		require.NoError(t, admin.QueryRow(ctx, `SELECT count(DISTINCT xmin::text) FROM durable_jobs.job_record
+			WHERE job_record_id = ANY($1)`, ids).Scan(&n))
+		return n
+	}
+	status := func(r *completion) string {
+		var s string
+		require.NoError(t, admin.QueryRow(ctx, `SELECT job_status::text FROM durable_jobs.job_record WHERE job_record_id = $1`,
+			r.claim.jobID).Scan(&s))
+		return s
+	}
+
+	// Three fenced claims: one complete_jobs transaction, every heartbeat stopped.
+	comp.run(ctx, reqs[0:3])
+	require.Equal(t, []error{nil, nil, nil}, answers(reqs[0:3]...))
+	require.Equal(t, 1, transactions(reqs[0:3]...), "the three were completed in one transaction")
+	for _, r := range reqs[0:3] {
+		require.Equal(t, "SUCCEEDED", status(r))
+		require.ErrorIs(t, r.lease.Err(), ErrLeaseStopped)
+	}
+
+	// One stale claim (cancelled) among three: each completed alone.
+	_, err = admin.Exec(ctx, `SELECT durable_jobs.cancel_job($1)`, reqs[3].claim.jobID)
+	require.NoError(t, err)
+	comp.run(ctx, reqs[3:6])
+	got := answers(reqs[3:6]...)
+	require.ErrorIs(t, got[0], ErrStaleClaim)
+	require.Equal(t, []error{nil, nil}, got[1:])
+	require.Equal(t, 2, transactions(reqs[4:6]...), "after the stale batch each claim was completed alone")
+	require.Equal(t, "CANCELLED", status(reqs[3]))
+
+	// A lease that ended first is not written; the one left is completed alone.
+	reqs[6].lease.Stop()
+	comp.run(ctx, reqs[6:8])
+	require.Equal(t, []error{errAbandoned, nil}, answers(reqs[6:8]...))
+	require.Equal(t, "RUNNING", status(reqs[6]))
+	require.Equal(t, "SUCCEEDED", status(reqs[7]))
+
+	// Any other failure of the batch (here the same claim twice, LF003) is every caller's answer.
+	twin := &completion{lease: reqs[8].lease, claim: reqs[8].claim, done: make(chan error, 1)}
+	comp.run(ctx, []*completion{reqs[8], twin})
+	for _, err := range answers(reqs[8], twin) {
+		require.ErrorIs(t, err, ErrInvalidArgument)
+	}
+	require.Equal(t, "RUNNING", status(reqs[8]))
+
+	// Through complete, as the worker calls it: a request alone.
+	require.NoError(t, comp.complete(ctx, reqs[9].lease, reqs[9].claim))
+	require.Equal(t, "SUCCEEDED", status(reqs[9]))
+	require.False(t, comp.running, "the run ended")
+	require.Empty(t, comp.pending)
+	require.False(t, errors.Is(reqs[8].lease.Err(), ErrLeaseStopped), "a failed batch stops no heartbeat itself")
+
+	// Three handlers finish while a transaction runs (running, as when one
+	// is in flight), two claims per transaction: the first of them completes
+	// itself and the second together, then hands the third its own batch.
+	comp.batchLimit = 2
+	comp.mu.Lock()
+	comp.running = true
+	comp.mu.Unlock()
+	results := make(chan error, 3)
+	for _, r := range reqs[10:13] {
+		go func() { results <- comp.complete(ctx, r.lease, r.claim) }()
+		require.Eventually(t, func() bool {
+			comp.mu.Lock()
+			defer comp.mu.Unlock()
+			return len(comp.pending) > 0 && comp.pending[len(comp.pending)-1].claim.jobID == r.claim.jobID
+		}, 10*time.Second, time.Millisecond, "the handler's request is pending")
+	}
+	comp.mu.Lock()
+	comp.pending[0].lead <- struct{}{} // the transaction in flight ends
+	comp.mu.Unlock()
+	for range 3 {
+		require.NoError(t, <-results)
+	}
+	require.Equal(t, 1, transactions(reqs[10:12]...), "the first two were completed together")
+	require.Equal(t, "SUCCEEDED", status(reqs[12]))
+	require.False(t, comp.running)
+}
