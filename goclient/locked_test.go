@@ -20,7 +20,12 @@ import (
 // until the attempt timeout, and all three went unrenewed.
 func TestLockedRowIsRenewedAloneAndTheBatchStaysOwned(t *testing.T) {
 	t.Parallel()
-	e := setup(t, slowPolicy)
+	// Longer than slowPolicy so that a loaded machine's scheduling delays
+	// stay well inside the port's lock wait (4/5 of the interval) and the
+	// coalescing window (a tenth of it); nothing below waits on a sleep
+	// to be sure of an order.
+	lockPolicy := policy{lease: 9 * time.Second, interval: 3 * time.Second, maxLifetime: time.Hour, renewalEnabled: true}
+	e := setup(t, lockPolicy)
 	e.enqueue(3)
 	rec := newRecorder()
 	port := e.heartbeatPort()
@@ -36,42 +41,61 @@ func TestLockedRowIsRenewedAloneAndTheBatchStaysOwned(t *testing.T) {
 	defer func() { _ = tx.Rollback(ctx) }()
 	_, err = tx.Exec(ctx, "SELECT 1 FROM durable_jobs.job_record WHERE job_record_id = $1 FOR UPDATE", locked)
 	require.NoError(t, err)
+	var holder int32
+	require.NoError(t, tx.QueryRow(ctx, "SELECT pg_catalog.pg_backend_pid()").Scan(&holder))
 
 	var leases []*goclient.Lease
 	for _, j := range jobs {
 		leases = append(leases, c.Keep(ctx, j))
 	}
-	// The first batch of three, then the locked claim alone.
-	waitFor(t, 2*slowPolicy.interval, "the locked claim renewed alone", func() bool {
-		batches, _, _ := port.snapshot()
-		return len(batches) >= 2 && slices.Equal(batches[len(batches)-1], []int64{locked})
+	// The batch of three answers at once (it skips the locked row), and the
+	// locked claim goes out alone and waits for the lock: the database shows
+	// a session blocked by this transaction.
+	waitFor(t, 3*lockPolicy.interval, "the lone renewal waiting for the lock", func() bool {
+		var waiting bool
+		require.NoError(t, e.admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity a
+			WHERE $1 = ANY (pg_catalog.pg_blocking_pids(a.pid)))`, holder).Scan(&waiting))
+		return waiting
 	})
+	batches, _, _ := port.snapshot()
+	require.Len(t, batches[0], 3, "the first call renewed the three together")
+	require.Equal(t, []int64{locked}, firstBatchWith(batches[1:], locked), "the locked claim went alone")
 	for _, j := range []goclient.Job{jobs[0], jobs[2]} {
-		require.Equal(t, int64(1), e.state(j.ID()).RenewalCount, "job %d was renewed while the other row was locked", j.ID())
+		require.GreaterOrEqual(t, e.state(j.ID()).RenewalCount, int64(1), "job %d was renewed while the other row was locked", j.ID())
 	}
 	require.Equal(t, int64(0), e.state(locked).RenewalCount, "the locked job is not renewed yet")
 	for _, l := range leases {
 		require.NoError(t, l.Err(), "nothing is lost while one row is locked")
 	}
 	// Let the lock go while the lone renewal waits for it.
-	time.Sleep(slowPolicy.interval / 5)
 	require.NoError(t, tx.Rollback(ctx))
-	waitFor(t, slowPolicy.interval, "the locked claim renewed", func() bool { return e.state(locked).RenewalCount >= 1 })
+	waitFor(t, lockPolicy.interval, "the locked claim renewed", func() bool { return e.state(locked).RenewalCount >= 1 })
+	renewedAlone := len(batches)
 
-	time.Sleep(slowPolicy.interval + slowPolicy.interval/2)
+	// Once renewed, the claim is batched with the rest again.
+	waitFor(t, 3*lockPolicy.interval, "a batch of the three again", func() bool {
+		batches, _, _ := port.snapshot()
+		return slices.ContainsFunc(batches[renewedAlone:], func(b []int64) bool { return len(b) == 3 })
+	})
 	for _, l := range leases {
 		require.NoError(t, l.Err(), "every claim is still owned")
 		require.Positive(t, l.TrustedFor())
 		l.Stop()
 	}
-	batches, _, _ := port.snapshot()
-	require.Len(t, batches[0], 3, "the first call renewed the three together")
-	require.Equal(t, []int64{locked}, batches[1], "the locked claim went alone")
-	require.Len(t, batches[len(batches)-1], 3, "once renewed, the claim is batched with the rest again")
 	require.Zero(t, rec.lostCount(goclient.LossStale))
 	require.Zero(t, rec.lostCount(goclient.LossTrustDeadlinePassed))
 	require.Zero(t, rec.renewalCount(goclient.RenewalLocked), "locked is not an outcome the observer sees")
 	require.Zero(t, rec.renewalCount(goclient.RenewalStale))
+}
+
+// firstBatchWith is the first of batches that holds job id, or nil.
+func firstBatchWith(batches [][]int64, id int64) []int64 {
+	for _, b := range batches {
+		if slices.Contains(b, id) {
+			return b
+		}
+	}
+	return nil
 }
 
 // lockedPort answers locked for every claim, even a claim renewed alone (a
