@@ -1,9 +1,11 @@
 package prommetrics
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,13 +29,28 @@ var ErrInvalidDatabaseCollector = errors.New("prommetrics: invalid database coll
 // A read that fails or takes longer than the timeout adds one to
 // leasefence_database_scrape_failures_total, and that scrape exports no
 // database gauge at all (never the previous values, never the error text).
-// The only label is "queue".
+// The only label is "queue". Queue names are chosen by producers (any
+// producer login may enqueue into a new queue name), so the number of
+// series is bounded: at most MaxDatabaseQueueSeries queues get series of
+// their own, the busiest first (running jobs, expired leases, reclaims and
+// stale renewals), and the rest are summed into one series labelled
+// OtherQueuesLabel (the oldest lease age is their greatest).
 type DatabaseCollector struct {
 	client   *goclient.Client
 	timeout  time.Duration
 	failures prometheus.Counter
 	gauges   []databaseGauge
 }
+
+// MaxDatabaseQueueSeries is how many queues at most the DatabaseCollector
+// exports under their own name; it exports one more series,
+// OtherQueuesLabel, for the rest.
+const MaxDatabaseQueueSeries = 100
+
+// OtherQueuesLabel is the queue label of the series in which the
+// DatabaseCollector sums the queues beyond MaxDatabaseQueueSeries. It
+// cannot be a queue name: queue names start with a letter.
+const OtherQueuesLabel = "_other"
 
 // databaseGauge is one per-queue gauge and how to read it from a row.
 type databaseGauge struct {
@@ -110,12 +127,46 @@ func (c *DatabaseCollector) Collect(ch chan<- prometheus.Metric) {
 		c.failures.Inc()
 		health = nil
 	}
-	for _, h := range health {
+	for _, h := range boundQueues(health, MaxDatabaseQueueSeries) {
 		for _, g := range c.gauges {
-			// Queue names match ^[a-z][a-z0-9_.:-]{0,62}$ (or are "*"), so
-			// the one label value is always valid.
+			// Queue names match ^[a-z][a-z0-9_.:-]{0,62}$ (or are "*" or
+			// OtherQueuesLabel), so the one label value is always valid.
 			ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, g.value(h), h.Queue)
 		}
 	}
 	c.failures.Collect(ch)
+}
+
+// activity is how much a queue's health says is going on: what an operator
+// watches the database gauges for.
+func activity(h goclient.QueueLeaseHealth) int64 {
+	return h.RunningJobs + h.ExpiredAwaitingReclaim + h.ReclaimsLastHour + h.StaleRenewalsLastHour
+}
+
+// boundQueues returns health unchanged when it has at most limit queues;
+// otherwise the limit busiest queues (by activity, then by name), in name
+// order, and one more entry, OtherQueuesLabel, holding the sums of the
+// rest (and the greatest of their oldest lease ages).
+func boundQueues(health []goclient.QueueLeaseHealth, limit int) []goclient.QueueLeaseHealth {
+	if len(health) <= limit {
+		return health
+	}
+	ranked := slices.Clone(health)
+	slices.SortStableFunc(ranked, func(a, b goclient.QueueLeaseHealth) int {
+		return cmp.Or(cmp.Compare(activity(b), activity(a)), cmp.Compare(a.Queue, b.Queue))
+	})
+	kept := ranked[:limit:limit]
+	slices.SortFunc(kept, func(a, b goclient.QueueLeaseHealth) int { return cmp.Compare(a.Queue, b.Queue) })
+	other := goclient.QueueLeaseHealth{Queue: OtherQueuesLabel}
+	for _, h := range ranked[limit:] {
+		other.RunningJobs += h.RunningJobs
+		other.ExpiringWithinInterval += h.ExpiringWithinInterval
+		other.ExpiredAwaitingReclaim += h.ExpiredAwaitingReclaim
+		other.ReclaimsLastHour += h.ReclaimsLastHour
+		other.StaleRenewalsLastHour += h.StaleRenewalsLastHour
+		if h.OldestLeaseAge != nil && (other.OldestLeaseAge == nil || *h.OldestLeaseAge > *other.OldestLeaseAge) {
+			other.OldestLeaseAge = h.OldestLeaseAge
+		}
+	}
+	return append(kept, other)
 }

@@ -3,6 +3,7 @@ package prommetrics_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"os/exec"
 	"strings"
@@ -311,4 +312,49 @@ func TestNewDatabaseCollectorRefusesANilClientOrTimeout(t *testing.T) {
 		require.ErrorIs(t, err, prommetrics.ErrInvalidDatabaseCollector, timeout.String())
 		require.ErrorContains(t, err, "the timeout must be positive")
 	}
+}
+
+// Any producer login may enqueue into a queue name nobody has made a
+// policy for, so the collector's series are bounded whatever producers
+// do: 105 queue names of idle jobs and one busy queue that sorts last give
+// MaxDatabaseQueueSeries queues of their own, the busy one among them, and
+// one OtherQueuesLabel series that sums the rest. (On 1cc8d2a every queue
+// name a producer used became a series of its own.)
+func TestDatabaseCollectorBoundsTheSeriesProducersCanCreate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	producer := db.LoginPool(t, "durable_job_producer")
+	for i := range 105 {
+		_, err := producer.Exec(ctx, `SELECT durable_jobs.enqueue_job($1, '{}'::jsonb)`, fmt.Sprintf("flood.q%03d", i))
+		require.NoError(t, err)
+	}
+	const busy = "zz.busy"
+	_, err := producer.Exec(ctx, `SELECT durable_jobs.enqueue_job($1, '{}'::jsonb)`, busy)
+	require.NoError(t, err)
+	claimSQL(t, db.LoginPool(t, "durable_job_worker"), busy, "bound-owner")
+
+	auditor, err := goclient.New(db.LoginPool(t, "durable_job_auditor"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, auditor.Close()) })
+	collector, err := prommetrics.NewDatabaseCollector(auditor, 5*time.Second)
+	require.NoError(t, err)
+	reg := prometheus.NewRegistry()
+	require.NoError(t, reg.Register(collector))
+	families := parseScrape(t, scrapeText(t, reg))
+	require.Zero(t, failures(t, families))
+	for _, name := range databaseMetricNames() {
+		if name == prommetrics.DatabaseScrapeFailuresTotal {
+			continue
+		}
+		require.Len(t, byQueue(t, families[name]), prommetrics.MaxDatabaseQueueSeries+1, name)
+	}
+	running := byQueue(t, families[prommetrics.DatabaseRunningJobs])
+	require.Equal(t, 1.0, running[busy], "the busy queue keeps its own series")
+	require.Contains(t, running, prommetrics.OtherQueuesLabel)
+	require.Contains(t, running, "*")
+	require.Contains(t, running, "flood.q000")
+	require.NotContains(t, running, "flood.q104", "the idle queues last by name are summed")
+	ages := byQueue(t, families[prommetrics.DatabaseOldestLeaseAgeSeconds])
+	require.Zero(t, ages[prommetrics.OtherQueuesLabel], "no running job among the rest")
 }
