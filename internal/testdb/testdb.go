@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"os/exec"
@@ -170,9 +171,29 @@ func AdminURL(t testing.TB, dbname string) string {
 // when EnvDatabaseURL is set.
 func OwnCluster(t testing.TB) (*pglocal.Cluster, *DB) {
 	t.Helper()
+	return OwnClusterWith(t, ClusterExtras{})
+}
+
+// ClusterExtras are what OwnClusterWith adds to the settings of the
+// throwaway clusters.
+type ClusterExtras struct {
+	// Settings are set on top of ServerSettings (a name in both takes this
+	// value).
+	Settings map[string]string
+	// PreloadLibraries are loaded at start after plpgsql_check, for
+	// example "pgaudit" or "pg_cron".
+	PreloadLibraries []string
+	// TLS turns ssl on with this certificate (pglocal.Options.TLS).
+	TLS *pglocal.TLS
+}
+
+// OwnClusterWith is OwnCluster for a cluster started with extras: more
+// settings, preloaded libraries or TLS, which need a server start.
+func OwnClusterWith(t testing.TB, extras ClusterExtras) (*pglocal.Cluster, *DB) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
-	srv, err := startLocal(ctx)
+	srv, err := startLocal(ctx, extras)
 	if err != nil {
 		t.Fatalf("testdb: start a cluster of this test's own: %v", err)
 	}
@@ -323,7 +344,7 @@ func sharedServerErr(ctx context.Context) (*server, error) {
 		} else if dockerSelected() {
 			shared.srv, shared.err = startDocker(ctx)
 		} else {
-			shared.srv, shared.err = startLocal(ctx)
+			shared.srv, shared.err = startLocal(ctx, ClusterExtras{})
 		}
 		if shared.err == nil {
 			logf("testdb: server and template ready in %s", time.Since(began).Round(time.Millisecond))
@@ -333,7 +354,7 @@ func sharedServerErr(ctx context.Context) (*server, error) {
 }
 
 // startLocal starts a throwaway cluster and builds its template.
-func startLocal(ctx context.Context) (*server, error) {
+func startLocal(ctx context.Context, extras ClusterExtras) (*server, error) {
 	binDir, err := pglocal.FindBinDir()
 	if err != nil {
 		return nil, fmt.Errorf("%v\n%s", err, InstallHint)
@@ -341,10 +362,14 @@ func startLocal(ctx context.Context) (*server, error) {
 	if err := checkExtensionFiles(binDir); err != nil {
 		return nil, err
 	}
+	settings := make(map[string]string, len(ServerSettings)+len(extras.Settings))
+	maps.Copy(settings, ServerSettings)
+	maps.Copy(settings, extras.Settings)
 	cluster, err := pglocal.Start(ctx, pglocal.Options{
 		BinDir:                 binDir,
-		Settings:               ServerSettings,
-		SharedPreloadLibraries: []string{"plpgsql_check"},
+		Settings:               settings,
+		SharedPreloadLibraries: append([]string{"plpgsql_check"}, extras.PreloadLibraries...),
+		TLS:                    extras.TLS,
 		InitdbCache:            initdbCacheDir(),
 		Logf:                   logf,
 	})
