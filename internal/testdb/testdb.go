@@ -43,7 +43,7 @@ const TemplateName = "leasefence_template"
 // InstallHint is the advice given when a PostgreSQL tool the tests need is
 // missing.
 const InstallHint = "run make deps (apt-get install postgresql-15 postgresql-15-pgtap " +
-	"libtap-parser-sourcehandler-pgtap-perl postgresql-15-plpgsql-check)"
+	"libtap-parser-sourcehandler-pgtap-perl postgresql-15-plpgsql-check postgresql-15-pgaudit postgresql-15-cron)"
 
 // RuntimeRoles are the bundle's four runtime groups that LoginURL and
 // LoginPool accept.
@@ -359,7 +359,7 @@ func startLocal(ctx context.Context, extras ClusterExtras) (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%v\n%s", err, InstallHint)
 	}
-	if err := checkExtensionFiles(binDir); err != nil {
+	if err := checkExtensionFiles(binDir, extras.PreloadLibraries); err != nil {
 		return nil, err
 	}
 	settings := make(map[string]string, len(ServerSettings)+len(extras.Settings))
@@ -421,7 +421,7 @@ func connectExternal(ctx context.Context, raw string) (*server, error) {
 // checkExtensionFiles makes sure the extensions the template needs are
 // installed next to the server binaries, so a missing one is reported as
 // such and not as a server that will not start.
-func checkExtensionFiles(binDir string) error {
+func checkExtensionFiles(binDir string, preload []string) error {
 	out, err := exec.Command(filepath.Join(binDir, "pg_config"), "--pkglibdir", "--sharedir").Output()
 	if err != nil {
 		return nil // no pg_config: let CREATE EXTENSION report what is missing
@@ -430,11 +430,15 @@ func checkExtensionFiles(binDir string) error {
 	if len(dirs) != 2 {
 		return nil
 	}
-	for _, f := range []string{
+	files := []string{
 		filepath.Join(dirs[0], "plpgsql_check.so"),
 		filepath.Join(dirs[1], "extension", "plpgsql_check.control"),
 		filepath.Join(dirs[1], "extension", "pgtap.control"),
-	} {
+	}
+	for _, lib := range preload {
+		files = append(files, filepath.Join(dirs[0], lib+".so"))
+	}
+	for _, f := range files {
 		if _, err := os.Stat(f); err != nil {
 			return fmt.Errorf("%s is missing; %s", f, InstallHint)
 		}
