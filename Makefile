@@ -32,9 +32,12 @@ LEASECTL_MIN := 95
 
 # What make deps checks and installs (Debian package names).
 # chromium renders the demo's HTML timeline in its test; faketime moves the
-# database clock in the reliability campaign (internal/campaign).
+# database clock in the reliability campaign (internal/campaign); pgaudit and
+# pg_cron are loaded by the transport tests (internal/transport: the tested
+# pgaudit configuration, the retention purge scheduled in pg_cron).
 DEB_PACKAGES := postgresql-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl \
-                postgresql-15-plpgsql-check prometheus chromium faketime
+                postgresql-15-plpgsql-check postgresql-15-pgaudit postgresql-15-cron \
+                prometheus chromium faketime
 
 .PHONY: deps test demo lint tools clean soak bench
 
@@ -65,6 +68,9 @@ deps:
 	fi
 	@for tool in pg_prove promtool chromium /usr/lib/postgresql/15/bin/postgres; do \
 	  command -v "$$tool" >/dev/null 2>&1 || { echo "make deps: $$tool is still missing after the install" >&2; exit 1; }; \
+	done
+	@for lib in pgaudit pg_cron; do \
+	  test -f "/usr/lib/postgresql/15/lib/$$lib.so" || { echo "make deps: the PostgreSQL library $$lib is still missing after the install" >&2; exit 1; }; \
 	done
 	go mod download
 

@@ -38,6 +38,12 @@ type Options struct {
 	// (the shared_preload_libraries setting), for example "plpgsql_check".
 	SharedPreloadLibraries []string
 
+	// TLS, when set, starts the server with ssl = on and this certificate
+	// and key (written into the cluster's folder, the key readable by the
+	// server's account only). Clients may still connect without TLS
+	// (pg_hba.conf is initdb's), so a test can compare both.
+	TLS *TLS
+
 	// Superuser is the name of the bootstrap superuser; "postgres" when
 	// empty.
 	Superuser string
@@ -73,6 +79,14 @@ type Options struct {
 	Logf func(format string, args ...any)
 }
 
+// TLS is a server certificate chain and its private key, both PEM-encoded.
+type TLS struct {
+	// CertPEM is the server certificate (followed by any intermediates).
+	CertPEM []byte
+	// KeyPEM is the certificate's private key, unencrypted.
+	KeyPEM []byte
+}
+
 // Cluster is a running throwaway PostgreSQL server. Its methods are safe for
 // concurrent use.
 type Cluster struct {
@@ -100,7 +114,7 @@ type Cluster struct {
 // reservedSettings are the settings Start owns.
 var reservedSettings = map[string]bool{
 	"listen_addresses": true, "port": true, "unix_socket_directories": true,
-	"shared_preload_libraries": true,
+	"shared_preload_libraries": true, "ssl": true, "ssl_cert_file": true, "ssl_key_file": true,
 }
 
 // Start creates and starts a new cluster. It returns once the server accepts
@@ -114,7 +128,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	for name := range opts.Settings {
 		if reservedSettings[name] {
-			return nil, fmt.Errorf("pglocal: setting %q is chosen by Start (use Options.SharedPreloadLibraries for shared_preload_libraries)", name)
+			return nil, fmt.Errorf("pglocal: setting %q is chosen by Start (use Options.SharedPreloadLibraries for shared_preload_libraries, Options.TLS for ssl)", name)
 		}
 	}
 	binDir := opts.BinDir
@@ -180,6 +194,13 @@ func (c *Cluster) create(ctx context.Context, opts Options) error {
 		return err
 	}
 	c.args = serverArgs(c.socketDir, opts)
+	if opts.TLS != nil {
+		tlsArgs, err := c.writeTLS(opts.TLS)
+		if err != nil {
+			return err
+		}
+		c.args = append(c.args, tlsArgs...)
+	}
 	timeout := opts.StartTimeout
 	if timeout <= 0 {
 		timeout = 60 * time.Second
@@ -202,6 +223,29 @@ func (c *Cluster) create(ctx context.Context, opts Options) error {
 		}
 	}
 	return lastErr
+}
+
+// writeTLS writes the certificate and key into the cluster's folder, owned
+// by the server's account (PostgreSQL refuses a key others can read), and
+// returns the settings that turn TLS on with them.
+func (c *Cluster) writeTLS(t *TLS) ([]string, error) {
+	if len(t.CertPEM) == 0 || len(t.KeyPEM) == 0 {
+		return nil, errors.New("pglocal: Options.TLS needs both CertPEM and KeyPEM")
+	}
+	certPath, keyPath := filepath.Join(c.rootDir, "server.crt"), filepath.Join(c.rootDir, "server.key")
+	for _, f := range []struct {
+		path string
+		data []byte
+		mode os.FileMode
+	}{{certPath, t.CertPEM, 0o644}, {keyPath, t.KeyPEM, 0o600}} {
+		if err := os.WriteFile(f.path, f.data, f.mode); err != nil {
+			return nil, fmt.Errorf("pglocal: write %s: %w", filepath.Base(f.path), err)
+		}
+		if err := c.account.chown(f.path); err != nil {
+			return nil, err
+		}
+	}
+	return []string{"-c", "ssl=on", "-c", "ssl_cert_file=" + certPath, "-c", "ssl_key_file=" + keyPath}, nil
 }
 
 // serverArgs builds the postgres arguments other than -D and -p.
@@ -352,7 +396,7 @@ func freePort() (int, error) {
 }
 
 // URL returns a connection URL for the superuser to database dbname over
-// TCP on 127.0.0.1, with TLS off (the server has none).
+// TCP on 127.0.0.1, with TLS off (even when Options.TLS turned it on).
 func (c *Cluster) URL(dbname string) string {
 	u := url.URL{
 		Scheme:   "postgres",

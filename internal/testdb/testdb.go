@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"os/exec"
@@ -42,7 +43,7 @@ const TemplateName = "leasefence_template"
 // InstallHint is the advice given when a PostgreSQL tool the tests need is
 // missing.
 const InstallHint = "run make deps (apt-get install postgresql-15 postgresql-15-pgtap " +
-	"libtap-parser-sourcehandler-pgtap-perl postgresql-15-plpgsql-check)"
+	"libtap-parser-sourcehandler-pgtap-perl postgresql-15-plpgsql-check postgresql-15-pgaudit postgresql-15-cron)"
 
 // RuntimeRoles are the bundle's four runtime groups that LoginURL and
 // LoginPool accept.
@@ -170,9 +171,29 @@ func AdminURL(t testing.TB, dbname string) string {
 // when EnvDatabaseURL is set.
 func OwnCluster(t testing.TB) (*pglocal.Cluster, *DB) {
 	t.Helper()
+	return OwnClusterWith(t, ClusterExtras{})
+}
+
+// ClusterExtras are what OwnClusterWith adds to the settings of the
+// throwaway clusters.
+type ClusterExtras struct {
+	// Settings are set on top of ServerSettings (a name in both takes this
+	// value).
+	Settings map[string]string
+	// PreloadLibraries are loaded at start after plpgsql_check, for
+	// example "pgaudit" or "pg_cron".
+	PreloadLibraries []string
+	// TLS turns ssl on with this certificate (pglocal.Options.TLS).
+	TLS *pglocal.TLS
+}
+
+// OwnClusterWith is OwnCluster for a cluster started with extras: more
+// settings, preloaded libraries or TLS, which need a server start.
+func OwnClusterWith(t testing.TB, extras ClusterExtras) (*pglocal.Cluster, *DB) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
-	srv, err := startLocal(ctx)
+	srv, err := startLocal(ctx, extras)
 	if err != nil {
 		t.Fatalf("testdb: start a cluster of this test's own: %v", err)
 	}
@@ -323,7 +344,7 @@ func sharedServerErr(ctx context.Context) (*server, error) {
 		} else if dockerSelected() {
 			shared.srv, shared.err = startDocker(ctx)
 		} else {
-			shared.srv, shared.err = startLocal(ctx)
+			shared.srv, shared.err = startLocal(ctx, ClusterExtras{})
 		}
 		if shared.err == nil {
 			logf("testdb: server and template ready in %s", time.Since(began).Round(time.Millisecond))
@@ -333,18 +354,22 @@ func sharedServerErr(ctx context.Context) (*server, error) {
 }
 
 // startLocal starts a throwaway cluster and builds its template.
-func startLocal(ctx context.Context) (*server, error) {
+func startLocal(ctx context.Context, extras ClusterExtras) (*server, error) {
 	binDir, err := pglocal.FindBinDir()
 	if err != nil {
 		return nil, fmt.Errorf("%v\n%s", err, InstallHint)
 	}
-	if err := checkExtensionFiles(binDir); err != nil {
+	if err := checkExtensionFiles(binDir, extras.PreloadLibraries); err != nil {
 		return nil, err
 	}
+	settings := make(map[string]string, len(ServerSettings)+len(extras.Settings))
+	maps.Copy(settings, ServerSettings)
+	maps.Copy(settings, extras.Settings)
 	cluster, err := pglocal.Start(ctx, pglocal.Options{
 		BinDir:                 binDir,
-		Settings:               ServerSettings,
-		SharedPreloadLibraries: []string{"plpgsql_check"},
+		Settings:               settings,
+		SharedPreloadLibraries: append([]string{"plpgsql_check"}, extras.PreloadLibraries...),
+		TLS:                    extras.TLS,
 		InitdbCache:            initdbCacheDir(),
 		Logf:                   logf,
 	})
@@ -396,7 +421,7 @@ func connectExternal(ctx context.Context, raw string) (*server, error) {
 // checkExtensionFiles makes sure the extensions the template needs are
 // installed next to the server binaries, so a missing one is reported as
 // such and not as a server that will not start.
-func checkExtensionFiles(binDir string) error {
+func checkExtensionFiles(binDir string, preload []string) error {
 	out, err := exec.Command(filepath.Join(binDir, "pg_config"), "--pkglibdir", "--sharedir").Output()
 	if err != nil {
 		return nil // no pg_config: let CREATE EXTENSION report what is missing
@@ -405,11 +430,15 @@ func checkExtensionFiles(binDir string) error {
 	if len(dirs) != 2 {
 		return nil
 	}
-	for _, f := range []string{
+	files := []string{
 		filepath.Join(dirs[0], "plpgsql_check.so"),
 		filepath.Join(dirs[1], "extension", "plpgsql_check.control"),
 		filepath.Join(dirs[1], "extension", "pgtap.control"),
-	} {
+	}
+	for _, lib := range preload {
+		files = append(files, filepath.Join(dirs[0], lib+".so"))
+	}
+	for _, f := range files {
 		if _, err := os.Stat(f); err != nil {
 			return fmt.Errorf("%s is missing; %s", f, InstallHint)
 		}
