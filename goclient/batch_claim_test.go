@@ -15,7 +15,8 @@ import (
 // due jobs whose handlers block, exactly 5 jobs are RUNNING, all stamped
 // with the one clock_timestamp() of a single claim pass (a claim per job
 // would stamp each with its own), and the other 7 stay QUEUED through many
-// poll intervals. When one handler returns, the freed slot claims one more.
+// poll intervals. When one handler returns, the freed slot claims one more;
+// at shutdown the five claims still held are released in one round trip.
 func TestWorkerClaimsItsFreeSlotsInOneCallAndNeverMore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -37,10 +38,7 @@ func TestWorkerClaimsItsFreeSlotsInOneCallAndNeverMore(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- w.Run(runCtx) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-done)
-	}()
+	defer cancel()
 
 	// running returns the number of RUNNING jobs and of distinct claim stamps.
 	running := func() (jobs, stamps int) {
@@ -72,4 +70,13 @@ func TestWorkerClaimsItsFreeSlotsInOneCallAndNeverMore(t *testing.T) {
 	jobs, stamps = running()
 	require.Equal(t, 5, jobs, "the freed slot claimed exactly one job")
 	require.Equal(t, 2, stamps, "by one more call")
+
+	// Shutdown: the five handlers ignore the deadline until their contexts
+	// are cancelled; their claims are released together and every job not
+	// done is claimable again with its attempt given back.
+	cancel()
+	require.NoError(t, <-done)
+	require.NoError(t, e.admin.QueryRow(ctx, `SELECT count(*) FROM durable_jobs.job_record
+		WHERE queue_name = $1 AND job_status = 'QUEUED' AND attempt_number = 0`, testQueue).Scan(&queued))
+	require.Equal(t, 11, queued, "the five abandoned claims were released")
 }

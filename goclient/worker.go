@@ -284,13 +284,20 @@ func (w *Worker) shutdown(base context.Context, wg *sync.WaitGroup) {
 	w.mu.Unlock()
 	w.log(slog.LevelWarn, "leasefence: releasing claims at shutdown",
 		slog.String("queue_name", w.cfg.Queue), slog.Int("abandoned_jobs", len(abandoned)))
+	// Every heartbeat stops and every handler's context is cancelled
+	// first (as Lease.Release does), then the claims are released in one
+	// round trip: the SQL surface has no batch release, so the
+	// release_job_claim calls go out as one pipelined batch on one
+	// connection (releaseClaims). A failed release leaves the claims to
+	// lapse at their expiry; the heartbeats have stopped either way.
+	claims := make([]Claim, len(abandoned))
+	for i, l := range abandoned {
+		l.lose(LossReleased, ErrLeaseReleased)
+		claims[i] = l.claim
+	}
 	rctx, cancel := context.WithTimeout(base, w.c.cfg.AttemptTimeout)
 	defer cancel()
-	for _, l := range abandoned {
-		// A failed release leaves the claim to lapse at its expiry; the
-		// heartbeat has stopped either way.
-		_, _ = l.Release(rctx)
-	}
+	releaseClaims(rctx, w.c.pool, claims)
 	<-done
 }
 
