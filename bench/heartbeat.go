@@ -117,7 +117,8 @@ func (r *runner) heartbeatAtScale(ctx context.Context) error {
 	}
 	defer pool.Close()
 	cfg := goclient.DefaultConfig() // the bundle's default policy: 30 s lease, 10 s interval
-	renewPool, err := goclient.NewPool(ctx, r.e.workerURL+"?pool_max_conns=4", cfg.RenewalInterval/2)
+	renewPool, err := goclient.NewPool(ctx, strings.Replace(withPoolSize(r.e.workerURL),
+		fmt.Sprintf("pool_max_conns=%d", e2ePoolSize), "pool_max_conns=4", 1), cfg.RenewalInterval/2)
 	if err != nil {
 		return err
 	}

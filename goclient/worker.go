@@ -180,13 +180,20 @@ func (w *Worker) log(level slog.Level, msg string, attrs ...slog.Attr) {
 	w.cfg.Logger.LogAttrs(context.Background(), level, msg, attrs...)
 }
 
+// claimBatchDivisor: woken by a finished job, the worker claims only once
+// at least Concurrency/claimBatchDivisor slots are free (or when its poll
+// interval passes without a wake), so that a busy worker claims for many
+// slots in one claim_next_jobs call instead of one call per finished job.
+const claimBatchDivisor = 10
+
 // claimLoop claims while there is room, until ctx ends or claiming fails
-// for good.
+// for good. Every claim is for all the free slots (room), never more.
 func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error {
 	poll := time.NewTimer(0)
 	defer poll.Stop()
+	woken := false
 	for {
-		if free := w.room(); free > 0 {
+		if free := w.room(); free > 0 && (!woken || free >= w.cfg.Concurrency/claimBatchDivisor) {
 			// The claim itself is not cut short by ctx: a claim that commits
 			// after its caller gave up would leave a job nobody runs.
 			cctx, cancel := context.WithTimeout(base, w.c.cfg.RenewalInterval)
@@ -208,11 +215,13 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 			}
 		}
 		poll.Reset(w.cfg.PollInterval)
+		woken = false
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-poll.C:
 		case <-w.wake:
+			woken = true
 		}
 	}
 }
