@@ -44,7 +44,7 @@ func (r *runner) endToEnd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(filepath.Dir(bin))
+	defer removeDir(bin)
 	if _, err := r.e.admin.Exec(ctx, `CREATE DATABASE river_peer`); err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func (r *runner) endToEnd(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			river, err := runRiverPeer(ctx, bin, riverURL, n, r.cfg.E2EWorkers, cfg)
+			river, err := runRiverPeer(ctx, bin, riverURL, n, r.cfg.E2EWorkers, cfg, "work")
 			if err != nil {
 				return err
 			}
@@ -163,10 +163,14 @@ func buildRiverPeer(ctx context.Context, peers string) (string, error) {
 	return bin, nil
 }
 
-// runRiverPeer runs the River peer once and returns its jobs per second.
-func runRiverPeer(ctx context.Context, bin, url string, jobs, workers int, config string) (float64, error) {
+// removeDir removes the temporary folder of the River peer binary bin.
+func removeDir(bin string) { _ = os.RemoveAll(filepath.Dir(bin)) }
+
+// runRiverPeer runs the River peer once in mode (work or enqueue) and
+// returns its jobs per second.
+func runRiverPeer(ctx context.Context, bin, url string, jobs, workers int, config, mode string) (float64, error) {
 	cmd := exec.CommandContext(ctx, bin, "-url", url, "-jobs", fmt.Sprint(jobs), "-workers", fmt.Sprint(workers),
-		"-config", config)
+		"-config", config, "-mode", mode)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {

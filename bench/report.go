@@ -124,6 +124,30 @@ func (r *Report) WriteMarkdown(w io.Writer, command string) error {
 		}
 		p("\n")
 	}
+	if len(r.Enqueue) > 0 {
+		p("## Batch enqueue against River\n\n")
+		p("One `Client.EnqueueMany` call of %d jobs (enqueue_jobs, as a producer login, each job checked\n", r.Enqueue[0].Jobs)
+		p("and written by enqueue_job) against River's `InsertManyFast` of as many (the peer module,\n")
+		p("`-mode enqueue`), on the same cluster, alternating; jobs per second of the call, rounds listed.\n\n")
+		p("| case | ours jobs/s (rounds) | River jobs/s (rounds) | ratio | goal met |\n| --- | --- | --- | ---: | --- |\n")
+		for _, e := range r.Enqueue {
+			met := map[bool]string{true: "yes", false: fmt.Sprintf("no (%.0f %% of the goal)", 100*e.Ratio/e.Goal)}[e.Ratio >= e.Goal]
+			p("| %s | %s | %s | **%.2f** (goal ≥ %.1f) | %s |\n", e.Name, joinFloats(e.OursPerSec, "%.0f"),
+				joinFloats(e.RiverPerSec, "%.0f"), e.Ratio, e.Goal, met)
+		}
+		p("\n")
+	}
+	for _, h := range r.Heartbeat {
+		p("## Heartbeat at scale\n\n")
+		p("One client process (one goclient.Client, its heartbeat pool of 4 connections) keeps %d live\n", h.Leases)
+		p("leases of one queue under the bundle's default policy (30 s lease, renewed every 10 s, 5 s safety\n")
+		p("margin) for %s after the last claim; renewal latency is the renew_job_leases call's (up to 1,000\n", h.Held)
+		p("claims a call), database CPU is the server processes' CPU time over the hold (1.00 = one core).\n\n")
+		p("| leases | held | renewals/s | calls | p50 call ms | p99 call ms | smallest margin left ms | false expiries | database CPU cores |\n")
+		p("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		p("| %d | %s | %.0f | %d | %.1f | %.1f | %.0f | **%d** | %.2f |\n\n", h.Leases, h.Held, h.RenewalsPerSec, h.Calls,
+			h.P50MS, h.P99MS, h.SmallestMarginMS, h.FalseExpiries, h.DatabaseCPU)
+	}
 	for _, pl := range r.Plans {
 		p("### Plan: %s\n\n```\n%s```\n\n", pl.What, pl.Text)
 	}

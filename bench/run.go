@@ -35,7 +35,7 @@ type Config struct {
 	E2EJobs, E2ERounds, E2EWorkers int
 	// Steps, when not empty, are the only steps run (by name: renewal,
 	// function wrapper, hardening, claims, claim_next_jobs, HOT share, end
-	// to end, profile).
+	// to end, enqueue, heartbeat, profile).
 	Steps []string
 	// PeersDir is the folder of the peer modules (bench/peers).
 	PeersDir string
@@ -146,6 +146,10 @@ type Report struct {
 	Plans []Plan `json:"plans"`
 	// E2E are the end-to-end comparisons with River.
 	E2E []E2EResult `json:"end_to_end"`
+	// Enqueue is the batch enqueue comparison with River.
+	Enqueue []E2EResult `json:"enqueue"`
+	// Heartbeat is the heartbeat at scale.
+	Heartbeat []HeartbeatResult `json:"heartbeat"`
 }
 
 // ConfigFacts is the part of Config a report records.
@@ -201,6 +205,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{"claim_next_jobs", r.batchClaims},
 		{"HOT share", r.hotShare},
 		{"end to end", r.endToEnd},
+		{"enqueue", r.enqueue},
+		{"heartbeat", r.heartbeatAtScale},
 		{"profile", r.profile},
 	} {
 		if len(cfg.Steps) > 0 && !slices.Contains(cfg.Steps, step.name) {

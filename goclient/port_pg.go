@@ -246,8 +246,10 @@ func jobState(ctx context.Context, q querier, jobID int64) (JobState, error) {
 	return s, translateError(err)
 }
 
-// releaseClaims releases claims in one round trip (best effort: a claim
-// whose release fails lapses at its expiry).
+// releaseClaims releases claims in one round trip: one pipelined batch of
+// release_job_claim calls on one connection, which PostgreSQL runs as one
+// implicit transaction (a stale claim answers false, not an error). Best
+// effort: claims whose release fails lapse at their expiry.
 func releaseClaims(ctx context.Context, pool *pgxpool.Pool, claims []Claim) {
 	if len(claims) == 0 {
 		return

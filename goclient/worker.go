@@ -180,13 +180,20 @@ func (w *Worker) log(level slog.Level, msg string, attrs ...slog.Attr) {
 	w.cfg.Logger.LogAttrs(context.Background(), level, msg, attrs...)
 }
 
+// claimBatchDivisor: woken by a finished job, the worker claims only once
+// at least Concurrency/claimBatchDivisor slots are free (or when its poll
+// interval passes without a wake), so that a busy worker claims for many
+// slots in one claim_next_jobs call instead of one call per finished job.
+const claimBatchDivisor = 10
+
 // claimLoop claims while there is room, until ctx ends or claiming fails
-// for good.
+// for good. Every claim is for all the free slots (room), never more.
 func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error {
 	poll := time.NewTimer(0)
 	defer poll.Stop()
+	woken := false
 	for {
-		if free := w.room(); free > 0 {
+		if free := w.room(); free > 0 && (!woken || free >= w.cfg.Concurrency/claimBatchDivisor) {
 			// The claim itself is not cut short by ctx: a claim that commits
 			// after its caller gave up would leave a job nobody runs.
 			cctx, cancel := context.WithTimeout(base, w.c.cfg.RenewalInterval)
@@ -208,11 +215,13 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 			}
 		}
 		poll.Reset(w.cfg.PollInterval)
+		woken = false
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-poll.C:
 		case <-w.wake:
+			woken = true
 		}
 	}
 }
@@ -284,13 +293,20 @@ func (w *Worker) shutdown(base context.Context, wg *sync.WaitGroup) {
 	w.mu.Unlock()
 	w.log(slog.LevelWarn, "leasefence: releasing claims at shutdown",
 		slog.String("queue_name", w.cfg.Queue), slog.Int("abandoned_jobs", len(abandoned)))
+	// Every heartbeat stops and every handler's context is cancelled
+	// first (as Lease.Release does), then the claims are released in one
+	// round trip: the SQL surface has no batch release, so the
+	// release_job_claim calls go out as one pipelined batch on one
+	// connection (releaseClaims). A failed release leaves the claims to
+	// lapse at their expiry; the heartbeats have stopped either way.
+	claims := make([]Claim, len(abandoned))
+	for i, l := range abandoned {
+		l.lose(LossReleased, ErrLeaseReleased)
+		claims[i] = l.claim
+	}
 	rctx, cancel := context.WithTimeout(base, w.c.cfg.AttemptTimeout)
 	defer cancel()
-	for _, l := range abandoned {
-		// A failed release leaves the claim to lapse at its expiry; the
-		// heartbeat has stopped either way.
-		_, _ = l.Release(rctx)
-	}
+	releaseClaims(rctx, w.c.pool, claims)
 	<-done
 }
 

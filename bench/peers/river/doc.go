@@ -11,4 +11,8 @@
 // 100 ms, a FetchPollInterval of 1 s); -config matched sets FetchCooldown
 // and FetchPollInterval to River's 1 ms minimum, so that River, like the
 // leasefence worker, fetches again as soon as it has room.
+//
+// -mode enqueue instead times InsertManyFast of -jobs no-op jobs in batches
+// of 10,000 (the enqueue comparison with leasefence's enqueue_jobs) and
+// prints the same line.
 package main

@@ -41,8 +41,13 @@ func main() {
 	jobs := flag.Int("jobs", 3000, "number of no-op jobs")
 	workers := flag.Int("workers", 100, "MaxWorkers of the default queue")
 	config := flag.String("config", "defaults", "defaults or matched")
+	mode := flag.String("mode", "work", "work (insert, then time working the jobs) or enqueue (time InsertManyFast of the jobs)")
 	timeout := flag.Duration("timeout", 2*time.Minute, "give up after this long")
 	flag.Parse()
+	run := run
+	if *mode == "enqueue" {
+		run = enqueue
+	}
 	res, err := run(*url, *jobs, *workers, *config, *timeout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "river peer:", err)
@@ -97,7 +102,10 @@ func run(url string, jobs, workers int, config string, timeout time.Duration) (r
 			return result{}, fmt.Errorf("insert: %w", err)
 		}
 	}
-	events, stop := client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed)
+	// One buffered event per job: River drops events a full channel
+	// cannot take, and a dropped completion would hang the count.
+	events, stop := client.SubscribeConfig(&river.SubscribeConfig{ChanSize: jobs,
+		Kinds: []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed}})
 	defer stop()
 	start := time.Now()
 	if err := client.Start(ctx); err != nil {
@@ -119,5 +127,44 @@ func run(url string, jobs, workers int, config string, timeout time.Duration) (r
 	if err := client.Stop(ctx); err != nil {
 		return result{}, err
 	}
+	return result{Jobs: jobs, Seconds: elapsed.Seconds(), JobsPerSecond: float64(jobs) / elapsed.Seconds()}, nil
+}
+
+// enqueue times InsertManyFast of jobs no-op jobs in batches of 10,000 (no
+// client is started, so nothing works them).
+func enqueue(url string, jobs, _ int, _ string, timeout time.Duration) (result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return result{}, err
+	}
+	defer pool.Close()
+	driver := riverpgxv5.New(pool)
+	migrator, err := rivermigrate.New(driver, nil)
+	if err != nil {
+		return result{}, err
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return result{}, fmt.Errorf("migrate: %w", err)
+	}
+	ws := river.NewWorkers()
+	river.AddWorker(ws, &noopWorker{})
+	client, err := river.NewClient(driver, &river.Config{Workers: ws})
+	if err != nil {
+		return result{}, err
+	}
+	params := make([]river.InsertManyParams, 0, 10000)
+	start := time.Now()
+	for left := jobs; left > 0; left -= len(params) {
+		params = params[:0]
+		for i := 0; i < min(left, 10000); i++ {
+			params = append(params, river.InsertManyParams{Args: noopArgs{}})
+		}
+		if _, err := client.InsertManyFast(ctx, params); err != nil {
+			return result{}, fmt.Errorf("insert: %w", err)
+		}
+	}
+	elapsed := time.Since(start)
 	return result{Jobs: jobs, Seconds: elapsed.Seconds(), JobsPerSecond: float64(jobs) / elapsed.Seconds()}, nil
 }
