@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/mightyetl/leasefence/audit"
 	"github.com/mightyetl/leasefence/goclient"
 	"github.com/mightyetl/leasefence/internal/controls"
@@ -14,7 +16,7 @@ import (
 )
 
 const evidenceUsage = `Usage:
-  leasectl evidence [--format markdown|json] [--since TIME] [--database-url URL]
+  leasectl evidence [--format markdown|json] [--since TIME] [--until TIME] [--database-url URL]
 
 Writes a control-evidence report for auditors to stdout. Every section names
 the leasefence control identifiers (LF-...) it supports, the same ones
@@ -29,7 +31,13 @@ and the result of every "leasectl audit" check.
 
 --since limits the histories and outcome totals to records from that time on:
 an RFC 3339 time (2026-05-01T00:00:00Z) or a duration back from the database's
-clock (720h). Default: everything the database keeps.
+clock (720h). Default: everything the database keeps. --until (same forms)
+ends the period before that time: the histories hold only the records inside
+[since, until), the outcome totals count whole minutes in it, and the lease
+policies are each queue's policy as of until, reconstructed from the
+evidence. Jobs by status and the audit result are always as of report time.
+Outcome tallies are kept 30 days; the report says so when the period starts
+earlier.
 
 The report holds no payload, claim token, owner id, idempotency key or job id.
 Change reasons are shown as the operators wrote them, except that in Markdown
@@ -59,6 +67,7 @@ type evidenceSectionJSON struct {
 type evidenceReportJSON struct {
 	GeneratedAt string                `json:"generated_at"`
 	Since       *string               `json:"since"`
+	Until       *string               `json:"until"`
 	Sections    []evidenceSectionJSON `json:"sections"`
 	Controls    []controls.Control    `json:"control_index"`
 }
@@ -101,6 +110,7 @@ type statusJSON struct {
 type evidenceData struct {
 	generatedAt time.Time
 	since       time.Time
+	until       time.Time
 	migration   goclient.MigrationVersion
 	records     []goclient.EvidenceRecord
 	policies    []goclient.LeasePolicy
@@ -116,6 +126,7 @@ func runEvidence(ctx context.Context, env *cliEnv, args []string) int {
 	common.output = ""
 	format := fs.String("format", "markdown", "report format: markdown or json")
 	since := fs.String("since", "", "only records from this time on: RFC 3339 time or a duration back (720h)")
+	until := fs.String("until", "", "only records before this time: RFC 3339 time or a duration back (24h)")
 	if done, code := parseFlags(env, fs, evidenceUsage, args); done {
 		return code
 	}
@@ -131,16 +142,13 @@ func runEvidence(ctx context.Context, env *cliEnv, args []string) int {
 	if *format != "markdown" && *format != "json" {
 		return env.usageError("evidence: --format must be markdown or json, not %q", *format)
 	}
-	var sinceTime time.Time
-	var sinceBack time.Duration
-	if *since != "" {
-		if t, err := time.Parse(time.RFC3339, *since); err == nil {
-			sinceTime = t
-		} else if d, err := time.ParseDuration(*since); err == nil && d > 0 {
-			sinceBack = d
-		} else {
-			return env.usageError("evidence: --since must be an RFC 3339 time or a positive duration, not %q", *since)
-		}
+	sinceTime, sinceBack, ok := parseEvidenceTime(*since)
+	if !ok {
+		return env.usageError("evidence: --since must be an RFC 3339 time or a positive duration, not %q", *since)
+	}
+	untilTime, untilBack, ok := parseEvidenceTime(*until)
+	if !ok {
+		return env.usageError("evidence: --until must be an RFC 3339 time or a positive duration, not %q", *until)
 	}
 
 	s, err := openSession(ctx, common.databaseURL)
@@ -156,17 +164,37 @@ func runEvidence(ctx context.Context, env *cliEnv, args []string) int {
 	if sinceBack > 0 {
 		data.since = data.generatedAt.Add(-sinceBack)
 	}
+	data.until = untilTime
+	if untilBack > 0 {
+		data.until = data.generatedAt.Add(-untilBack)
+	}
+	if !data.until.IsZero() && !data.since.IsZero() && !data.until.After(data.since) {
+		return env.usageError("evidence: --until (%s) must be later than --since (%s)", formatTime(data.until), formatTime(data.since))
+	}
 	if data.migration, err = s.client.BundleMigrationVersion(ctx); err != nil {
 		return env.fail("read migration version", err)
 	}
 	if data.records, err = s.client.ControlEvidence(ctx, data.since); err != nil {
 		return env.fail("read control evidence", err)
 	}
-	if data.policies, err = s.client.QueueLeasePolicies(ctx); err != nil {
+	if data.until.IsZero() {
+		data.policies, err = s.client.QueueLeasePolicies(ctx)
+	} else {
+		data.records = recordsBefore(data.records, data.until)
+		data.policies, err = policiesAsOf(ctx, s.pool, data.until)
+	}
+	if err != nil {
 		return env.fail("read lease policies", err)
 	}
 	if data.outcomes, err = s.client.LeaseOutcomeTotals(ctx, data.since); err != nil {
 		return env.fail("read lease outcome totals", err)
+	}
+	if !data.until.IsZero() {
+		later, err := s.client.LeaseOutcomeTotals(ctx, data.until)
+		if err != nil {
+			return env.fail("read lease outcome totals", err)
+		}
+		data.outcomes = subtractOutcomes(data.outcomes, later)
 	}
 	if data.statuses, err = s.client.JobStatusTotals(ctx); err != nil {
 		return env.fail("read job status totals", err)
@@ -181,6 +209,82 @@ func runEvidence(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	printf(env.stdout, "%s", renderEvidenceMarkdown(report, data))
 	return exitOK
+}
+
+// parseEvidenceTime reads a --since or --until value: an RFC 3339 time or a
+// positive duration back from the database's clock. An empty value is
+// neither; ok is false for anything else.
+func parseEvidenceTime(value string) (at time.Time, back time.Duration, ok bool) {
+	if value == "" {
+		return time.Time{}, 0, true
+	}
+	if t, err := time.Parse(time.RFC3339, value); err == nil {
+		return t, 0, true
+	}
+	if d, err := time.ParseDuration(value); err == nil && d > 0 {
+		return time.Time{}, d, true
+	}
+	return time.Time{}, 0, false
+}
+
+// recordsBefore keeps the records written before until.
+func recordsBefore(records []goclient.EvidenceRecord, until time.Time) []goclient.EvidenceRecord {
+	out := []goclient.EvidenceRecord{}
+	for _, r := range records {
+		if r.RecordedAt.Before(until) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// subtractOutcomes returns the totals from since minus those from until:
+// what was counted in [since, until), by whole minutes. Pairs left at zero
+// are dropped.
+func subtractOutcomes(fromSince, fromUntil []goclient.LeaseOutcomeTotal) []goclient.LeaseOutcomeTotal {
+	later := map[[2]string]int64{}
+	for _, o := range fromUntil {
+		later[[2]string{o.Queue, o.Outcome}] = o.Count
+	}
+	out := []goclient.LeaseOutcomeTotal{}
+	for _, o := range fromSince {
+		o.Count -= later[[2]string{o.Queue, o.Outcome}]
+		if o.Count > 0 {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// policiesAsOfSQL reconstructs each queue's lease policy as of $1 from the
+// last lease_policy_changed record before it. That record's new values name
+// the row they came from (policy_queue_name; migration 001's record of '*'
+// predates the key): after a queue's row was deleted they are the default's
+// or null, and the queue, which had no policy of its own then, is left out.
+const policiesAsOfSQL = `SELECT queue_name, lease_duration, renewal_interval, max_claim_lifetime, renewal_enabled,
+	recorded_at, changed_by_role
+FROM (SELECT DISTINCT ON (e.queue_name) e.queue_name,
+	(NOT e.new_values ? 'policy_queue_name' OR e.new_values ->> 'policy_queue_name' = e.queue_name) AS own_row,
+	(e.new_values ->> 'lease_duration')::interval AS lease_duration,
+	(e.new_values ->> 'renewal_interval')::interval AS renewal_interval,
+	(e.new_values ->> 'max_claim_lifetime')::interval AS max_claim_lifetime,
+	(e.new_values ->> 'renewal_enabled')::boolean AS renewal_enabled, e.recorded_at, e.changed_by_role
+	FROM durable_jobs.control_evidence_history(NULL) e
+	WHERE e.evidence_kind = 'lease_policy_changed' AND e.recorded_at < $1
+	ORDER BY e.queue_name, e.evidence_record_id DESC) last
+WHERE own_row
+ORDER BY queue_name`
+
+// policiesAsOf returns each queue's lease policy as of until, from the
+// evidence (auditor role).
+func policiesAsOf(ctx context.Context, db *pgxpool.Pool, until time.Time) ([]goclient.LeasePolicy, error) {
+	rows, _ := db.Query(ctx, policiesAsOfSQL, until)
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (goclient.LeasePolicy, error) {
+		var p goclient.LeasePolicy
+		err := row.Scan(&p.Queue, &p.LeaseDuration, &p.RenewalInterval, &p.MaxClaimLifetime, &p.RenewalEnabled,
+			&p.ChangedAt, &p.ChangedByRole)
+		return p, err
+	})
 }
 
 // recordsOfKind returns the evidence records of the given kinds.
@@ -246,6 +350,10 @@ func buildEvidence(d evidenceData) evidenceReportJSON {
 		since := formatTime(d.since)
 		report.Since = &since
 	}
+	if !d.until.IsZero() {
+		until := formatTime(d.until)
+		report.Until = &until
+	}
 	for _, section := range controls.EvidenceSections() {
 		out := evidenceSectionJSON{ID: section.ID, Title: section.Title, Shows: section.Shows, Data: data[section.ID]}
 		for _, id := range section.Controls {
@@ -257,16 +365,30 @@ func buildEvidence(d evidenceData) evidenceReportJSON {
 	return report
 }
 
+// outcomeRetention is how long the database keeps lease outcome tallies.
+const outcomeRetention = 30 * 24 * time.Hour
+
 // renderEvidenceMarkdown writes the report as Markdown.
 func renderEvidenceMarkdown(report evidenceReportJSON, d evidenceData) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("# leasefence control evidence\n\n")
 	w("Generated at %s (database time) by leasectl, which carries bundle version %d.\n", report.GeneratedAt, sqlbundle.NewestVersion())
-	if report.Since != nil {
+	switch {
+	case report.Since != nil && report.Until != nil:
+		w("Histories and outcome totals cover records from %s until before %s; lease policies are as of %s.\n",
+			*report.Since, *report.Until, *report.Until)
+	case report.Since != nil:
 		w("Histories and outcome totals cover records from %s on.\n", *report.Since)
-	} else {
+	case report.Until != nil:
+		w("Histories and outcome totals cover everything the database keeps from before %s; lease policies are as of %s.\n",
+			*report.Until, *report.Until)
+	default:
 		w("Histories and outcome totals cover everything the database keeps.\n")
+	}
+	if d.since.IsZero() || d.since.Before(d.generatedAt.Add(-outcomeRetention)) {
+		w("Outcome tallies are kept 30 days: the outcome totals cover %s on only.\n",
+			formatTime(d.generatedAt.Add(-outcomeRetention)))
 	}
 	w("The report holds no payload, claim token, owner id, idempotency key or job id.\n")
 	for _, section := range report.Sections {
