@@ -3,15 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/mightyetl/leasefence/audit"
-	"github.com/mightyetl/leasefence/goclient"
-	"github.com/mightyetl/leasefence/internal/controls"
+	"github.com/mightyetl/leasefence/evidence"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
@@ -48,77 +46,6 @@ holds the values as they are, as JSON strings. --output json is the
 same as --format json. Needs a login granted durable_job_auditor.
 `
 
-// evidenceControlJSON is a control named by a section.
-type evidenceControlJSON struct {
-	ID    string `json:"id"`
-	Title string `json:"title"`
-}
-
-// evidenceSectionJSON is one section of the report.
-type evidenceSectionJSON struct {
-	ID       string                `json:"id"`
-	Title    string                `json:"title"`
-	Shows    string                `json:"shows"`
-	Controls []evidenceControlJSON `json:"controls"`
-	Data     any                   `json:"data"`
-}
-
-// evidenceReportJSON is the whole report.
-type evidenceReportJSON struct {
-	GeneratedAt string                `json:"generated_at"`
-	Since       *string               `json:"since"`
-	Until       *string               `json:"until"`
-	Sections    []evidenceSectionJSON `json:"sections"`
-	Controls    []controls.Control    `json:"control_index"`
-}
-
-// evidenceRecordJSON is one control-evidence record.
-type evidenceRecordJSON struct {
-	ID             int64           `json:"id"`
-	Kind           string          `json:"kind"`
-	Queue          *string         `json:"queue"`
-	PreviousValues json.RawMessage `json:"previous_values"`
-	NewValues      json.RawMessage `json:"new_values"`
-	Reason         string          `json:"reason"`
-	ChangedByRole  string          `json:"changed_by_role"`
-	RecordedAt     string          `json:"recorded_at"`
-}
-
-// migrationJSON is the migration version section's data.
-type migrationJSON struct {
-	MigrationVersion int32   `json:"migration_version"`
-	AppliedAt        *string `json:"applied_at"`
-	NewestVersion    int32   `json:"newest_version"`
-	UpToDate         bool    `json:"up_to_date"`
-}
-
-// outcomeJSON is one aggregate lease outcome.
-type outcomeJSON struct {
-	Queue   string `json:"queue"`
-	Outcome string `json:"outcome"`
-	Count   int64  `json:"count"`
-}
-
-// statusJSON is one job status total.
-type statusJSON struct {
-	Queue  string `json:"queue"`
-	Status string `json:"status"`
-	Count  int64  `json:"count"`
-}
-
-// evidenceData is everything the report is made of.
-type evidenceData struct {
-	generatedAt time.Time
-	since       time.Time
-	until       time.Time
-	migration   goclient.MigrationVersion
-	records     []goclient.EvidenceRecord
-	policies    []goclient.LeasePolicy
-	outcomes    []goclient.LeaseOutcomeTotal
-	statuses    []goclient.JobStatusTotal
-	audit       audit.Report
-}
-
 // runEvidence is "leasectl evidence".
 func runEvidence(ctx context.Context, env *cliEnv, args []string) int {
 	fs := newFlagSet("evidence")
@@ -142,72 +69,37 @@ func runEvidence(ctx context.Context, env *cliEnv, args []string) int {
 	if *format != "markdown" && *format != "json" {
 		return env.usageError("evidence: --format must be markdown or json, not %q", *format)
 	}
-	sinceTime, sinceBack, ok := parseEvidenceTime(*since)
-	if !ok {
+	var opts evidence.Options
+	var ok bool
+	if opts.Since, opts.SinceBack, ok = parseEvidenceTime(*since); !ok {
 		return env.usageError("evidence: --since must be an RFC 3339 time or a positive duration, not %q", *since)
 	}
-	untilTime, untilBack, ok := parseEvidenceTime(*until)
-	if !ok {
+	if opts.Until, opts.UntilBack, ok = parseEvidenceTime(*until); !ok {
 		return env.usageError("evidence: --until must be an RFC 3339 time or a positive duration, not %q", *until)
 	}
 
-	s, err := openSession(ctx, common.databaseURL)
+	pool, err := connectPool(ctx, common.databaseURL)
 	if err != nil {
 		return env.fail("connect to database", err)
 	}
-	defer s.close()
-	data := evidenceData{}
-	if err := s.pool.QueryRow(ctx, `SELECT pg_catalog.clock_timestamp()`).Scan(&data.generatedAt); err != nil {
-		return env.fail("read database time", err)
-	}
-	data.since = sinceTime
-	if sinceBack > 0 {
-		data.since = data.generatedAt.Add(-sinceBack)
-	}
-	data.until = untilTime
-	if untilBack > 0 {
-		data.until = data.generatedAt.Add(-untilBack)
-	}
-	if !data.until.IsZero() && !data.since.IsZero() && !data.until.After(data.since) {
-		return env.usageError("evidence: --until (%s) must be later than --since (%s)", formatTime(data.until), formatTime(data.since))
-	}
-	if data.migration, err = s.client.BundleMigrationVersion(ctx); err != nil {
-		return env.fail("read migration version", err)
-	}
-	if data.records, err = s.client.ControlEvidence(ctx, data.since); err != nil {
-		return env.fail("read control evidence", err)
-	}
-	if data.until.IsZero() {
-		data.policies, err = s.client.QueueLeasePolicies(ctx)
-	} else {
-		data.records = recordsBefore(data.records, data.until)
-		data.policies, err = policiesAsOf(ctx, s.pool, data.until)
-	}
-	if err != nil {
-		return env.fail("read lease policies", err)
-	}
-	if data.outcomes, err = s.client.LeaseOutcomeTotals(ctx, data.since); err != nil {
-		return env.fail("read lease outcome totals", err)
-	}
-	if !data.until.IsZero() {
-		later, err := s.client.LeaseOutcomeTotals(ctx, data.until)
-		if err != nil {
-			return env.fail("read lease outcome totals", err)
-		}
-		data.outcomes = subtractOutcomes(data.outcomes, later)
-	}
-	if data.statuses, err = s.client.JobStatusTotals(ctx); err != nil {
-		return env.fail("read job status totals", err)
-	}
-	if data.audit, err = audit.Run(ctx, s.pool); err != nil {
+	defer pool.Close()
+	report, err := evidence.Build(ctx, pool, opts)
+	var readErr *evidence.ReadError
+	var periodErr *evidence.PeriodError
+	switch {
+	case errors.As(err, &periodErr):
+		return env.usageError("evidence: --until (%s) must be later than --since (%s)", formatTime(periodErr.Until),
+			formatTime(periodErr.Since))
+	case errors.As(err, &readErr):
+		return env.fail(readErr.Read, readErr.Err)
+	case err != nil:
 		return env.failAudit(err)
 	}
-	report := buildEvidence(data)
 	if *format == "json" {
 		_ = writeJSON(env.stdout, report)
 		return exitOK
 	}
-	printf(env.stdout, "%s", renderEvidenceMarkdown(report, data))
+	printf(env.stdout, "%s", renderEvidenceMarkdown(report))
 	return exitOK
 }
 
@@ -227,149 +119,8 @@ func parseEvidenceTime(value string) (at time.Time, back time.Duration, ok bool)
 	return time.Time{}, 0, false
 }
 
-// recordsBefore keeps the records written before until.
-func recordsBefore(records []goclient.EvidenceRecord, until time.Time) []goclient.EvidenceRecord {
-	out := []goclient.EvidenceRecord{}
-	for _, r := range records {
-		if r.RecordedAt.Before(until) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// subtractOutcomes returns the totals from since minus those from until:
-// what was counted in [since, until), by whole minutes. Pairs left at zero
-// are dropped.
-func subtractOutcomes(fromSince, fromUntil []goclient.LeaseOutcomeTotal) []goclient.LeaseOutcomeTotal {
-	later := map[[2]string]int64{}
-	for _, o := range fromUntil {
-		later[[2]string{o.Queue, o.Outcome}] = o.Count
-	}
-	out := []goclient.LeaseOutcomeTotal{}
-	for _, o := range fromSince {
-		o.Count -= later[[2]string{o.Queue, o.Outcome}]
-		if o.Count > 0 {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
-// policiesAsOfSQL reconstructs each queue's lease policy as of $1 from the
-// last lease_policy_changed record before it. That record's new values name
-// the row they came from (policy_queue_name; migration 001's record of '*'
-// predates the key): after a queue's row was deleted they are the default's
-// or null, and the queue, which had no policy of its own then, is left out.
-const policiesAsOfSQL = `SELECT queue_name, lease_duration, renewal_interval, max_claim_lifetime, renewal_enabled,
-	recorded_at, changed_by_role
-FROM (SELECT DISTINCT ON (e.queue_name) e.queue_name,
-	(NOT e.new_values ? 'policy_queue_name' OR e.new_values ->> 'policy_queue_name' = e.queue_name) AS own_row,
-	(e.new_values ->> 'lease_duration')::interval AS lease_duration,
-	(e.new_values ->> 'renewal_interval')::interval AS renewal_interval,
-	(e.new_values ->> 'max_claim_lifetime')::interval AS max_claim_lifetime,
-	(e.new_values ->> 'renewal_enabled')::boolean AS renewal_enabled, e.recorded_at, e.changed_by_role
-	FROM durable_jobs.control_evidence_history(NULL) e
-	WHERE e.evidence_kind = 'lease_policy_changed' AND e.recorded_at < $1
-	ORDER BY e.queue_name, e.evidence_record_id DESC) last
-WHERE own_row
-ORDER BY queue_name`
-
-// policiesAsOf returns each queue's lease policy as of until, from the
-// evidence (auditor role).
-func policiesAsOf(ctx context.Context, db *pgxpool.Pool, until time.Time) ([]goclient.LeasePolicy, error) {
-	rows, _ := db.Query(ctx, policiesAsOfSQL, until)
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (goclient.LeasePolicy, error) {
-		var p goclient.LeasePolicy
-		err := row.Scan(&p.Queue, &p.LeaseDuration, &p.RenewalInterval, &p.MaxClaimLifetime, &p.RenewalEnabled,
-			&p.ChangedAt, &p.ChangedByRole)
-		return p, err
-	})
-}
-
-// recordsOfKind returns the evidence records of the given kinds.
-func recordsOfKind(records []goclient.EvidenceRecord, kinds ...string) []evidenceRecordJSON {
-	out := []evidenceRecordJSON{}
-	for _, r := range records {
-		for _, k := range kinds {
-			if r.Kind == k {
-				out = append(out, toRecordJSON(r))
-			}
-		}
-	}
-	return out
-}
-
-func toRecordJSON(r goclient.EvidenceRecord) evidenceRecordJSON {
-	out := evidenceRecordJSON{ID: r.ID, Kind: r.Kind, PreviousValues: r.PreviousValues, NewValues: r.NewValues,
-		Reason: r.Reason, ChangedByRole: r.ChangedByRole, RecordedAt: formatTime(r.RecordedAt)}
-	if r.Queue != "" {
-		q := r.Queue
-		out.Queue = &q
-	}
-	if out.PreviousValues == nil {
-		out.PreviousValues = json.RawMessage("null")
-	}
-	return out
-}
-
-// buildEvidence arranges the data into the sections of internal/controls.
-func buildEvidence(d evidenceData) evidenceReportJSON {
-	newest := sqlbundle.NewestVersion()
-	migration := migrationJSON{MigrationVersion: d.migration.Version, NewestVersion: newest,
-		UpToDate: d.migration.Version == newest}
-	if d.migration.Version != 0 {
-		at := formatTime(d.migration.AppliedAt)
-		migration.AppliedAt = &at
-	}
-	policies := make([]policyJSON, 0, len(d.policies))
-	for _, p := range d.policies {
-		policies = append(policies, toPolicyJSON(p))
-	}
-	outcomes := make([]outcomeJSON, 0, len(d.outcomes))
-	for _, o := range d.outcomes {
-		outcomes = append(outcomes, outcomeJSON(o))
-	}
-	statuses := make([]statusJSON, 0, len(d.statuses))
-	for _, s := range d.statuses {
-		statuses = append(statuses, statusJSON(s))
-	}
-	data := map[string]any{
-		controls.SectionMigration:   migration,
-		controls.SectionMigrations:  recordsOfKind(d.records, "migration_applied", "migration_reverted"),
-		controls.SectionDeployments: recordsOfKind(d.records, "deployment_recorded"),
-		controls.SectionPolicies:    policies,
-		controls.SectionPolicy:      recordsOfKind(d.records, "lease_policy_changed"),
-		controls.SectionEnablement:  recordsOfKind(d.records, "renewal_enablement_changed"),
-		controls.SectionOutcomes:    outcomes,
-		controls.SectionJobStatus:   statuses,
-		controls.SectionAudit:       d.audit,
-	}
-	report := evidenceReportJSON{GeneratedAt: formatTime(d.generatedAt), Controls: controls.Controls()}
-	if !d.since.IsZero() {
-		since := formatTime(d.since)
-		report.Since = &since
-	}
-	if !d.until.IsZero() {
-		until := formatTime(d.until)
-		report.Until = &until
-	}
-	for _, section := range controls.EvidenceSections() {
-		out := evidenceSectionJSON{ID: section.ID, Title: section.Title, Shows: section.Shows, Data: data[section.ID]}
-		for _, id := range section.Controls {
-			c, _ := controls.ControlByID(id)
-			out.Controls = append(out.Controls, evidenceControlJSON{ID: c.ID, Title: c.Title})
-		}
-		report.Sections = append(report.Sections, out)
-	}
-	return report
-}
-
-// outcomeRetention is how long the database keeps lease outcome tallies.
-const outcomeRetention = 30 * 24 * time.Hour
-
 // renderEvidenceMarkdown writes the report as Markdown.
-func renderEvidenceMarkdown(report evidenceReportJSON, d evidenceData) string {
+func renderEvidenceMarkdown(report evidence.Report) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("# leasefence control evidence\n\n")
@@ -386,9 +137,8 @@ func renderEvidenceMarkdown(report evidenceReportJSON, d evidenceData) string {
 	default:
 		w("Histories and outcome totals cover everything the database keeps.\n")
 	}
-	if d.since.IsZero() || d.since.Before(d.generatedAt.Add(-outcomeRetention)) {
-		w("Outcome tallies are kept 30 days: the outcome totals cover %s on only.\n",
-			formatTime(d.generatedAt.Add(-outcomeRetention)))
+	if from, short := report.Period.OutcomesCoverFrom(); short {
+		w("Outcome tallies are kept 30 days: the outcome totals cover %s on only.\n", formatTime(from))
 	}
 	w("The report holds no payload, claim token, owner id, idempotency key or job id.\n")
 	for _, section := range report.Sections {
@@ -399,14 +149,14 @@ func renderEvidenceMarkdown(report evidenceReportJSON, d evidenceData) string {
 		}
 		w("Controls: %s.\n\n", strings.Join(ids, "; "))
 		switch data := section.Data.(type) {
-		case migrationJSON:
+		case evidence.Migration:
 			applied := "-"
 			if data.AppliedAt != nil {
 				applied = *data.AppliedAt
 			}
 			w("| migration version | applied at | newest known to leasectl | up to date |\n|---|---|---|---|\n")
 			w("| %d | %s | %d | %s |\n", data.MigrationVersion, applied, data.NewestVersion, formatBool(data.UpToDate))
-		case []evidenceRecordJSON:
+		case []evidence.Record:
 			if len(data) == 0 {
 				w("No records.\n")
 				continue
@@ -421,14 +171,14 @@ func renderEvidenceMarkdown(report evidenceReportJSON, d evidenceData) string {
 					markdownCode(compactJSON(r.PreviousValues)), markdownCode(compactJSON(r.NewValues)),
 					markdownCell(r.Reason), markdownCell(r.ChangedByRole))
 			}
-		case []policyJSON:
+		case []evidence.Policy:
 			w("| queue | lease | renewal interval | max claim lifetime | renewal enabled | changed at | changed by |\n|---|---|---|---|---|---|---|\n")
-			for _, p := range d.policies {
-				w("| %s | %s | %s | %s | %s | %s | %s |\n", markdownCell(p.Queue), formatDuration(p.LeaseDuration),
-					formatDuration(p.RenewalInterval), formatDuration(p.MaxClaimLifetime), formatBool(p.RenewalEnabled),
-					formatTime(p.ChangedAt), markdownCell(p.ChangedByRole))
+			for _, p := range data {
+				w("| %s | %s | %s | %s | %s | %s | %s |\n", markdownCell(p.Queue), formatDuration(p.Durations.Lease),
+					formatDuration(p.Durations.RenewalInterval), formatDuration(p.Durations.MaxClaimLifetime),
+					formatBool(p.RenewalEnabled), p.ChangedAt, markdownCell(p.ChangedByRole))
 			}
-		case []outcomeJSON:
+		case []evidence.Outcome:
 			if len(data) == 0 {
 				w("No stale renewals or reclaims.\n")
 				continue
@@ -437,7 +187,7 @@ func renderEvidenceMarkdown(report evidenceReportJSON, d evidenceData) string {
 			for _, o := range data {
 				w("| %s | %s | %d |\n", markdownCell(o.Queue), o.Outcome, o.Count)
 			}
-		case []statusJSON:
+		case []evidence.Status:
 			if len(data) == 0 {
 				w("No jobs.\n")
 				continue

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mightyetl/leasefence/goclient"
+	"github.com/mightyetl/leasefence/evidence"
 	"github.com/mightyetl/leasefence/internal/controls"
 	"github.com/mightyetl/leasefence/internal/testdb"
 	"github.com/stretchr/testify/require"
@@ -62,7 +62,7 @@ func TestEvidenceSinceUntilReportsOnlyThePeriodAndPoliciesAsOfItsEnd(t *testing.
 	for _, s := range report.Sections {
 		sections[s.ID] = s.Data
 	}
-	var history []evidenceRecordJSON
+	var history []evidence.Record
 	require.NoError(t, json.Unmarshal(sections[controls.SectionPolicy], &history))
 	reasons := []string{}
 	for _, h := range history {
@@ -112,14 +112,4 @@ func formatTimeRFC(t *testing.T, value string) string {
 	at, err := time.Parse(time.RFC3339Nano, value)
 	require.NoError(t, err)
 	return formatTime(at)
-}
-
-func TestSubtractOutcomesKeepsWhatWasCountedInsideThePeriod(t *testing.T) {
-	t.Parallel()
-	fromSince := []goclient.LeaseOutcomeTotal{{Queue: "billing", Outcome: "reclaim", Count: 5},
-		{Queue: "billing", Outcome: "stale_renewal", Count: 2}, {Queue: "ingest", Outcome: "reclaim", Count: 1}}
-	fromUntil := []goclient.LeaseOutcomeTotal{{Queue: "billing", Outcome: "reclaim", Count: 3},
-		{Queue: "billing", Outcome: "stale_renewal", Count: 2}}
-	require.Equal(t, []goclient.LeaseOutcomeTotal{{Queue: "billing", Outcome: "reclaim", Count: 2},
-		{Queue: "ingest", Outcome: "reclaim", Count: 1}}, subtractOutcomes(fromSince, fromUntil))
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mightyetl/leasefence/audit"
+	"github.com/mightyetl/leasefence/evidence"
 	"github.com/mightyetl/leasefence/internal/controls"
 	"github.com/mightyetl/leasefence/internal/testdb"
 )
@@ -200,9 +201,9 @@ func TestEvidenceReportMapsEverySectionToControls(t *testing.T) {
 		GeneratedAt string  `json:"generated_at"`
 		Since       *string `json:"since"`
 		Sections    []struct {
-			ID       string                `json:"id"`
-			Controls []evidenceControlJSON `json:"controls"`
-			Data     json.RawMessage       `json:"data"`
+			ID       string             `json:"id"`
+			Controls []evidence.Control `json:"controls"`
+			Data     json.RawMessage    `json:"data"`
 		} `json:"sections"`
 		ControlIndex []controls.Control `json:"control_index"`
 	}
@@ -222,12 +223,12 @@ func TestEvidenceReportMapsEverySectionToControls(t *testing.T) {
 	}
 	require.Len(t, report.Sections, len(controls.EvidenceSections()))
 
-	var migration migrationJSON
+	var migration evidence.Migration
 	require.NoError(t, json.Unmarshal(sections[controls.SectionMigration], &migration))
 	require.True(t, migration.UpToDate)
 	require.NotNil(t, migration.AppliedAt)
 
-	var deployments, policyHistory, enablement []evidenceRecordJSON
+	var deployments, policyHistory, enablement []evidence.Record
 	require.NoError(t, json.Unmarshal(sections[controls.SectionDeployments], &deployments))
 	require.Len(t, deployments, 1)
 	require.JSONEq(t, `{"deployment_version": "2026.12.02+build.7", "source_digest": "0123456789abcdef0123456789abcdef01234567",
@@ -241,13 +242,14 @@ func TestEvidenceReportMapsEverySectionToControls(t *testing.T) {
 	require.NoError(t, json.Unmarshal(sections[controls.SectionEnablement], &enablement))
 	require.Empty(t, enablement)
 
-	var outcomes []outcomeJSON
+	var outcomes []evidence.Outcome
 	require.NoError(t, json.Unmarshal(sections[controls.SectionOutcomes], &outcomes))
-	require.Contains(t, outcomes, outcomeJSON{Queue: "billing", Outcome: "reclaim", Count: 1})
-	require.Contains(t, outcomes, outcomeJSON{Queue: "billing", Outcome: "stale_renewal", Count: 1})
-	var statuses []statusJSON
+	require.Contains(t, outcomes, evidence.Outcome{Queue: "billing", Outcome: "reclaim", Count: 1})
+	require.Contains(t, outcomes, evidence.Outcome{Queue: "billing", Outcome: "stale_renewal", Count: 1})
+	var statuses []evidence.Status
 	require.NoError(t, json.Unmarshal(sections[controls.SectionJobStatus], &statuses))
-	require.ElementsMatch(t, []statusJSON{{"billing", "RUNNING", 1}, {"billing", "SUCCEEDED", 1}, {"billing", "CANCELLED", 1}}, statuses)
+	require.ElementsMatch(t, []evidence.Status{{Queue: "billing", Status: "RUNNING", Count: 1}, {Queue: "billing", Status: "SUCCEEDED", Count: 1},
+		{Queue: "billing", Status: "CANCELLED", Count: 1}}, statuses)
 	var auditData audit.Report
 	require.NoError(t, json.Unmarshal(sections[controls.SectionAudit], &auditData))
 	require.True(t, auditData.Passed)
