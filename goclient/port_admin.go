@@ -167,6 +167,37 @@ func (c *Client) RecordDeploymentVersion(ctx context.Context, version, reason st
 	return translateError(err)
 }
 
+// Deployment is one deployment to record as control evidence with
+// RecordDeployment.
+type Deployment struct {
+	// Version is the deployed application version; it must match
+	// ^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$ (for example 1.4.2).
+	Version string
+	// Source is the commit (40 or 64 lowercase hex digits) or artifact
+	// digest (sha256:<64 hex digits>) the deployment was built from.
+	Source string
+	// DeployedBy is the person who deployed, as a directory handle matching
+	// ^[a-z][a-z0-9._-]{0,62}$ (never a full name or an e-mail address).
+	DeployedBy string
+	// Ticket is the change ticket, matching ^[A-Z][A-Z0-9]+-[0-9]+$.
+	Ticket string
+	// Reason says why; the database refuses one that looks like personal
+	// data or a secret, since evidence is kept and never changed.
+	Reason string
+}
+
+// RecordDeployment records a deployment with its version, source, person,
+// ticket and reason as control evidence, through the database function
+// record_deployment (only the role that applied the bundle may execute it).
+// A field that does not match its pattern, or a reason that looks like
+// personal data or a secret, returns an error matching ErrInvalidPolicy
+// (SQLSTATE LF002) and records nothing.
+func (c *Client) RecordDeployment(ctx context.Context, d Deployment) error {
+	_, err := c.pool.Exec(ctx, `SELECT durable_jobs.record_deployment($1, $2, $3, $4, $5)`,
+		d.Version, d.Source, d.DeployedBy, d.Ticket, d.Reason)
+	return translateError(err)
+}
+
 // LeaseHealth returns the lease health of every queue that has a policy or
 // a job, ordered by queue name (auditor role).
 func (c *Client) LeaseHealth(ctx context.Context) ([]QueueLeaseHealth, error) {

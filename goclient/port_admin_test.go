@@ -121,6 +121,46 @@ func TestDeploymentAndPolicyChangesAppearInControlEvidence(t *testing.T) {
 	require.Empty(t, none)
 }
 
+func TestRecordDeploymentKeepsSourcePersonAndTicketAndRefusesPersonalData(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	deployer := adminClient(t, db.Pool(t)) // the role that applied the bundle
+	operator := adminClient(t, db.LoginPool(t, "durable_job_operator"))
+	auditor := adminClient(t, db.LoginPool(t, "durable_job_auditor"))
+	good := goclient.Deployment{Version: "3.2.0", Source: "0123456789abcdef0123456789abcdef01234567",
+		DeployedBy: "ops.alice", Ticket: "REL-32", Reason: "roll out batched completion"}
+	before, err := auditor.ControlEvidence(ctx, time.Time{})
+	require.NoError(t, err)
+
+	require.NoError(t, deployer.RecordDeployment(ctx, good))
+	for name, bad := range map[string]func(d *goclient.Deployment){
+		"version":      func(d *goclient.Deployment) { d.Version = "3.2 beta" },
+		"source":       func(d *goclient.Deployment) { d.Source = "main" },
+		"person":       func(d *goclient.Deployment) { d.DeployedBy = "Alice Kim <alice@example.com>" },
+		"ticket":       func(d *goclient.Deployment) { d.Ticket = "see slack" },
+		"personal":     func(d *goclient.Deployment) { d.Reason = "customer RRN 900101-1234567" },
+		"secret":       func(d *goclient.Deployment) { d.Reason = "pw=hunter2" },
+		"empty reason": func(d *goclient.Deployment) { d.Reason = " " },
+	} {
+		d := good
+		bad(&d)
+		err := deployer.RecordDeployment(ctx, d)
+		require.ErrorIs(t, err, goclient.ErrInvalidPolicy, name)
+		require.NotContains(t, err.Error(), "hunter2")
+	}
+	require.ErrorIs(t, operator.RecordDeployment(ctx, good), goclient.ErrPermissionDenied)
+
+	after, err := auditor.ControlEvidence(ctx, time.Time{})
+	require.NoError(t, err)
+	require.Len(t, after, len(before)+1, "only the good deployment is recorded")
+	last := after[len(after)-1]
+	require.Equal(t, "deployment_recorded", last.Kind)
+	require.JSONEq(t, `{"deployment_version": "3.2.0", "source_digest": "0123456789abcdef0123456789abcdef01234567",
+		"deployed_by": "ops.alice"}`, string(last.NewValues))
+	require.Equal(t, "roll out batched completion", last.Reason)
+}
+
 func TestHealthTotalsAndVersionAreCountsOnly(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -24,7 +24,7 @@ func TestHelpReadsClearlyAndExitsZero(t *testing.T) {
 		"audit":      {"AUDIT-SEARCH-PATH", "AUDIT-MIGRATION-VERSION", "pg_catalog, pg_temp", "Exit code"},
 		"health":     {"AWAITING RECLAIM", "lease_health_by_queue", "no job id"},
 		"evidence":   {"--format markdown|json", "--since", "LF-", "CSAP"},
-		"deployment": {"deployment record --version V --reason TEXT", "record_deployment_version"},
+		"deployment": {"deployment record --version V --source COMMIT|DIGEST --deployed-by HANDLE", "record_deployment", "LF002"},
 	} {
 		for _, args := range [][]string{{cmd, "--help"}, {"help", cmd}} {
 			r := leasectl(t, args...)
@@ -84,7 +84,7 @@ func TestUsageErrorsExit64WithOneLine(t *testing.T) {
 		{"deployment"},
 		{"deployment", "undo"},
 		{"deployment", "record", "--version", "1.0"},
-		{"deployment", "record", "--version", "1.0", "--reason", "r", "--output", "yaml"},
+		{"deployment", "record", "--version", "1.0", "--source", "0123456789abcdef0123456789abcdef01234567", "--deployed-by", "ops.alice", "--ticket", "REL-42", "--reason", "r", "--output", "yaml"},
 	}
 	for _, args := range cases {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -118,7 +118,7 @@ func TestConnectionFailureIsOneErrorLineAndExit1(t *testing.T) {
 	for _, args := range [][]string{
 		{"migrate", "up"}, {"migrate", "status"}, {"policy", "show"},
 		{"policy", "set", "--queue", "billing", "--reason", "r"}, {"audit"}, {"health"}, {"evidence"},
-		{"deployment", "record", "--version", "1.0", "--reason", "r"},
+		{"deployment", "record", "--version", "1.0", "--source", "0123456789abcdef0123456789abcdef01234567", "--deployed-by", "ops.alice", "--ticket", "REL-42", "--reason", "r"},
 	} {
 		r := leasectl(t, append(args, "--database-url", url)...)
 		requireCode(t, exitError, r, args)

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mightyetl/leasefence/audit"
+	"github.com/mightyetl/leasefence/evidence"
 	"github.com/mightyetl/leasefence/internal/controls"
 	"github.com/mightyetl/leasefence/internal/testdb"
 )
@@ -137,7 +138,7 @@ func lifecycle(t *testing.T, db *testdb.DB) []string {
 	require.Equal(t, second, id)
 	secrets = append(secrets, tokenForms(t, token)...)
 
-	r = leasectl(t, "deployment", "record", "--version", "2026.12.02+build.7", "--reason", "REL-19 roll out renewals",
+	r = leasectl(t, "deployment", "record", "--version", "2026.12.02+build.7", "--source", "0123456789abcdef0123456789abcdef01234567", "--deployed-by", "ops.alice", "--ticket", "REL-42", "--reason", "REL-19 roll out renewals",
 		"--database-url", db.URL)
 	requireCode(t, exitOK, r)
 	require.Equal(t, "recorded deployment version 2026.12.02+build.7\n", r.stdout)
@@ -175,8 +176,8 @@ func TestNoCommandEverPrintsPayloadTokenOwnerOrKey(t *testing.T) {
 	for _, args := range [][]string{
 		{"policy", "set", "--queue", "billing", "--renewal-enabled=false", "--reason", "INC-5 stop", "--database-url", operator},
 		{"policy", "set", "--queue", "billing", "--renewal-enabled=true", "--reason", "INC-5 resume", "--output", "json", "--database-url", operator},
-		{"deployment", "record", "--version", "2026.12.03", "--reason", "REL-20", "--output", "json", "--database-url", db.URL},
-		{"deployment", "record", "--version", "not a version!", "--reason", "REL-21", "--database-url", db.URL},
+		{"deployment", "record", "--version", "2026.12.03", "--source", "0123456789abcdef0123456789abcdef01234567", "--deployed-by", "ops.alice", "--ticket", "REL-42", "--reason", "REL-20", "--output", "json", "--database-url", db.URL},
+		{"deployment", "record", "--version", "not a version!", "--source", "0123456789abcdef0123456789abcdef01234567", "--deployed-by", "ops.alice", "--ticket", "REL-42", "--reason", "REL-21", "--database-url", db.URL},
 		{"migrate", "up", "--database-url", db.URL},
 	} {
 		outputs = append(outputs, leasectl(t, args...))
@@ -200,9 +201,9 @@ func TestEvidenceReportMapsEverySectionToControls(t *testing.T) {
 		GeneratedAt string  `json:"generated_at"`
 		Since       *string `json:"since"`
 		Sections    []struct {
-			ID       string                `json:"id"`
-			Controls []evidenceControlJSON `json:"controls"`
-			Data     json.RawMessage       `json:"data"`
+			ID       string             `json:"id"`
+			Controls []evidence.Control `json:"controls"`
+			Data     json.RawMessage    `json:"data"`
 		} `json:"sections"`
 		ControlIndex []controls.Control `json:"control_index"`
 	}
@@ -222,15 +223,16 @@ func TestEvidenceReportMapsEverySectionToControls(t *testing.T) {
 	}
 	require.Len(t, report.Sections, len(controls.EvidenceSections()))
 
-	var migration migrationJSON
+	var migration evidence.Migration
 	require.NoError(t, json.Unmarshal(sections[controls.SectionMigration], &migration))
 	require.True(t, migration.UpToDate)
 	require.NotNil(t, migration.AppliedAt)
 
-	var deployments, policyHistory, enablement []evidenceRecordJSON
+	var deployments, policyHistory, enablement []evidence.Record
 	require.NoError(t, json.Unmarshal(sections[controls.SectionDeployments], &deployments))
 	require.Len(t, deployments, 1)
-	require.JSONEq(t, `{"deployment_version": "2026.12.02+build.7"}`, string(deployments[0].NewValues))
+	require.JSONEq(t, `{"deployment_version": "2026.12.02+build.7", "source_digest": "0123456789abcdef0123456789abcdef01234567",
+		"deployed_by": "ops.alice"}`, string(deployments[0].NewValues))
 	require.Equal(t, "REL-19 roll out renewals", deployments[0].Reason)
 	require.NoError(t, json.Unmarshal(sections[controls.SectionPolicy], &policyHistory))
 	require.Len(t, policyHistory, 2) // the bundle's default, then CHG-2001
@@ -240,13 +242,14 @@ func TestEvidenceReportMapsEverySectionToControls(t *testing.T) {
 	require.NoError(t, json.Unmarshal(sections[controls.SectionEnablement], &enablement))
 	require.Empty(t, enablement)
 
-	var outcomes []outcomeJSON
+	var outcomes []evidence.Outcome
 	require.NoError(t, json.Unmarshal(sections[controls.SectionOutcomes], &outcomes))
-	require.Contains(t, outcomes, outcomeJSON{Queue: "billing", Outcome: "reclaim", Count: 1})
-	require.Contains(t, outcomes, outcomeJSON{Queue: "billing", Outcome: "stale_renewal", Count: 1})
-	var statuses []statusJSON
+	require.Contains(t, outcomes, evidence.Outcome{Queue: "billing", Outcome: "reclaim", Count: 1})
+	require.Contains(t, outcomes, evidence.Outcome{Queue: "billing", Outcome: "stale_renewal", Count: 1})
+	var statuses []evidence.Status
 	require.NoError(t, json.Unmarshal(sections[controls.SectionJobStatus], &statuses))
-	require.ElementsMatch(t, []statusJSON{{"billing", "RUNNING", 1}, {"billing", "SUCCEEDED", 1}, {"billing", "CANCELLED", 1}}, statuses)
+	require.ElementsMatch(t, []evidence.Status{{Queue: "billing", Status: "RUNNING", Count: 1}, {Queue: "billing", Status: "SUCCEEDED", Count: 1},
+		{Queue: "billing", Status: "CANCELLED", Count: 1}}, statuses)
 	var auditData audit.Report
 	require.NoError(t, json.Unmarshal(sections[controls.SectionAudit], &auditData))
 	require.True(t, auditData.Passed)
@@ -266,7 +269,8 @@ func TestEvidenceReportMapsEverySectionToControls(t *testing.T) {
 		require.Contains(t, md, "| "+a.ID+" | pass |")
 	}
 	require.Contains(t, md, "REL-19 roll out renewals")
-	require.Contains(t, md, "`{\"deployment_version\":\"2026.12.02+build.7\"}`")
+	require.Contains(t, md, "`{\"deployed_by\":\"ops.alice\",\"deployment_version\":\"2026.12.02+build.7\","+
+		"\"source_digest\":\"0123456789abcdef0123456789abcdef01234567\"}`")
 	require.Contains(t, md, "| billing | reclaim | 1 |")
 	require.Contains(t, md, "| billing | stale_renewal | 1 |")
 	require.Contains(t, md, "| billing | SUCCEEDED | 1 |")
@@ -284,7 +288,7 @@ func TestEvidenceSinceLimitsTheHistories(t *testing.T) {
 	execSQL(t, admin, `ALTER TABLE durable_jobs.control_evidence_record DISABLE TRIGGER USER`)
 	execSQL(t, admin, `UPDATE durable_jobs.control_evidence_record SET recorded_at = recorded_at - interval '1 day'`)
 	execSQL(t, admin, `ALTER TABLE durable_jobs.control_evidence_record ENABLE TRIGGER USER`)
-	r := leasectl(t, "deployment", "record", "--version", "7.0.1", "--reason", "REL-7", "--database-url", db.URL)
+	r := leasectl(t, "deployment", "record", "--version", "7.0.1", "--source", "0123456789abcdef0123456789abcdef01234567", "--deployed-by", "ops.alice", "--ticket", "REL-42", "--reason", "REL-7", "--database-url", db.URL)
 	requireCode(t, exitOK, r)
 	auditor := db.LoginURL(t, "durable_job_auditor")
 
@@ -417,20 +421,42 @@ func TestHealthCountsRunningExpiringAndExpiredLeases(t *testing.T) {
 func TestDeploymentRecordRefusesMalformedVersionsAndRuntimeRoles(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	r := leasectl(t, "deployment", "record", "--version", "-bad version", "--reason", "REL-1", "--database-url", db.URL)
+	deploy := func(url string, version, source, by, ticket, reason string, extra ...string) result {
+		return leasectl(t, append([]string{"deployment", "record", "--version", version, "--source", source,
+			"--deployed-by", by, "--ticket", ticket, "--reason", reason, "--database-url", url}, extra...)...)
+	}
+	const commit = "0123456789abcdef0123456789abcdef01234567"
+	for _, bad := range [][]string{
+		{"-bad version", commit, "ops.alice", "REL-1", "roll out"},
+		{"1.2.3", "main", "ops.alice", "REL-1", "roll out"},
+		{"1.2.3", commit, "deploy-bot@example.com", "REL-1", "roll out"},
+		{"1.2.3", commit, "ops.alice", "see chat", "roll out"},
+		{"1.2.3", commit, "ops.alice", "REL-1", " "},
+		{"1.2.3", commit, "ops.alice", "REL-1", "customer 김민수 RRN 900101-1234567"},
+		{"1.2.3", commit, "ops.alice", "REL-1", "pw=hunter2"},
+	} {
+		r := deploy(db.URL, bad[0], bad[1], bad[2], bad[3], bad[4])
+		requireCode(t, exitError, r, bad)
+		require.True(t, strings.HasPrefix(r.stderr, "error: record deployment: invalid "), "%v: %s", bad, r.stderr)
+		require.Contains(t, r.stderr, "(SQLSTATE LF002)", bad)
+		require.NotContains(t, r.stderr, "900101", bad)
+		require.NotContains(t, r.stderr, "hunter2", bad)
+	}
+	r := deploy(db.LoginURL(t, "durable_job_operator"), "1.2.3", commit, "ops.alice", "REL-2", "roll out")
 	requireCode(t, exitError, r)
-	require.Equal(t, "error: record deployment version: malformed deployment version (SQLSTATE LF003)\n"+
-		"HINT: deployment version must match ^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$\n", r.stderr)
-	r = leasectl(t, "deployment", "record", "--version", "1.2.3", "--reason", " ", "--database-url", db.URL)
-	requireCode(t, exitError, r)
-	require.Contains(t, r.stderr, "(SQLSTATE LF003)")
-	r = leasectl(t, "deployment", "record", "--version", "1.2.3", "--reason", "REL-2", "--database-url",
-		db.LoginURL(t, "durable_job_operator"))
-	requireCode(t, exitError, r)
-	require.Contains(t, r.stderr, "permission denied for function record_deployment_version (SQLSTATE 42501)")
-	r = leasectl(t, "deployment", "record", "--version", "1.2.3", "--reason", "REL-2", "--output", "json", "--database-url", db.URL)
+	require.Contains(t, r.stderr, "permission denied for function record_deployment (SQLSTATE 42501)")
+	auditor := db.LoginURL(t, "durable_job_auditor")
+	r = leasectl(t, "evidence", "--format", "json", "--database-url", auditor)
 	requireCode(t, exitOK, r)
-	require.JSONEq(t, `{"deployment_version": "1.2.3", "recorded": true}`, r.stdout)
+	require.NotContains(t, r.stdout, "deployment_recorded", "nothing refused was recorded")
+
+	r = deploy(db.URL, "1.2.3", "sha256:"+strings.Repeat("ab", 32), "ops.alice", "REL-2", "roll out", "--output", "json")
+	requireCode(t, exitOK, r)
+	require.JSONEq(t, `{"deployment_version": "1.2.3", "source_digest": "sha256:`+strings.Repeat("ab", 32)+
+		`", "deployed_by": "ops.alice", "recorded": true}`, r.stdout)
+	r = leasectl(t, "evidence", "--format", "json", "--database-url", auditor)
+	requireCode(t, exitOK, r)
+	require.Contains(t, r.stdout, `"deployed_by": "ops.alice"`)
 }
 
 func TestEvidenceShowsOperatorTextAsTextNotMarkup(t *testing.T) {

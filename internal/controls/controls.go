@@ -266,7 +266,7 @@ var evidenceSectionTable = []EvidenceSection{
 		"Every deployment version recorded with `leasectl deployment record`, with reason and role.",
 		[]string{ChangeDeployment, AuditAppendOnly}},
 	{SectionPolicies, "Current lease policies",
-		"The lease policy in force for each queue and the default '*', with who changed it last and when.",
+		"The lease policy in force for each queue and the default '*', with who changed it last and when: at report time, or with --until as of the period's end, reconstructed from the evidence.",
 		[]string{ChangePolicy}},
 	{SectionPolicy, "Lease policy history",
 		"Every recorded lease policy change in the period with old and new values, reason, ticket, approver and role, and each queue's policy as of the period's end reconstructed from the evidence.",

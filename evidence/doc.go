@@ -1,0 +1,41 @@
+// Package evidence builds leasefence's control-evidence report for
+// auditors from a live database: the migration version and history, the
+// recorded deployments, the lease policies and their history, renewal
+// enablement changes, aggregate lease outcomes, jobs by status and the
+// result of every audit check, each section mapped to the control
+// identifiers (LF-...) that docs/compliance uses.
+//
+// # Overview
+//
+// Build reads the database and returns a Report; `leasectl evidence` is a
+// thin command over it that renders the Report as Markdown or JSON, and a
+// team can call it from its own Go code or CI:
+//
+//	pool, err := pgxpool.New(ctx, auditorURL) // a login granted durable_job_auditor
+//	...
+//	report, err := evidence.Build(ctx, pool, evidence.Options{Since: start, Until: end})
+//	if err != nil {
+//		return err // *evidence.ReadError names the read that failed
+//	}
+//	for _, s := range report.Sections {
+//		fmt.Println(s.ID, s.Title) // s.Data is the section's typed value
+//	}
+//
+// A Report encodes to the JSON of `leasectl evidence --format json`.
+//
+// # The period
+//
+// Options.Since and Options.Until bound the period (either end may be
+// open; a duration back from the database's clock may be given instead of
+// a time). The histories hold only the records written in [Since, Until);
+// the outcome totals count whole minutes of it, from tallies the database
+// keeps 30 days; with Until the lease policies are each queue's policy as
+// of Until, reconstructed from the evidence. Jobs by status and the audit
+// result are always as of report time.
+//
+// # What it never holds
+//
+// No payload, claim token, owner id, idempotency key or job id. Change
+// reasons, role and queue names are the values as stored: a renderer that
+// writes them into markup must escape them (leasectl does).
+package evidence

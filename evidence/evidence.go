@@ -1,0 +1,433 @@
+package evidence
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mightyetl/leasefence/audit"
+	"github.com/mightyetl/leasefence/goclient"
+	"github.com/mightyetl/leasefence/internal/controls"
+	sqlbundle "github.com/mightyetl/leasefence/sql"
+)
+
+// OutcomeRetention is how long the database keeps the lease outcome
+// tallies the outcome totals are made of.
+const OutcomeRetention = 30 * 24 * time.Hour
+
+// Options says which period a report covers. A zero time with a zero
+// duration leaves that end open.
+type Options struct {
+	// Since starts the period (inclusive). Defaults to everything the
+	// database keeps.
+	Since time.Time
+	// SinceBack, when Since is zero and SinceBack positive, starts the
+	// period that long before the database's clock.
+	SinceBack time.Duration
+	// Until ends the period (exclusive); the lease policies are then as of
+	// Until. Defaults to report time, with the policies in force now.
+	Until time.Time
+	// UntilBack, when Until is zero and UntilBack positive, ends the period
+	// that long before the database's clock.
+	UntilBack time.Duration
+}
+
+// Control is a control named by a section.
+type Control struct {
+	// ID is the control identifier (LF-...).
+	ID string `json:"id"`
+	// Title is the control's short title.
+	Title string `json:"title"`
+}
+
+// Section is one section of the report.
+type Section struct {
+	// ID is the section identifier (EVIDENCE-...).
+	ID string `json:"id"`
+	// Title is the section's heading.
+	Title string `json:"title"`
+	// Shows says what the section shows and over which period.
+	Shows string `json:"shows"`
+	// Controls are the controls the section supports.
+	Controls []Control `json:"controls"`
+	// Data is Migration, []Record, []Policy, []Outcome, []Status or
+	// audit.Report, by section.
+	Data any `json:"data"`
+}
+
+// Report is the whole control-evidence report.
+type Report struct {
+	// GeneratedAt is the database time the report was made, UTC with
+	// milliseconds.
+	GeneratedAt string `json:"generated_at"`
+	// Since is the period's start, or nil when open.
+	Since *string `json:"since"`
+	// Until is the period's end, or nil when open.
+	Until *string `json:"until"`
+	// Sections are the sections, in the order of internal/controls.
+	Sections []Section `json:"sections"`
+	// Controls is the control index with SOC 2 and CSAP relevance.
+	Controls []controls.Control `json:"control_index"`
+	// Period is the period in database time (a zero end is open); it is
+	// not part of the JSON, which has GeneratedAt, Since and Until.
+	Period Period `json:"-"`
+}
+
+// Period is a report's period in database time.
+type Period struct {
+	// GeneratedAt is when the report was made.
+	GeneratedAt time.Time
+	// Since is the start, zero when open.
+	Since time.Time
+	// Until is the end, zero when open.
+	Until time.Time
+}
+
+// OutcomesCoverFrom returns the earliest time the outcome totals can cover
+// (tallies are kept for OutcomeRetention) and whether the period starts
+// before it, so the totals cover less than the period.
+func (p Period) OutcomesCoverFrom() (time.Time, bool) {
+	from := p.GeneratedAt.Add(-OutcomeRetention)
+	return from, p.Since.IsZero() || p.Since.Before(from)
+}
+
+// Record is one control-evidence record.
+type Record struct {
+	// ID is the record's number; it increases with every record.
+	ID int64 `json:"id"`
+	// Kind is the evidence kind (lease_policy_changed, ...).
+	Kind string `json:"kind"`
+	// Queue is the queue a policy record is about, or nil.
+	Queue *string `json:"queue"`
+	// PreviousValues is the JSON of the values before the change (null for none).
+	PreviousValues json.RawMessage `json:"previous_values"`
+	// NewValues is the JSON of the values after the change.
+	NewValues json.RawMessage `json:"new_values"`
+	// Reason is the reason as stored.
+	Reason string `json:"reason"`
+	// ChangedByRole is the login that made the change.
+	ChangedByRole string `json:"changed_by_role"`
+	// RecordedAt is the database time of the record, UTC with milliseconds.
+	RecordedAt string `json:"recorded_at"`
+}
+
+// Migration is the migration version section's data.
+type Migration struct {
+	// MigrationVersion is the database's bundle version (0: none recorded).
+	MigrationVersion int32 `json:"migration_version"`
+	// AppliedAt is when it was applied, or nil.
+	AppliedAt *string `json:"applied_at"`
+	// NewestVersion is the newest version this build carries.
+	NewestVersion int32 `json:"newest_version"`
+	// UpToDate is whether the two are equal.
+	UpToDate bool `json:"up_to_date"`
+}
+
+// Policy is one queue's lease policy; durations are in seconds.
+type Policy struct {
+	// Queue is the queue, or "*" for the default.
+	Queue string `json:"queue"`
+	// LeaseDurationSeconds is the lease duration.
+	LeaseDurationSeconds float64 `json:"lease_duration_seconds"`
+	// RenewalIntervalSeconds is the renewal interval.
+	RenewalIntervalSeconds float64 `json:"renewal_interval_seconds"`
+	// MaxClaimLifetimeSeconds is the maximum claim lifetime.
+	MaxClaimLifetimeSeconds float64 `json:"max_claim_lifetime_seconds"`
+	// RenewalEnabled is the queue's renewal switch.
+	RenewalEnabled bool `json:"renewal_enabled"`
+	// ChangedAt is when it was last changed, UTC with milliseconds.
+	ChangedAt string `json:"changed_at"`
+	// ChangedByRole is who changed it last.
+	ChangedByRole string `json:"changed_by_role"`
+	// Durations holds the three durations as time.Duration for renderers.
+	Durations PolicyDurations `json:"-"`
+}
+
+// PolicyDurations are a policy's durations.
+type PolicyDurations struct {
+	// Lease is the lease duration.
+	Lease time.Duration
+	// RenewalInterval is the renewal interval.
+	RenewalInterval time.Duration
+	// MaxClaimLifetime is the maximum claim lifetime.
+	MaxClaimLifetime time.Duration
+}
+
+// Outcome is one aggregate lease outcome.
+type Outcome struct {
+	// Queue is the queue ("*" for stale renewals of unknown jobs).
+	Queue string `json:"queue"`
+	// Outcome is stale_renewal or reclaim.
+	Outcome string `json:"outcome"`
+	// Count is how often it happened in the period.
+	Count int64 `json:"count"`
+}
+
+// Status is one job status total.
+type Status struct {
+	// Queue is the queue.
+	Queue string `json:"queue"`
+	// Status is the job status.
+	Status string `json:"status"`
+	// Count is how many jobs have it.
+	Count int64 `json:"count"`
+}
+
+// ReadError is a read of the database that failed while building a report.
+type ReadError struct {
+	// Read says what was being read ("read lease policies", ...).
+	Read string
+	// Err is the error.
+	Err error
+}
+
+// Error implements error.
+func (e *ReadError) Error() string { return e.Read + ": " + e.Err.Error() }
+
+// Unwrap returns the read's error.
+func (e *ReadError) Unwrap() error { return e.Err }
+
+// ErrEmptyPeriod is returned (wrapped in a *PeriodError) when the period's
+// end is not after its start.
+var ErrEmptyPeriod = errors.New("evidence: the period's end is not after its start")
+
+// PeriodError is a period whose end is not after its start, resolved in
+// database time.
+type PeriodError struct {
+	// Since is the resolved start.
+	Since time.Time
+	// Until is the resolved end.
+	Until time.Time
+}
+
+// Error implements error.
+func (e *PeriodError) Error() string {
+	return ErrEmptyPeriod.Error() + " (" + formatTime(e.Since) + ", " + formatTime(e.Until) + ")"
+}
+
+// Unwrap returns ErrEmptyPeriod.
+func (e *PeriodError) Unwrap() error { return ErrEmptyPeriod }
+
+// data is everything the report is made of.
+type data struct {
+	period    Period
+	migration goclient.MigrationVersion
+	records   []goclient.EvidenceRecord
+	policies  []goclient.LeasePolicy
+	outcomes  []goclient.LeaseOutcomeTotal
+	statuses  []goclient.JobStatusTotal
+	audit     audit.Report
+}
+
+// Build reads the database through pool, a login granted
+// durable_job_auditor, and returns the report for the period opts names.
+// A failed read returns a *ReadError naming it, an audit check that could
+// not run an *audit.CheckError, and an empty period a *PeriodError.
+func Build(ctx context.Context, pool *pgxpool.Pool, opts Options) (Report, error) {
+	client, err := goclient.New(pool)
+	if err != nil {
+		return Report{}, err
+	}
+	defer func() { _ = client.Close() }()
+	d := data{}
+	if err := pool.QueryRow(ctx, `SELECT pg_catalog.clock_timestamp()`).Scan(&d.period.GeneratedAt); err != nil {
+		return Report{}, &ReadError{"read database time", err}
+	}
+	d.period.Since = resolve(opts.Since, opts.SinceBack, d.period.GeneratedAt)
+	d.period.Until = resolve(opts.Until, opts.UntilBack, d.period.GeneratedAt)
+	if !d.period.Until.IsZero() && !d.period.Since.IsZero() && !d.period.Until.After(d.period.Since) {
+		return Report{}, &PeriodError{Since: d.period.Since, Until: d.period.Until}
+	}
+	if d.migration, err = client.BundleMigrationVersion(ctx); err != nil {
+		return Report{}, &ReadError{"read migration version", err}
+	}
+	if d.records, err = client.ControlEvidence(ctx, d.period.Since); err != nil {
+		return Report{}, &ReadError{"read control evidence", err}
+	}
+	if d.period.Until.IsZero() {
+		d.policies, err = client.QueueLeasePolicies(ctx)
+	} else {
+		d.records = recordsBefore(d.records, d.period.Until)
+		d.policies, err = policiesAsOf(ctx, pool, d.period.Until)
+	}
+	if err != nil {
+		return Report{}, &ReadError{"read lease policies", err}
+	}
+	if d.outcomes, err = client.LeaseOutcomeTotals(ctx, d.period.Since); err != nil {
+		return Report{}, &ReadError{"read lease outcome totals", err}
+	}
+	if !d.period.Until.IsZero() {
+		later, err := client.LeaseOutcomeTotals(ctx, d.period.Until)
+		if err != nil {
+			return Report{}, &ReadError{"read lease outcome totals", err}
+		}
+		d.outcomes = subtractOutcomes(d.outcomes, later)
+	}
+	if d.statuses, err = client.JobStatusTotals(ctx); err != nil {
+		return Report{}, &ReadError{"read job status totals", err}
+	}
+	if d.audit, err = audit.Run(ctx, pool); err != nil {
+		return Report{}, err
+	}
+	return build(d), nil
+}
+
+// resolve returns at, or back before now when at is zero and back
+// positive, or the zero time.
+func resolve(at time.Time, back time.Duration, now time.Time) time.Time {
+	if at.IsZero() && back > 0 {
+		return now.Add(-back)
+	}
+	return at
+}
+
+// recordsBefore keeps the records written before until.
+func recordsBefore(records []goclient.EvidenceRecord, until time.Time) []goclient.EvidenceRecord {
+	out := []goclient.EvidenceRecord{}
+	for _, r := range records {
+		if r.RecordedAt.Before(until) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// subtractOutcomes returns the totals from since minus those from until:
+// what was counted in [since, until), by whole minutes. Pairs left at zero
+// are dropped.
+func subtractOutcomes(fromSince, fromUntil []goclient.LeaseOutcomeTotal) []goclient.LeaseOutcomeTotal {
+	later := map[[2]string]int64{}
+	for _, o := range fromUntil {
+		later[[2]string{o.Queue, o.Outcome}] = o.Count
+	}
+	out := []goclient.LeaseOutcomeTotal{}
+	for _, o := range fromSince {
+		o.Count -= later[[2]string{o.Queue, o.Outcome}]
+		if o.Count > 0 {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// policiesAsOfSQL reconstructs each queue's lease policy as of $1 from the
+// last lease_policy_changed record before it. That record's new values name
+// the row they came from (policy_queue_name; migration 001's record of '*'
+// predates the key): after a queue's row was deleted they are the default's
+// or null, and the queue, which had no policy of its own then, is left out.
+const policiesAsOfSQL = `SELECT queue_name, lease_duration, renewal_interval, max_claim_lifetime, renewal_enabled,
+	recorded_at, changed_by_role
+FROM (SELECT DISTINCT ON (e.queue_name) e.queue_name,
+	(NOT e.new_values ? 'policy_queue_name' OR e.new_values ->> 'policy_queue_name' = e.queue_name) AS own_row,
+	(e.new_values ->> 'lease_duration')::interval AS lease_duration,
+	(e.new_values ->> 'renewal_interval')::interval AS renewal_interval,
+	(e.new_values ->> 'max_claim_lifetime')::interval AS max_claim_lifetime,
+	(e.new_values ->> 'renewal_enabled')::boolean AS renewal_enabled, e.recorded_at, e.changed_by_role
+	FROM durable_jobs.control_evidence_history(NULL) e
+	WHERE e.evidence_kind = 'lease_policy_changed' AND e.recorded_at < $1
+	ORDER BY e.queue_name, e.evidence_record_id DESC) last
+WHERE own_row
+ORDER BY queue_name`
+
+// policiesAsOf returns each queue's lease policy as of until, from the
+// evidence (auditor role).
+func policiesAsOf(ctx context.Context, pool *pgxpool.Pool, until time.Time) ([]goclient.LeasePolicy, error) {
+	rows, _ := pool.Query(ctx, policiesAsOfSQL, until)
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (goclient.LeasePolicy, error) {
+		var p goclient.LeasePolicy
+		err := row.Scan(&p.Queue, &p.LeaseDuration, &p.RenewalInterval, &p.MaxClaimLifetime, &p.RenewalEnabled,
+			&p.ChangedAt, &p.ChangedByRole)
+		return p, err
+	})
+}
+
+// recordsOfKind returns the evidence records of the given kinds.
+func recordsOfKind(records []goclient.EvidenceRecord, kinds ...string) []Record {
+	out := []Record{}
+	for _, r := range records {
+		for _, k := range kinds {
+			if r.Kind == k {
+				out = append(out, toRecord(r))
+			}
+		}
+	}
+	return out
+}
+
+func toRecord(r goclient.EvidenceRecord) Record {
+	out := Record{ID: r.ID, Kind: r.Kind, PreviousValues: r.PreviousValues, NewValues: r.NewValues,
+		Reason: r.Reason, ChangedByRole: r.ChangedByRole, RecordedAt: formatTime(r.RecordedAt)}
+	if r.Queue != "" {
+		q := r.Queue
+		out.Queue = &q
+	}
+	if out.PreviousValues == nil {
+		out.PreviousValues = json.RawMessage("null")
+	}
+	return out
+}
+
+// build arranges the data into the sections of internal/controls.
+func build(d data) Report {
+	newest := sqlbundle.NewestVersion()
+	migration := Migration{MigrationVersion: d.migration.Version, NewestVersion: newest,
+		UpToDate: d.migration.Version == newest}
+	if d.migration.Version != 0 {
+		at := formatTime(d.migration.AppliedAt)
+		migration.AppliedAt = &at
+	}
+	policies := make([]Policy, 0, len(d.policies))
+	for _, p := range d.policies {
+		policies = append(policies, Policy{Queue: p.Queue, LeaseDurationSeconds: p.LeaseDuration.Seconds(),
+			RenewalIntervalSeconds: p.RenewalInterval.Seconds(), MaxClaimLifetimeSeconds: p.MaxClaimLifetime.Seconds(),
+			RenewalEnabled: p.RenewalEnabled, ChangedAt: formatTime(p.ChangedAt), ChangedByRole: p.ChangedByRole,
+			Durations: PolicyDurations{p.LeaseDuration, p.RenewalInterval, p.MaxClaimLifetime}})
+	}
+	outcomes := make([]Outcome, 0, len(d.outcomes))
+	for _, o := range d.outcomes {
+		outcomes = append(outcomes, Outcome(o))
+	}
+	statuses := make([]Status, 0, len(d.statuses))
+	for _, s := range d.statuses {
+		statuses = append(statuses, Status(s))
+	}
+	byID := map[string]any{
+		controls.SectionMigration:   migration,
+		controls.SectionMigrations:  recordsOfKind(d.records, "migration_applied", "migration_reverted"),
+		controls.SectionDeployments: recordsOfKind(d.records, "deployment_recorded"),
+		controls.SectionPolicies:    policies,
+		controls.SectionPolicy:      recordsOfKind(d.records, "lease_policy_changed"),
+		controls.SectionEnablement:  recordsOfKind(d.records, "renewal_enablement_changed"),
+		controls.SectionOutcomes:    outcomes,
+		controls.SectionJobStatus:   statuses,
+		controls.SectionAudit:       d.audit,
+	}
+	report := Report{GeneratedAt: formatTime(d.period.GeneratedAt), Controls: controls.Controls(), Period: d.period}
+	if !d.period.Since.IsZero() {
+		since := formatTime(d.period.Since)
+		report.Since = &since
+	}
+	if !d.period.Until.IsZero() {
+		until := formatTime(d.period.Until)
+		report.Until = &until
+	}
+	for _, section := range controls.EvidenceSections() {
+		out := Section{ID: section.ID, Title: section.Title, Shows: section.Shows, Data: byID[section.ID]}
+		for _, id := range section.Controls {
+			c, _ := controls.ControlByID(id)
+			out.Controls = append(out.Controls, Control{ID: c.ID, Title: c.Title})
+		}
+		report.Sections = append(report.Sections, out)
+	}
+	return report
+}
+
+// formatTime prints a time as UTC with milliseconds, as every leasefence
+// report does.
+func formatTime(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
