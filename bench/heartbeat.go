@@ -116,14 +116,17 @@ func (r *runner) heartbeatAtScale(ctx context.Context) error {
 		return err
 	}
 	defer pool.Close()
-	cfg := goclient.DefaultConfig() // the bundle's default policy: 30 s lease, 10 s interval
+	// The bundle's default policy: 30 s lease, 10 s interval, so each
+	// attempt's timeout is half of 10 s, as the client derives it.
+	const attemptTimeout = 5 * time.Second
+	cfg := goclient.DefaultConfig()
 	renewPool, err := goclient.NewPool(ctx, strings.Replace(withPoolSize(r.e.workerURL),
-		fmt.Sprintf("pool_max_conns=%d", e2ePoolSize), "pool_max_conns=4", 1), cfg.RenewalInterval/2)
+		fmt.Sprintf("pool_max_conns=%d", e2ePoolSize), "pool_max_conns=4", 1), attemptTimeout)
 	if err != nil {
 		return err
 	}
 	defer renewPool.Close()
-	port := &timedPort{RenewalPort: goclient.NewPgRenewalPort(renewPool, cfg.RenewalInterval/2)}
+	port := &timedPort{RenewalPort: goclient.NewPgRenewalPort(renewPool, attemptTimeout)}
 	obs := &hbObserver{}
 	cfg.OwnerID, cfg.Observer, cfg.RenewalPort = "bench-heartbeat", obs, port
 	client, err := goclient.NewClient(pool, cfg)

@@ -23,9 +23,8 @@ const maxCompletionBatch = 1000
 // batch is stale (LF001 completes none of them) every claim of the batch is
 // completed alone, so each gets its own answer.
 type completer struct {
-	pool          *pgxpool.Pool
-	leaseDuration time.Duration
-	batchLimit    int // most claims per transaction: complete_jobs' limit, maxCompletionBatch
+	pool       *pgxpool.Pool
+	batchLimit int // most claims per transaction: complete_jobs' limit, maxCompletionBatch
 
 	mu      sync.Mutex
 	pending []*completion
@@ -34,7 +33,7 @@ type completer struct {
 
 // newCompleter is the completer of a worker of c.
 func newCompleter(c *Client) *completer {
-	return &completer{pool: c.pool, leaseDuration: c.cfg.LeaseDuration, batchLimit: maxCompletionBatch}
+	return &completer{pool: c.pool, batchLimit: maxCompletionBatch}
 }
 
 // completion is one handler's request to complete its job.
@@ -114,7 +113,7 @@ func (c *completer) run(bg context.Context, batch []*completion) {
 // alone completes one request with complete_job in a transaction of its
 // own, as the worker always did.
 func (c *completer) alone(bg context.Context, r *completion) error {
-	tctx, cancel := context.WithTimeout(bg, c.leaseDuration)
+	tctx, cancel := context.WithTimeout(bg, r.lease.terms.lease)
 	defer cancel()
 	return pgx.BeginFunc(tctx, c.pool, func(tx pgx.Tx) error {
 		return stopAfter(r.lease, func() error { return completeJob(tctx, tx, r.claim, nil) })
@@ -125,12 +124,14 @@ func (c *completer) alone(bg context.Context, r *completion) error {
 // one transaction; each heartbeat stops after the call succeeded, before
 // the commit, as stopAfter does for one.
 func (c *completer) together(bg context.Context, live []*completion) error {
-	tctx, cancel := context.WithTimeout(bg, c.leaseDuration)
-	defer cancel()
 	claims := make([]Claim, len(live))
+	var timeout time.Duration
 	for i, r := range live {
 		claims[i] = r.claim
+		timeout = max(timeout, r.lease.terms.lease)
 	}
+	tctx, cancel := context.WithTimeout(bg, timeout)
+	defer cancel()
 	return pgx.BeginFunc(tctx, c.pool, func(tx pgx.Tx) error {
 		if err := completeJobs(tctx, tx, claims); err != nil {
 			return err

@@ -128,6 +128,8 @@ type Job struct {
 	sentAt time.Time
 	// renewalInterval is the policy's renewal interval at claim time.
 	renewalInterval time.Duration
+	// terms are the lease settings the heartbeat keeps the claim by.
+	terms leaseTerms
 }
 
 // Claim returns the job's claim, to pass to Complete, Retry, Fail or Release.
@@ -159,6 +161,11 @@ func (j Job) LeaseExpiresAt() time.Time { return j.leaseExpiresAt }
 
 // DatabaseTime returns the database's clock_timestamp() at the claim.
 func (j Job) DatabaseTime() time.Time { return j.databaseTime }
+
+// RenewalInterval returns how often the heartbeat renews this claim: its
+// queue policy's renewal interval at claim time, or the client's
+// Config.RenewalInterval bound when that is shorter.
+func (j Job) RenewalInterval() time.Duration { return j.terms.interval }
 
 // String returns the job's public fields; no token, no payload.
 func (j Job) String() string {

@@ -24,22 +24,29 @@ const DefaultStatementTimeout = 30 * time.Second
 // ownerPattern is the database's rule for worker_owner_id (require_well_formed in sql/functions/input_checks.sql; docs/sql-api.md).
 var ownerPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
 
-// Config holds the settings of a Client. LeaseDuration, RenewalInterval and
-// SafetyMargin must be set; every other field has a default. NewClient checks
-// the values with Validate and refuses an unsafe configuration.
+// Config holds the settings of a Client. SafetyMargin must be set; every
+// other field has a default. The lease duration and renewal interval come
+// from the database: each claim returns its queue's policy (set with
+// `leasectl policy set`), and the client follows it, claim by claim, within
+// the optional bounds LeaseDuration and RenewalInterval. NewClient checks
+// the values with Validate and refuses an unsafe configuration; each claim's
+// lease is checked with the same rules (see Validate).
 type Config struct {
 	// OwnerID is the worker's bounded identity, sent with every claim,
 	// renewal and terminal write (^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$).
 	// Default: "leasefence-" and 16 random hex digits, new per client.
 	OwnerID string
 
-	// LeaseDuration is the lease the client expects the database's queue
-	// policy to grant. It must equal the policy's lease_duration: a claim
-	// whose granted lease differs is a configuration rejection.
+	// LeaseDuration, when set, is the shortest lease the client accepts: a
+	// claim whose queue policy grants a shorter lease is refused (released,
+	// *ConfigurationRejectedError). Zero (the default): any lease the
+	// policy grants that the safety rules allow.
 	LeaseDuration time.Duration
 
-	// RenewalInterval is how often the heartbeat renews a claim. It must
-	// equal the policy's renewal_interval (checked at every claim).
+	// RenewalInterval, when set, is the longest time the heartbeat waits
+	// between renewals of a claim: each claim is renewed every
+	// min(policy renewal interval, RenewalInterval). Zero (the default): the
+	// policy's renewal interval, which each claim returns.
 	RenewalInterval time.Duration
 
 	// SafetyMargin is subtracted from every granted lease to get the local
@@ -49,8 +56,9 @@ type Config struct {
 
 	// AttemptTimeout bounds the transaction of one renewal attempt: it is
 	// the attempt's statement_timeout and its context deadline. (Getting a
-	// connection for the attempt may take up to one RenewalInterval, never
-	// past the trust deadline.) Default: RenewalInterval/2.
+	// connection for the attempt may take up to one renewal interval, never
+	// past the trust deadline.) Zero (the default): half of each claim's
+	// renewal interval.
 	AttemptTimeout time.Duration
 
 	// MaxInFlightRenewals is how many renewal calls the client has open at
@@ -86,10 +94,19 @@ type Option func(*Config)
 // WithOwnerID sets Config.OwnerID.
 func WithOwnerID(ownerID string) Option { return func(c *Config) { c.OwnerID = ownerID } }
 
-// WithLease sets Config.LeaseDuration and Config.RenewalInterval, which must
-// match the queue's lease policy in the database.
+// WithLease sets the bounds Config.LeaseDuration (the shortest lease the
+// client accepts) and Config.RenewalInterval (the longest wait between
+// renewals). Most programs need neither: the queue's policy in the database
+// sets both, and each claim returns them.
 func WithLease(leaseDuration, renewalInterval time.Duration) Option {
 	return func(c *Config) { c.LeaseDuration, c.RenewalInterval = leaseDuration, renewalInterval }
+}
+
+// WithMaxRenewalInterval sets only the bound Config.RenewalInterval: the
+// heartbeat renews each claim at least this often, more often when its
+// queue's policy says so.
+func WithMaxRenewalInterval(renewalInterval time.Duration) Option {
+	return func(c *Config) { c.RenewalInterval = renewalInterval }
 }
 
 // WithSafetyMargin sets Config.SafetyMargin.
@@ -114,10 +131,11 @@ func WithObserver(observer Observer) Option { return func(c *Config) { c.Observe
 // WithScheduler sets Config.Scheduler.
 func WithScheduler(scheduler Scheduler) Option { return func(c *Config) { c.Scheduler = scheduler } }
 
-// DefaultConfig returns the settings that match the bundle's default lease
-// policy ('*': 30 s lease, 10 s renewal interval) with a 5 s safety margin.
+// DefaultConfig returns a 5 s safety margin and no lease bounds: the lease
+// and renewal interval of every claim are its queue's policy (the bundle's
+// default policy '*' is a 30 s lease renewed every 10 s).
 func DefaultConfig() Config {
-	return Config{LeaseDuration: 30 * time.Second, RenewalInterval: 10 * time.Second, SafetyMargin: 5 * time.Second}
+	return Config{SafetyMargin: 5 * time.Second}
 }
 
 // The exact messages of ConfigError, one per rule.
@@ -136,6 +154,7 @@ const (
 	MsgNoHandler               = "exactly one of Handler and TxHandler must be set"
 	MsgPollIntervalNotPositive = "poll interval must not be negative"
 	MsgShutdownTimeoutNegative = "shutdown timeout must not be negative"
+	MsgLeaseBelowBound         = "lease duration must not be shorter than the client's LeaseDuration"
 )
 
 // withDefaults fills the fields whose zero value means "use the default".
@@ -144,9 +163,6 @@ func (c Config) withDefaults() Config {
 		var b [8]byte
 		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
 		c.OwnerID = "leasefence-" + hex.EncodeToString(b[:])
-	}
-	if c.AttemptTimeout == 0 {
-		c.AttemptTimeout = c.RenewalInterval / 2
 	}
 	if c.MaxInFlightRenewals == 0 {
 		c.MaxInFlightRenewals = 4
@@ -170,46 +186,126 @@ func (c Config) withDefaults() Config {
 // a *ConfigError (errors.Is ErrInvalidConfig) with one of these messages:
 //
 //	owner id must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$
-//	lease duration must be greater than zero
-//	renewal interval must be greater than zero            (zero or negative)
-//	renewal interval must be shorter than the lease duration (equal or longer)
+//	lease duration must be greater than zero               (negative)
+//	renewal interval must be greater than zero             (negative)
 //	safety margin must be greater than zero
 //	attempt timeout must not be negative
+//	max in-flight renewals must not be negative
+//	renewal interval must be shorter than the lease duration (equal or longer)
 //	attempt timeout must be shorter than the renewal interval
 //	renewal interval plus attempt timeout plus safety margin must not exceed the lease duration
-//	max in-flight renewals must not be negative
 //
-// The last duration rule is the safety-margin rule: the first renewal is sent
-// one interval after the claim, may take up to one attempt timeout, and must
-// be confirmed before the trust deadline, which is the lease minus the margin.
+// A zero LeaseDuration or RenewalInterval is no bound: the claim's policy
+// decides. The last three rules apply to the bounds that are set, and, at
+// every claim, to the lease that claim got: its granted lease
+// (lease_expires_at - database_time), its renewal interval (the policy's,
+// or the RenewalInterval bound when shorter) and its attempt timeout
+// (AttemptTimeout, or half that interval). A claim that breaks one of them,
+// or whose lease is shorter than the LeaseDuration bound (lease duration
+// must not be shorter than the client's LeaseDuration), is released and
+// refused with a *ConfigurationRejectedError carrying the same message.
+//
+// The last rule is the safety-margin rule: the first renewal is sent one
+// interval after the claim, may take up to one attempt timeout, and must be
+// confirmed before the trust deadline, which is the lease minus the margin.
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	switch {
 	case !ownerPattern.MatchString(c.OwnerID):
 		return &ConfigError{Field: "OwnerID", Message: MsgOwnerIDFormat}
-	case c.LeaseDuration <= 0:
+	case c.LeaseDuration < 0:
 		return &ConfigError{Field: "LeaseDuration", Message: MsgLeaseNotPositive}
-	case c.RenewalInterval <= 0:
+	case c.RenewalInterval < 0:
 		return &ConfigError{Field: "RenewalInterval", Message: MsgIntervalNotPositive}
-	case c.RenewalInterval >= c.LeaseDuration:
-		return &ConfigError{Field: "RenewalInterval", Message: MsgIntervalNotShorter}
 	case c.SafetyMargin <= 0:
 		return &ConfigError{Field: "SafetyMargin", Message: MsgMarginNotPositive}
 	case c.AttemptTimeout < 0:
 		return &ConfigError{Field: "AttemptTimeout", Message: MsgAttemptTimeoutNegative}
-	case c.AttemptTimeout >= c.RenewalInterval:
-		return &ConfigError{Field: "AttemptTimeout", Message: MsgAttemptTimeoutTooLong}
-	// RenewalInterval + AttemptTimeout + SafetyMargin > LeaseDuration,
-	// written so that nothing overflows: the cases above make the lease
-	// minus the interval positive and the attempt timeout smaller than the
-	// interval, so the difference below lies within (-MaxInt64, MaxInt64),
-	// while the sum of three durations can wrap to a small or negative one.
-	case c.SafetyMargin > c.LeaseDuration-c.RenewalInterval-c.AttemptTimeout:
-		return &ConfigError{Field: "RenewalInterval", Message: MsgInsufficientMargin}
 	case c.MaxInFlightRenewals < 0:
 		return &ConfigError{Field: "MaxInFlightRenewals", Message: MsgMaxInFlightNegative}
+	case c.RenewalInterval == 0:
+		return nil
+	case c.LeaseDuration == 0:
+		if c.AttemptTimeout >= c.RenewalInterval {
+			return &ConfigError{Field: "AttemptTimeout", Message: MsgAttemptTimeoutTooLong}
+		}
+		return nil
+	}
+	if field, msg := leaseRule(c.LeaseDuration, c.RenewalInterval, c.attemptTimeout(c.RenewalInterval), c.SafetyMargin); msg != "" {
+		return &ConfigError{Field: field, Message: msg}
 	}
 	return nil
+}
+
+// attemptTimeout is the attempt timeout for a claim renewed every interval.
+func (c Config) attemptTimeout(interval time.Duration) time.Duration {
+	if c.AttemptTimeout > 0 {
+		return c.AttemptTimeout
+	}
+	return interval / 2
+}
+
+// leaseRule checks one lease (a configured one, or a claim's) against the
+// duration rules of Validate and returns the field and message of the first
+// rule it breaks, or two empty strings. margin is positive and attempt not
+// negative (Validate checks them first).
+func leaseRule(lease, interval, attempt, margin time.Duration) (field, msg string) {
+	switch {
+	case lease <= 0:
+		return "LeaseDuration", MsgLeaseNotPositive
+	case interval <= 0:
+		return "RenewalInterval", MsgIntervalNotPositive
+	case interval >= lease:
+		return "RenewalInterval", MsgIntervalNotShorter
+	case attempt >= interval:
+		return "AttemptTimeout", MsgAttemptTimeoutTooLong
+	// interval + attempt + margin > lease, written so that nothing
+	// overflows: the cases above make the lease minus the interval positive
+	// and the attempt timeout smaller than the interval, so the difference
+	// below lies within (-MaxInt64, MaxInt64), while the sum of three
+	// durations can wrap to a small or negative one.
+	case margin > lease-interval-attempt:
+		return "RenewalInterval", MsgInsufficientMargin
+	}
+	return "", ""
+}
+
+// leaseTerms are the lease settings of one claim: its queue's policy within
+// the client's bounds.
+type leaseTerms struct {
+	// lease is the granted lease, lease_expires_at - database_time.
+	lease time.Duration
+	// interval is how often the heartbeat renews the claim.
+	interval time.Duration
+	// attemptTimeout bounds each renewal attempt's transaction.
+	attemptTimeout time.Duration
+}
+
+// terms returns the lease settings of job, or the refusal of a policy the
+// client cannot keep safe.
+func (c Config) terms(job Job) (leaseTerms, *ConfigurationRejectedError) {
+	t := leaseTerms{lease: job.leaseExpiresAt.Sub(job.databaseTime), interval: job.renewalInterval}
+	if c.RenewalInterval > 0 && c.RenewalInterval < t.interval {
+		t.interval = c.RenewalInterval
+	}
+	t.attemptTimeout = c.attemptTimeout(t.interval)
+	rejected := func(setting string, database time.Duration, clientSetting string, client time.Duration, msg string) *ConfigurationRejectedError {
+		return &ConfigurationRejectedError{Queue: job.claim.queue, Setting: setting, Database: database,
+			ClientSetting: clientSetting, Client: client, Message: msg}
+	}
+	switch _, msg := leaseRule(t.lease, t.interval, t.attemptTimeout, c.SafetyMargin); msg {
+	case "":
+	case MsgLeaseNotPositive, MsgInsufficientMargin:
+		return t, rejected("lease duration", t.lease, "safety margin", c.SafetyMargin, msg)
+	case MsgIntervalNotShorter:
+		return t, rejected("lease duration", t.lease, "renewal interval", t.interval, msg)
+	default: // MsgIntervalNotPositive, MsgAttemptTimeoutTooLong
+		return t, rejected("renewal interval", t.interval, "attempt timeout", t.attemptTimeout, msg)
+	}
+	if t.lease < c.LeaseDuration {
+		return t, rejected("lease duration", t.lease, "lease duration", c.LeaseDuration, MsgLeaseBelowBound)
+	}
+	return t, nil
 }
 
 // Client is a fenced leasefence client over a pgx pool: it enqueues, claims,
@@ -253,7 +349,9 @@ func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 	hcfg.MaxConns = int32(cfg.MaxInFlightRenewals)
 	hcfg.MinConns, hcfg.MinIdleConns = 0, 0
 	hcfg.ConnConfig.RuntimeParams["application_name"] = ApplicationName
-	hcfg.ConnConfig.RuntimeParams["statement_timeout"] = millis(cfg.AttemptTimeout)
+	if cfg.AttemptTimeout > 0 {
+		hcfg.ConnConfig.RuntimeParams["statement_timeout"] = millis(cfg.AttemptTimeout)
+	}
 	// NewWithConfig fails only for MaxConns < 1, which Validate rules out.
 	heartbeatPool, _ := pgxpool.NewWithConfig(context.Background(), hcfg)
 	port := cfg.RenewalPort
@@ -292,6 +390,20 @@ func (c *Client) isClosed() bool {
 	default:
 		return false
 	}
+}
+
+// defaultClaimTimeout bounds a worker's claim call when the client has no
+// RenewalInterval bound: the bundle's default policy's renewal interval.
+const defaultClaimTimeout = 10 * time.Second
+
+// claimTimeout bounds one claim call of a worker: the RenewalInterval bound
+// when set, else defaultClaimTimeout (the policy is not known before the
+// claim returns it).
+func (c *Client) claimTimeout() time.Duration {
+	if c.cfg.RenewalInterval > 0 {
+		return c.cfg.RenewalInterval
+	}
+	return defaultClaimTimeout
 }
 
 // ParsePoolConfig parses a PostgreSQL URL or keyword/value string into a pool

@@ -41,15 +41,23 @@ func FuzzClientConfig(f *testing.F) {
 			SafetyMargin: time.Duration(margin), AttemptTimeout: time.Duration(attempt), MaxInFlightRenewals: inFlight}
 		verr := cfg.Validate()
 
-		// The rules, in exact arithmetic, after the documented defaults.
-		at := attempt
-		if at == 0 {
-			at = interval / 2
+		// The rules, in exact arithmetic, after the documented defaults. A
+		// zero lease or interval is no bound (each claim's policy decides,
+		// and is checked by the same rules at the claim); the duration rules
+		// apply to the bounds that are set.
+		safe := lease >= 0 && interval >= 0 && margin > 0 && attempt >= 0 && inFlight >= 0
+		if interval > 0 && attempt >= interval {
+			safe = false
 		}
-		sum := new(big.Int).Add(big.NewInt(interval), big.NewInt(at))
-		sum.Add(sum, big.NewInt(margin))
-		safe := lease > 0 && interval > 0 && interval < lease && margin > 0 && at >= 0 && at < interval &&
-			sum.Cmp(big.NewInt(lease)) <= 0 && inFlight >= 0
+		if lease > 0 && interval > 0 {
+			at := attempt
+			if at == 0 {
+				at = interval / 2
+			}
+			sum := new(big.Int).Add(big.NewInt(interval), big.NewInt(at))
+			sum.Add(sum, big.NewInt(margin))
+			safe = safe && interval < lease && at < interval && sum.Cmp(big.NewInt(lease)) <= 0
+		}
 		if verr == nil && !safe {
 			t.Fatalf("Validate accepted an unsafe configuration: lease %d, interval %d, margin %d, attempt %d, in-flight %d",
 				lease, interval, margin, attempt, inFlight)

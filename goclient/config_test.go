@@ -13,8 +13,11 @@ import (
 )
 
 // Requirement 10: unsafe settings are refused at construction with exact
-// messages: zero, negative, equal-to-lease and insufficient-margin
-// intervals, and attempt timeouts that do not fit inside the interval.
+// messages: negative, equal-to-lease and insufficient-margin intervals, and
+// attempt timeouts that do not fit inside the interval. (A zero lease or
+// interval is no bound: the claim's policy decides, and each claim's lease
+// is checked by the same rules, zero included, in lease_terms_internal_test.go
+// and TestClaimOfAPolicyTheClientCannotKeepIsRefusedAndReleased.)
 func TestConfigRejectsUnsafeIntervals(t *testing.T) {
 	t.Parallel()
 	e := setup(t, shortPolicy)
@@ -30,7 +33,6 @@ func TestConfigRejectsUnsafeIntervals(t *testing.T) {
 		field string
 		want  string
 	}{
-		"zero interval":         {with(func(c *goclient.Config) { c.RenewalInterval = 0 }), "RenewalInterval", goclient.MsgIntervalNotPositive},
 		"negative interval":     {with(func(c *goclient.Config) { c.RenewalInterval = -time.Second }), "RenewalInterval", goclient.MsgIntervalNotPositive},
 		"interval equal lease":  {with(func(c *goclient.Config) { c.RenewalInterval = 3 * time.Second }), "RenewalInterval", goclient.MsgIntervalNotShorter},
 		"interval beyond lease": {with(func(c *goclient.Config) { c.RenewalInterval = 4 * time.Second }), "RenewalInterval", goclient.MsgIntervalNotShorter},
@@ -43,12 +45,13 @@ func TestConfigRejectsUnsafeIntervals(t *testing.T) {
 		"interval and margin overflow sum": {with(func(c *goclient.Config) {
 			c.LeaseDuration, c.RenewalInterval, c.AttemptTimeout, c.SafetyMargin = math.MaxInt64, math.MaxInt64-2, 1, 3
 		}), "RenewalInterval", goclient.MsgInsufficientMargin},
-		"zero lease":         {with(func(c *goclient.Config) { c.LeaseDuration = 0 }), "LeaseDuration", goclient.MsgLeaseNotPositive},
 		"negative lease":     {with(func(c *goclient.Config) { c.LeaseDuration = -time.Second }), "LeaseDuration", goclient.MsgLeaseNotPositive},
 		"zero margin":        {with(func(c *goclient.Config) { c.SafetyMargin = 0 }), "SafetyMargin", goclient.MsgMarginNotPositive},
 		"negative margin":    {with(func(c *goclient.Config) { c.SafetyMargin = -time.Second }), "SafetyMargin", goclient.MsgMarginNotPositive},
 		"attempt negative":   {with(func(c *goclient.Config) { c.AttemptTimeout = -time.Second }), "AttemptTimeout", goclient.MsgAttemptTimeoutNegative},
 		"attempt = interval": {with(func(c *goclient.Config) { c.AttemptTimeout = time.Second }), "AttemptTimeout", goclient.MsgAttemptTimeoutTooLong},
+		"attempt = interval bound, no lease bound": {with(func(c *goclient.Config) { c.LeaseDuration, c.AttemptTimeout = 0, time.Second }),
+			"AttemptTimeout", goclient.MsgAttemptTimeoutTooLong},
 		"in-flight negative": {with(func(c *goclient.Config) { c.MaxInFlightRenewals = -1 }), "MaxInFlightRenewals", goclient.MsgMaxInFlightNegative},
 		"owner malformed":    {with(func(c *goclient.Config) { c.OwnerID = "worker one" }), "OwnerID", goclient.MsgOwnerIDFormat},
 	} {
@@ -87,24 +90,44 @@ func TestConfigRejectsUnsafeIntervals(t *testing.T) {
 	d, err := goclient.New(pool, goclient.WithLease(3*time.Second, time.Second), goclient.WithSafetyMargin(time.Second))
 	require.NoError(t, err)
 	defer d.Close()
-	require.Equal(t, time.Second/2, d.Config().AttemptTimeout, "the default attempt timeout is half the interval")
+	require.Zero(t, d.Config().AttemptTimeout, "the default attempt timeout is each claim's: half its interval")
 	require.NotEqual(t, c.OwnerID(), d.OwnerID(), "each client gets its own default owner id")
 	def := goclient.DefaultConfig()
-	require.NoError(t, def.Validate(), "the defaults match the bundle's default policy and are valid")
+	require.NoError(t, def.Validate(), "the defaults are valid")
+	require.Zero(t, def.LeaseDuration, "no lease bound by default: the policy decides")
+	require.Zero(t, def.RenewalInterval, "no interval bound by default: the policy decides")
+	for _, bounds := range []goclient.Config{
+		{SafetyMargin: time.Second},
+		{SafetyMargin: time.Second, RenewalInterval: time.Second},
+		{SafetyMargin: time.Second, LeaseDuration: time.Second},
+	} {
+		require.NoError(t, bounds.Validate(), "a bound alone, or none, is checked at each claim")
+	}
 }
 
-// At claim time the database's policy is checked against the client's
-// settings; a mismatch is a counted configuration rejection and the claims
-// are released, not silently clamped.
-func TestClaimWithMismatchedPolicyIsRejectedAndReleased(t *testing.T) {
+// At claim time each claim's lease (its queue's policy within the client's
+// bounds) is checked with the configuration rules; a policy the client cannot
+// keep safe is a counted configuration rejection, named by queue, rule and
+// both values, and the claims are released, not silently clamped.
+func TestClaimOfAPolicyTheClientCannotKeepIsRefusedAndReleased(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	for name, tc := range map[string]struct {
-		db      policy
-		setting string
+		db   policy
+		opts []goclient.Option
+		want string
 	}{
-		"renewal interval": {policy{lease: 2 * time.Second, interval: 600 * time.Millisecond, maxLifetime: time.Hour, renewalEnabled: true}, "renewal interval"},
-		"lease duration":   {policy{lease: 3 * time.Second, interval: 500 * time.Millisecond, maxLifetime: time.Hour, renewalEnabled: true}, "lease duration"},
+		// The client keeps a 500 ms margin and 400 ms attempts (shortPolicy's options).
+		"insufficient margin": {policy{lease: time.Second, interval: 330 * time.Millisecond, maxLifetime: time.Hour, renewalEnabled: true},
+			[]goclient.Option{goclient.WithAttemptTimeout(200 * time.Millisecond)},
+			`leasefence: the client cannot keep the queue's lease policy safe: queue "etl.orders": ` + goclient.MsgInsufficientMargin +
+				` (lease duration 1s in the database, safety margin 500ms in the client)`},
+		"attempt timeout": {policy{lease: 2 * time.Second, interval: 300 * time.Millisecond, maxLifetime: time.Hour, renewalEnabled: true}, nil,
+			`leasefence: the client cannot keep the queue's lease policy safe: queue "etl.orders": ` + goclient.MsgAttemptTimeoutTooLong +
+				` (renewal interval 300ms in the database, attempt timeout 400ms in the client)`},
+		"lease bound": {shortPolicy, []goclient.Option{goclient.WithLease(3*time.Second, time.Second)},
+			`leasefence: the client cannot keep the queue's lease policy safe: queue "etl.orders": ` + goclient.MsgLeaseBelowBound +
+				` (lease duration 2s in the database, lease duration 3s in the client)`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -112,24 +135,62 @@ func TestClaimWithMismatchedPolicyIsRejectedAndReleased(t *testing.T) {
 			ids := e.enqueue(2)
 			e.setPolicy(tc.db)
 			rec := newRecorder()
-			c := e.worker(goclient.WithObserver(rec)) // configured for shortPolicy
+			c := e.worker(append(tc.opts, goclient.WithObserver(rec))...)
 			_, err := c.ClaimMany(ctx, testQueue, 2)
 			require.ErrorIs(t, err, goclient.ErrConfigurationRejected)
 			var rej *goclient.ConfigurationRejectedError
 			require.True(t, errors.As(err, &rej))
-			require.Equal(t, tc.setting, rej.Setting)
 			require.Equal(t, testQueue, rej.Queue)
-			require.Contains(t, err.Error(), tc.setting)
+			require.Equal(t, tc.want, err.Error())
 			require.Equal(t, 1, rec.rejected)
 			for _, id := range ids {
 				s := e.state(id)
 				require.Equal(t, goclient.StatusQueued, s.Status, "the claim was released")
 				require.Zero(t, s.AttemptNumber)
 			}
-			_, err = e.worker().Claim(ctx, testQueue) // the default observer is fine too
+			_, err = e.worker(tc.opts...).Claim(ctx, testQueue) // the default observer is fine too
 			require.ErrorIs(t, err, goclient.ErrConfigurationRejected)
 		})
 	}
+}
+
+// The policy is the truth: a policy changed between two claims (by an
+// operator's session while the worker's stays open) is followed by the next
+// claim, with no client setting to change; a bound is honoured.
+func TestClaimFollowsThePolicyChangedBetweenClaims(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t, shortPolicy)
+	e.enqueue(3)
+	c := e.worker()
+	first, err := c.Claim(ctx, testQueue)
+	require.NoError(t, err)
+	require.Equal(t, shortPolicy.interval, first.RenewalInterval())
+	require.Equal(t, shortPolicy.lease, first.LeaseExpiresAt().Sub(first.DatabaseTime()), "granted in database time")
+
+	e.setPolicy(slowPolicy) // the admin session
+	second, err := c.Claim(ctx, testQueue)
+	require.NoError(t, err)
+	require.Equal(t, slowPolicy.interval, second.RenewalInterval())
+	require.Equal(t, slowPolicy.lease, second.LeaseExpiresAt().Sub(second.DatabaseTime()))
+
+	// Each lease is kept by its own claim's terms: both are renewed
+	// before either trust deadline passes (2 s - 500 ms and 3 s - 500 ms).
+	l1, l2 := c.Keep(ctx, first), c.Keep(ctx, second)
+	waitFor(t, 10*time.Second, "both claims renewed", func() bool {
+		return e.state(first.ID()).RenewalCount >= 1 && e.state(second.ID()).RenewalCount >= 1
+	})
+	require.NoError(t, l1.Err())
+	require.NoError(t, l2.Err())
+	l1.Stop()
+	l2.Stop()
+
+	// A bound: never renew less often than every 300 ms, whatever the policy.
+	bounded := e.worker(goclient.WithMaxRenewalInterval(300*time.Millisecond), goclient.WithAttemptTimeout(100*time.Millisecond))
+	third, err := bounded.Claim(ctx, testQueue)
+	require.NoError(t, err)
+	require.Equal(t, 300*time.Millisecond, third.RenewalInterval(), "min(policy 1 s, bound 300 ms)")
+	require.Equal(t, slowPolicy.lease, third.LeaseExpiresAt().Sub(third.DatabaseTime()))
 }
 
 func TestParsePoolConfigSetsApplicationNameAndStatementTimeout(t *testing.T) {

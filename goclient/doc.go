@@ -13,13 +13,12 @@
 // conservatively, when to stop trusting one.
 //
 // A worker needs three things: a pool whose login role is a member of
-// durable_job_worker, a client configured with the queue's lease policy, and
-// a handler:
+// durable_job_worker, a client, and a handler. The lease settings live in one
+// place, the queue's policy in the database (`leasectl policy set`); each
+// claim returns them and the client follows them:
 //
 //	pool, err := goclient.NewPool(ctx, workerURL, 0) // application_name "leasefence", statement_timeout 30 s
-//	client, err := goclient.New(pool,
-//		goclient.WithLease(30*time.Second, 10*time.Second), // must equal the queue's policy
-//		goclient.WithSafetyMargin(5*time.Second))
+//	client, err := goclient.New(pool) // 5 s safety margin; lease and interval from each claim
 //	defer client.Close()
 //
 //	worker, err := client.NewWorker(goclient.WorkerConfig{
@@ -45,6 +44,7 @@
 //	             v
 //	+-----> QUEUED / RETRY_SCHEDULED ----Cancel----> CANCELLED
 //	|            |  Claim (run-after reached)           ^
+//	|            |   \--policy the client cannot keep: released at once --> QUEUED
 //	|            v                                      |
 //	|         RUNNING ----Complete---> SUCCEEDED        |
 //	| Release    |  \----Fail-------> FAILED           |
@@ -55,7 +55,9 @@
 //
 //	Replay: FAILED / CANCELLED --> QUEUED
 //
-// On the client side, each claim you Keep is a Lease with three states:
+// On the client side, each claim you Keep is a Lease with three states,
+// renewed on its own claim's schedule (the policy's renewal interval at
+// claim time, or the client's bound when shorter):
 //
 //	renewing --renewal_disabled--> disabled (no more renewals)
 //	   |                              |
@@ -96,11 +98,16 @@
 // client's heartbeat. The heartbeat runs on its own goroutine and timers and
 // its own connection pool, never on a handler's, so a handler that hogs its
 // goroutine or holds every connection of your pool cannot delay a renewal.
-// Each renewal attempt is one short transaction: SET LOCAL statement_timeout
-// to Config.AttemptTimeout (shorter than the renewal interval), one
-// renew_job_leases call, COMMIT, all under a context with the same deadline
-// (getting its connection first may take up to one interval, never past the
-// trust deadline).
+// Each claim is renewed on its own schedule: every renewal interval of its
+// claim (Job.RenewalInterval: the queue policy's at claim time, or
+// Config.RenewalInterval when that bound is shorter), so claims of queues
+// with different policies, or claimed before and after a policy change, are
+// each kept by their own terms. Each renewal attempt is one short
+// transaction: SET LOCAL statement_timeout to the claim's attempt timeout
+// (Config.AttemptTimeout, default half the claim's interval; the shortest
+// of a batch), one renew_job_leases call, COMMIT, all under a context with
+// the same deadline (getting its connection first may take up to one
+// interval, never past the trust deadline).
 // Renewals that fall due within a tenth of the interval of each other go out
 // in one call; none is sent later than its own schedule; at most
 // Config.MaxInFlightRenewals calls are open at once.
@@ -122,6 +129,8 @@
 //
 //	database answer / event         what the client does
 //	------------------------------  ---------------------------------------------------
+//	claim of a policy the client    release the claim at once, run no handler, return a
+//	cannot keep safe                *ConfigurationRejectedError (queue, rule, both values)
 //	renewed                         move trustedUntil forward, renew again in one interval
 //	stale                           stop at once, cancel the lease context (ErrStaleClaim)
 //	renewal_disabled                stop renewing; the claim runs to its granted expiry,
@@ -152,15 +161,31 @@
 //
 // # Configuration
 //
+// The lease settings are set in one place: the queue's policy in the
+// database (set_queue_lease_policy, `leasectl policy set`). Every claim
+// returns its granted lease (lease_expires_at - database_time) and the
+// policy's renewal interval, and the client keeps that claim by them. The
+// client's own settings are its SafetyMargin, AttemptTimeout and two
+// optional bounds: RenewalInterval (renew at least this often: each claim
+// is renewed every min(policy interval, bound)) and LeaseDuration (accept no
+// shorter lease). WithLease sets both bounds, WithMaxRenewalInterval only
+// the first; most programs need neither.
+//
 // Config.Validate refuses unsafe settings with exact messages (the Msg
-// constants): a zero or negative lease, interval or margin, an interval not
-// shorter than the lease, an attempt timeout not shorter than the interval,
-// and an interval that leaves no room for one attempt and the margin
-// (interval + attempt timeout + margin > lease). At every claim the client
-// also compares the database's policy with its own settings: a different
-// renewal interval or granted lease is a configuration rejection
-// (ErrConfigurationRejected), counted and returned, and the claim is
-// released, never silently clamped.
+// constants): a negative lease or interval bound, a zero or negative
+// margin, a negative attempt timeout, and, for the bounds that are set, an
+// interval not shorter than the lease, an attempt timeout not shorter than
+// the interval, and an interval that leaves no room for one attempt and
+// the margin (interval + attempt timeout + margin > lease). At every claim
+// the client checks the claim's lease by the same rules and messages (a zero
+// lease or interval included) and by its LeaseDuration bound: a policy the
+// client cannot keep safe is a configuration rejection (a
+// *ConfigurationRejectedError, errors.Is ErrConfigurationRejected, that
+// names the queue, the rule and both values, for example the policy's lease
+// and the client's safety margin), counted and returned; the claim is
+// released at once, not left to expire, and a Worker runs no handler for it
+// and stops with that error. A policy that differs from the bounds but is
+// safe is simply followed.
 //
 // # Pool sizing
 //

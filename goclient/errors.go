@@ -56,9 +56,10 @@ var (
 	ErrInvalidConfig = errors.New("leasefence: invalid client configuration")
 
 	// ErrConfigurationRejected is returned by a claim when the queue's lease
-	// policy in the database does not match the client's configuration. The
-	// claim has been released, not silently clamped.
-	ErrConfigurationRejected = errors.New("leasefence: database lease policy does not match the client configuration")
+	// policy in the database is one the client cannot keep safe with its
+	// safety margin, attempt timeout and bounds. The claim has been
+	// released, not silently clamped, and no handler runs for it.
+	ErrConfigurationRejected = errors.New("leasefence: the client cannot keep the queue's lease policy safe")
 
 	// ErrTrustDeadlinePassed is the cause of a lease context cancelled
 	// because no renewal was confirmed before the local trust deadline
@@ -108,24 +109,33 @@ func (e *ConfigError) Error() string { return ErrInvalidConfig.Error() + ": " + 
 // Unwrap returns ErrInvalidConfig.
 func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
 
-// ConfigurationRejectedError says which lease setting of the queue's policy
-// in the database differs from the client's configuration. It carries only
-// bounded values: the queue name, the setting and the two durations.
+// ConfigurationRejectedError is a claim refused because its queue's lease
+// policy in the database is one the client cannot keep safe: it breaks one
+// of the rules of Config.Validate (Message says which) or a bound the client
+// was given. It carries only bounded values: the queue name, the two
+// settings and their durations, and the rule.
 type ConfigurationRejectedError struct {
 	// Queue is the queue whose policy was checked.
 	Queue string
-	// Setting is "lease duration" or "renewal interval".
+	// Setting is the policy's side, "lease duration" or "renewal interval".
 	Setting string
-	// Database is the value the database's policy granted.
+	// Database is the value the claim got from the database's policy.
 	Database time.Duration
-	// Client is the value the client was configured with.
+	// ClientSetting is the client's side: "safety margin", "attempt
+	// timeout", "renewal interval" or "lease duration" (the bound).
+	ClientSetting string
+	// Client is the client's value of ClientSetting.
 	Client time.Duration
+	// Message is the rule the pair breaks, one of the texts documented on
+	// Config.Validate.
+	Message string
 }
 
-// Error returns a one-line description with both values.
+// Error returns a one-line description with the queue, the rule and both
+// values.
 func (e *ConfigurationRejectedError) Error() string {
-	return fmt.Sprintf("%s: queue %q has %s %s in the database, the client is configured for %s",
-		ErrConfigurationRejected, e.Queue, e.Setting, e.Database, e.Client)
+	return fmt.Sprintf("%s: queue %q: %s (%s %s in the database, %s %s in the client)",
+		ErrConfigurationRejected, e.Queue, e.Message, e.Setting, e.Database, e.ClientSetting, e.Client)
 }
 
 // Unwrap returns ErrConfigurationRejected.

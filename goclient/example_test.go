@@ -33,10 +33,15 @@ func must[T any](v T, err error) T {
 	return v
 }
 
-// leaseOptions match the queues' 3 s / 1 s lease policy, set with
+// The examples' queues have a short lease policy, set once by an operator,
+// the one place lease settings live:
 //
 //	leasectl policy set --queue etl.orders --lease-duration 3s --renewal-interval 1s --reason "examples"
-var leaseOptions = []goclient.Option{goclient.WithLease(3*time.Second, time.Second), goclient.WithSafetyMargin(time.Second)}
+//
+// The client takes the lease and the renewal interval from each claim; it
+// only needs a safety margin that fits a 3 s lease (the default, 5 s, suits
+// the bundle's default policy of 30 s renewed every 10 s).
+var clientOptions = []goclient.Option{goclient.WithSafetyMargin(time.Second)}
 
 // waitForStatus polls the job's state until it has status (examples only; a
 // producer normally does not wait).
@@ -52,7 +57,7 @@ func Example_worker() {
 	ctx := context.Background()
 	pool := must(goclient.NewPool(ctx, os.Getenv("LEASEFENCE_EXAMPLE_DATABASE_URL"), 0))
 	defer pool.Close()
-	client := must(goclient.New(pool, leaseOptions...))
+	client := must(goclient.New(pool, clientOptions...))
 	defer client.Close()
 
 	id := must(client.Enqueue(ctx, goclient.EnqueueParams{Queue: "etl.orders", Payload: []byte(`{"order": 1}`)}))
@@ -88,7 +93,7 @@ func Example_completeInTransaction() {
 	ctx := context.Background()
 	pool := must(goclient.NewPool(ctx, os.Getenv("LEASEFENCE_EXAMPLE_DATABASE_URL"), 0))
 	defer pool.Close()
-	client := must(goclient.New(pool, leaseOptions...))
+	client := must(goclient.New(pool, clientOptions...))
 	defer client.Close()
 
 	id := must(client.Enqueue(ctx, goclient.EnqueueParams{Queue: "etl.totals", Payload: []byte(`{"total": 42.5}`)}))
@@ -120,7 +125,7 @@ func ExampleJSONTxHandler() {
 	ctx := context.Background()
 	pool := must(goclient.NewPool(ctx, os.Getenv("LEASEFENCE_EXAMPLE_DATABASE_URL"), 0))
 	defer pool.Close()
-	client := must(goclient.New(pool, leaseOptions...))
+	client := must(goclient.New(pool, clientOptions...))
 	defer client.Close()
 
 	type orderTotal struct {
@@ -159,7 +164,7 @@ func ExampleClient_Keep() {
 	ctx := context.Background()
 	pool := must(goclient.NewPool(ctx, os.Getenv("LEASEFENCE_EXAMPLE_DATABASE_URL"), 0))
 	defer pool.Close()
-	client := must(goclient.New(pool, leaseOptions...))
+	client := must(goclient.New(pool, clientOptions...))
 	defer client.Close()
 	must(client.Enqueue(ctx, goclient.EnqueueParams{Queue: "etl.keep", Payload: []byte(`{}`)}))
 

@@ -9,14 +9,16 @@ import (
 )
 
 const (
-	// coalesceFraction: renewals due within RenewalInterval/coalesceFraction
-	// of the earliest due one go out in the same renew_job_leases call.
+	// coalesceFraction: renewals due within interval/coalesceFraction of the
+	// earliest due one (interval: that claim's renewal interval) go out in
+	// the same renew_job_leases call.
 	coalesceFraction = 10
 	// maxRenewalBatch is renew_job_leases' limit of claims per call.
 	maxRenewalBatch = 1000
-	// retryFraction: the first retry after a failed attempt waits
-	// RenewalInterval/retryFraction; each further one doubles, up to one
-	// interval, and never past half the time left before the trust deadline.
+	// retryFraction: the first retry after a failed attempt waits the
+	// claim's renewal interval/retryFraction; each further one doubles, up
+	// to one interval, and never past half the time left before the trust
+	// deadline.
 	retryFraction = 10
 )
 
@@ -57,12 +59,15 @@ type Lease struct {
 	claim  Claim
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	// terms are the claim's lease, renewal interval and attempt timeout:
+	// each lease is renewed on its own claim's schedule.
+	terms leaseTerms
 
 	// Guarded by hb.mu.
 	state        leaseState
 	cause        error
 	trustedUntil time.Time // monotonic: sentAt + granted - SafetyMargin
-	nextDue      time.Time // monotonic: last confirmed attempt's sentAt + RenewalInterval
+	nextDue      time.Time // monotonic: last confirmed attempt's sentAt + terms.interval
 	failures     int
 	solo         bool // renewed alone (renew_job_lease) until renewed again: its row was locked
 	index        int  // position in hb.queue, -1 when not queued
@@ -133,17 +138,13 @@ func (l *Lease) Release(ctx context.Context) (bool, error) {
 // heartbeat schedules the renewals of one client on its own goroutine and
 // timers, never on a handler's.
 type heartbeat struct {
-	c              *Client
-	port           RenewalPort
-	obs            Observer
-	clock          Clock
-	sched          Scheduler
-	interval       time.Duration
-	margin         time.Duration
-	attemptTimeout time.Duration
-	window         time.Duration
-	retryBase      time.Duration
-	maxInFlight    int
+	c           *Client
+	port        RenewalPort
+	obs         Observer
+	clock       Clock
+	sched       Scheduler
+	margin      time.Duration
+	maxInFlight int
 
 	// attempts is cancelled by close, so an open attempt ends at once.
 	attempts       context.Context
@@ -163,20 +164,16 @@ type heartbeat struct {
 // newHeartbeat starts the heartbeat's scheduling goroutine.
 func newHeartbeat(c *Client) *heartbeat {
 	h := &heartbeat{
-		c:              c,
-		port:           c.renewals,
-		obs:            c.cfg.Observer,
-		clock:          c.cfg.Clock,
-		sched:          c.cfg.Scheduler,
-		interval:       c.cfg.RenewalInterval,
-		margin:         c.cfg.SafetyMargin,
-		attemptTimeout: c.cfg.AttemptTimeout,
-		window:         c.cfg.RenewalInterval / coalesceFraction,
-		retryBase:      c.cfg.RenewalInterval / retryFraction,
-		maxInFlight:    c.cfg.MaxInFlightRenewals,
-		live:           make(map[*Lease]struct{}),
-		wake:           make(chan struct{}, 1),
-		loopDone:       make(chan struct{}),
+		c:           c,
+		port:        c.renewals,
+		obs:         c.cfg.Observer,
+		clock:       c.cfg.Clock,
+		sched:       c.cfg.Scheduler,
+		margin:      c.cfg.SafetyMargin,
+		maxInFlight: c.cfg.MaxInFlightRenewals,
+		live:        make(map[*Lease]struct{}),
+		wake:        make(chan struct{}, 1),
+		loopDone:    make(chan struct{}),
 	}
 	h.attempts, h.cancelAttempts = context.WithCancel(context.Background())
 	go h.run()
@@ -191,9 +188,10 @@ func (h *heartbeat) add(parent context.Context, job Job) *Lease {
 		claim:        job.claim,
 		ctx:          ctx,
 		cancel:       cancel,
+		terms:        job.terms,
 		index:        -1,
 		trustedUntil: job.sentAt.Add(job.leaseExpiresAt.Sub(job.databaseTime) - h.margin),
-		nextDue:      job.sentAt.Add(h.interval),
+		nextDue:      job.sentAt.Add(job.terms.interval),
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -260,7 +258,7 @@ func (h *heartbeat) dueLocked(now time.Time) ([][]*Lease, time.Duration) {
 		if wait := h.queue[0].nextDue.Sub(now); wait > 0 {
 			return batches, wait
 		}
-		horizon := now.Add(h.window)
+		horizon := now.Add(h.queue[0].terms.interval / coalesceFraction)
 		var batch []*Lease
 		for h.queue.Len() > 0 && len(batch) < maxRenewalBatch && !h.queue[0].nextDue.After(horizon) &&
 			(len(batch) == 0 || !h.queue[0].solo) {
@@ -301,11 +299,16 @@ func (h *heartbeat) attempt(batch []*Lease) {
 	}
 	wallSent := h.clock.Now()
 	sentAt := time.Now()
-	// The call may take one interval, and never past the earliest trust
-	// deadline of the batch (an answer after it could not be used): room
-	// for a new connection, whose authentication can be slow. The
-	// transaction itself is bounded by the attempt timeout in the port.
-	deadline := sentAt.Add(h.interval)
+	// The call may take one interval (the shortest of the batch), and never
+	// past the earliest trust deadline of the batch (an answer after it
+	// could not be used): room for a new connection, whose authentication
+	// can be slow. The transaction itself is bounded by the attempt timeout
+	// (the shortest of the batch) in the port.
+	interval, attemptTimeout := batch[0].terms.interval, batch[0].terms.attemptTimeout
+	for _, l := range batch {
+		interval, attemptTimeout = min(interval, l.terms.interval), min(attemptTimeout, l.terms.attemptTimeout)
+	}
+	deadline := sentAt.Add(interval)
 	h.mu.Lock()
 	for _, l := range batch {
 		if l.trustedUntil.Before(deadline) {
@@ -313,7 +316,7 @@ func (h *heartbeat) attempt(batch []*Lease) {
 		}
 	}
 	h.mu.Unlock()
-	ctx, cancel := context.WithDeadline(h.attempts, deadline)
+	ctx, cancel := context.WithDeadline(withAttemptTimeout(h.attempts, attemptTimeout), deadline)
 	results, err := h.port.RenewClaims(ctx, claims)
 	cancel()
 	if err == nil && len(results) != len(claims) {
@@ -357,7 +360,7 @@ func (h *heartbeat) finish(batch []*Lease, sentAt time.Time, results []RenewalRe
 			h.obs.SafetyMarginRemaining(queue, l.trustedUntil.Sub(recvAt))
 			h.extendLocked(l, sentAt, r)
 			l.failures, l.solo = 0, false
-			l.nextDue = sentAt.Add(h.interval)
+			l.nextDue = sentAt.Add(l.terms.interval)
 			heap.Push(&h.queue, l)
 		case RenewalLocked:
 			// Not an answer about ownership: renew the claim alone, at
@@ -391,11 +394,11 @@ func (h *heartbeat) extendLocked(l *Lease, sentAt time.Time, r RenewalResult) {
 }
 
 // retryLocked schedules the next attempt after a failed one: exponential
-// backoff from retryBase up to one interval, never later than half the time
-// left before the trust deadline.
+// backoff from a tenth of the claim's interval up to one interval, never
+// later than half the time left before the trust deadline.
 func (h *heartbeat) retryLocked(l *Lease, now time.Time) {
 	l.failures++
-	delay := min(h.retryBase<<min(l.failures-1, 16), h.interval, l.trustedUntil.Sub(now)/2)
+	delay := min(l.terms.interval/retryFraction<<min(l.failures-1, 16), l.terms.interval, l.trustedUntil.Sub(now)/2)
 	l.nextDue = now.Add(delay)
 	heap.Push(&h.queue, l)
 }
@@ -438,8 +441,10 @@ func (h *heartbeat) close() {
 	h.mu.Lock()
 	h.closing = true
 	var abandoned []Claim
+	var timeout time.Duration
 	for l := range h.live {
 		abandoned = append(abandoned, l.claim)
+		timeout = max(timeout, l.terms.attemptTimeout)
 		h.loseLocked(l, LossReleased, ErrClosed)
 	}
 	h.mu.Unlock()
@@ -447,7 +452,7 @@ func (h *heartbeat) close() {
 	<-h.loopDone
 	h.cancelAttempts()
 	h.tasks.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), h.attemptTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	releaseClaims(ctx, h.c.heartbeatPool, abandoned)
 }

@@ -33,10 +33,10 @@ var shortPolicy = policy{lease: 2 * time.Second, interval: 500 * time.Millisecon
 // slowPolicy is for tests that need more room: 3 s leases renewed every second.
 var slowPolicy = policy{lease: 3 * time.Second, interval: time.Second, maxLifetime: time.Hour, renewalEnabled: true}
 
-// clientOptions returns options matching p, with a margin of one interval.
+// clientOptions returns options that keep p safe, with a margin of one
+// interval. The lease and interval come from the policy, as in production.
 func (p policy) clientOptions() []goclient.Option {
 	return []goclient.Option{
-		goclient.WithLease(p.lease, p.interval),
 		goclient.WithSafetyMargin(p.interval),
 		goclient.WithAttemptTimeout(p.interval * 4 / 5),
 	}

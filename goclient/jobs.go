@@ -66,10 +66,12 @@ func (c *Client) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]int64
 
 // Claim claims at most one job of queue for this client's owner id (needs
 // the durable_job_worker role) and returns ErrNoJob when none is claimable.
-// The queue's policy is checked against the client's configuration first:
-// on a mismatch the claim is released and a *ConfigurationRejectedError
-// (errors.Is ErrConfigurationRejected) is returned. Claim does not start
-// the heartbeat; pass the job to Keep for that, or use a Worker.
+// The claim's lease and renewal interval are its queue's policy, checked
+// against the client's safety rules and bounds (Config.Validate): a policy
+// the client cannot keep safe releases the claim and returns a
+// *ConfigurationRejectedError (errors.Is ErrConfigurationRejected). Claim
+// does not start the heartbeat; pass the job to Keep for that, or use a
+// Worker.
 func (c *Client) Claim(ctx context.Context, queue string) (Job, error) {
 	jobs, err := c.claim(ctx, queue, sqlClaimNextJob, queue, c.cfg.OwnerID)
 	if err != nil {
@@ -88,8 +90,8 @@ func (c *Client) ClaimMany(ctx context.Context, queue string, n int) ([]Job, err
 	return c.claim(ctx, queue, sqlClaimNextJobs, queue, c.cfg.OwnerID, n)
 }
 
-// claim runs one claim statement and checks every claim against the
-// client's configuration.
+// claim runs one claim statement and checks every claim's lease against
+// the client's rules and bounds.
 func (c *Client) claim(ctx context.Context, queue, sql string, args ...any) ([]Job, error) {
 	if c.isClosed() {
 		return nil, ErrClosed
@@ -105,8 +107,9 @@ func (c *Client) claim(ctx context.Context, queue, sql string, args ...any) ([]J
 	if err != nil {
 		return nil, err
 	}
-	for _, j := range jobs {
-		if rejected := c.checkPolicy(j); rejected != nil {
+	for i := range jobs {
+		var rejected *ConfigurationRejectedError
+		if jobs[i].terms, rejected = c.cfg.terms(jobs[i]); rejected != nil {
 			c.cfg.Observer.ConfigurationRejected(queue)
 			rctx := context.WithoutCancel(ctx)
 			for _, j := range jobs {
@@ -120,21 +123,6 @@ func (c *Client) claim(ctx context.Context, queue, sql string, args ...any) ([]J
 		c.cfg.Observer.Claimed(queue)
 	}
 	return jobs, nil
-}
-
-// checkPolicy compares the lease the database granted with the client's
-// configuration: the renewal interval of the policy, and the lease duration
-// as lease_expires_at - database_time, both at claim time.
-func (c *Client) checkPolicy(j Job) *ConfigurationRejectedError {
-	if j.renewalInterval != c.cfg.RenewalInterval {
-		return &ConfigurationRejectedError{Queue: j.claim.queue, Setting: "renewal interval",
-			Database: j.renewalInterval, Client: c.cfg.RenewalInterval}
-	}
-	if granted := j.leaseExpiresAt.Sub(j.databaseTime); granted != c.cfg.LeaseDuration {
-		return &ConfigurationRejectedError{Queue: j.claim.queue, Setting: "lease duration",
-			Database: granted, Client: c.cfg.LeaseDuration}
-	}
-	return nil
 }
 
 // Renew makes one renewal of claim with renew_job_lease, outside the

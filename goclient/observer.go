@@ -44,7 +44,7 @@ type Observer interface {
 	// Renewal is called once per claim per renewal attempt with its outcome.
 	Renewal(queue string, outcome RenewalOutcome)
 	// ConfigurationRejected is called when a claim is refused because the
-	// queue's database policy does not match the client's configuration.
+	// queue's database policy is one the client cannot keep safe.
 	ConfigurationRejected(queue string)
 	// SchedulerLag is called for every claim in a renewal attempt with how
 	// late the attempt started against the claim's schedule (0 when on time

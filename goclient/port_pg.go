@@ -47,10 +47,38 @@ type pgRenewalPort struct {
 	attemptTimeout time.Duration
 }
 
+// attemptTimeoutKey is the context key under which the heartbeat passes an
+// attempt's timeout (the shortest of its claims') to the port.
+type attemptTimeoutKey struct{}
+
+// withAttemptTimeout returns ctx carrying the attempt timeout d.
+func withAttemptTimeout(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, attemptTimeoutKey{}, d)
+}
+
+// defaultAttemptTimeout bounds a renewal transaction of a port made with a
+// zero attempt timeout and called outside the heartbeat.
+const defaultAttemptTimeout = 5 * time.Second
+
+// timeout is the attempt timeout of one call: the port's own when it has
+// one, else the one the heartbeat passed in ctx, else defaultAttemptTimeout.
+func (p *pgRenewalPort) timeout(ctx context.Context) time.Duration {
+	if p.attemptTimeout > 0 {
+		return p.attemptTimeout
+	}
+	if d, ok := ctx.Value(attemptTimeoutKey{}).(time.Duration); ok {
+		return d
+	}
+	return defaultAttemptTimeout
+}
+
 // NewPgRenewalPort returns the PostgreSQL RenewalPort over pool. Every call
 // takes a connection from pool within the caller's context, then makes one
 // READ COMMITTED transaction within attemptTimeout: SET LOCAL
-// statement_timeout to attemptTimeout, one statement, COMMIT. The statement
+// statement_timeout to attemptTimeout, one statement, COMMIT. A zero
+// attemptTimeout means each attempt's own: the client's heartbeat derives
+// it from the claims' renewal intervals (Config.AttemptTimeout); called
+// outside a heartbeat, 5 s. The statement
 // is renew_job_leases for two or more claims, which never waits on a row
 // lock and answers RenewalLocked for a claim whose row another transaction
 // holds locked, and renew_job_lease for a single claim, which waits for the
@@ -79,7 +107,8 @@ func (p *pgRenewalPort) RenewClaims(ctx context.Context, claims []Claim) ([]Rene
 		return nil, err
 	}
 	defer conn.Release()
-	tctx, cancel := context.WithTimeout(ctx, p.attemptTimeout)
+	timeout := p.timeout(ctx)
+	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var results []RenewalResult
 	// One claim alone (a claim whose row was locked in a batch, or the only
@@ -90,7 +119,7 @@ func (p *pgRenewalPort) RenewClaims(ctx context.Context, claims []Claim) ([]Rene
 	}
 	err = pgx.BeginTxFunc(tctx, conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
-		b.Queue(`SET LOCAL statement_timeout = '` + millis(p.attemptTimeout) + `'`)
+		b.Queue(`SET LOCAL statement_timeout = '` + millis(timeout) + `'`)
 		b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
 			var err error
 			results, err = pgx.CollectRows(rows, scanRenewal)

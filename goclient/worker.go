@@ -196,7 +196,7 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 		if free := w.room(); free > 0 && (!woken || free >= w.cfg.Concurrency/claimBatchDivisor) {
 			// The claim itself is not cut short by ctx: a claim that commits
 			// after its caller gave up would leave a job nobody runs.
-			cctx, cancel := context.WithTimeout(base, w.c.cfg.RenewalInterval)
+			cctx, cancel := context.WithTimeout(base, w.c.claimTimeout())
 			jobs, err := w.c.ClaimMany(cctx, w.cfg.Queue, free)
 			cancel()
 			var dbErr *DatabaseError
@@ -300,11 +300,13 @@ func (w *Worker) shutdown(base context.Context, wg *sync.WaitGroup) {
 	// connection (releaseClaims). A failed release leaves the claims to
 	// lapse at their expiry; the heartbeats have stopped either way.
 	claims := make([]Claim, len(abandoned))
+	var timeout time.Duration
 	for i, l := range abandoned {
 		l.lose(LossReleased, ErrLeaseReleased)
 		claims[i] = l.claim
+		timeout = max(timeout, l.terms.attemptTimeout)
 	}
-	rctx, cancel := context.WithTimeout(base, w.c.cfg.AttemptTimeout)
+	rctx, cancel := context.WithTimeout(base, timeout)
 	defer cancel()
 	releaseClaims(rctx, w.c.pool, claims)
 	<-done
@@ -324,7 +326,8 @@ var errAbandoned = errors.New("leasefence: lease ended before the terminal write
 func (w *Worker) process(lease *Lease, job Job) {
 	ctx := lease.Context()
 	// Terminal writes outlive the lease context (the database fences them
-	// anyway); each is bounded by one lease duration from when it starts.
+	// anyway); each is bounded by the claim's lease duration from when it
+	// starts.
 	bg := context.WithoutCancel(ctx)
 	var err error
 	if w.cfg.TxHandler != nil {
@@ -334,7 +337,7 @@ func (w *Worker) process(lease *Lease, job Job) {
 			if herr := w.protect(job, func() error { return w.cfg.TxHandler(ctx, tx, job) }); herr != nil {
 				return &handlerError{herr}
 			}
-			tctx, cancel := context.WithTimeout(bg, w.c.cfg.LeaseDuration)
+			tctx, cancel := context.WithTimeout(bg, lease.terms.lease)
 			defer cancel()
 			return stopAfter(lease, func() error { return completeJob(tctx, tx, job.claim, nil) })
 		})
@@ -375,9 +378,9 @@ func (w *Worker) process(lease *Lease, job Job) {
 }
 
 // writeTx makes a terminal write in a transaction of its own, bounded by
-// one lease duration.
+// the claim's lease duration.
 func (w *Worker) writeTx(bg context.Context, lease *Lease, write func(context.Context, pgx.Tx) error) error {
-	tctx, cancel := context.WithTimeout(bg, w.c.cfg.LeaseDuration)
+	tctx, cancel := context.WithTimeout(bg, lease.terms.lease)
 	defer cancel()
 	return pgx.BeginFunc(tctx, w.c.pool, func(tx pgx.Tx) error {
 		return stopAfter(lease, func() error { return write(tctx, tx) })

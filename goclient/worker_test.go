@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -190,11 +191,24 @@ func TestWorkerStopsOnlyOnClaimErrorsRetryingCannotFix(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, w.Run(ctx), goclient.ErrInvalidArgument)
 
-	e.enqueue(1)
+	// A policy the client cannot keep safe (a 2 s lease, a client that
+	// accepts no lease under 3 s): the worker stops with the typed error,
+	// the claim is released at once (not left to expire) and no handler runs.
+	ids := e.enqueue(1)
 	mismatched := e.worker(goclient.WithLease(3*time.Second, time.Second))
-	w, err = mismatched.NewWorker(goclient.WorkerConfig{Queue: testQueue, Handler: nop})
+	var ran atomic.Int64
+	w, err = mismatched.NewWorker(goclient.WorkerConfig{Queue: testQueue,
+		Handler: func(context.Context, goclient.Job) error { ran.Add(1); return nil }})
 	require.NoError(t, err)
-	require.ErrorIs(t, w.Run(ctx), goclient.ErrConfigurationRejected)
+	err = w.Run(ctx)
+	require.ErrorIs(t, err, goclient.ErrConfigurationRejected)
+	var rej *goclient.ConfigurationRejectedError
+	require.ErrorAs(t, err, &rej)
+	require.Equal(t, goclient.MsgLeaseBelowBound, rej.Message)
+	require.Zero(t, ran.Load(), "the handler never ran")
+	s := e.state(ids[0])
+	require.Equal(t, goclient.StatusQueued, s.Status, "released, not left RUNNING until its expiry")
+	require.True(t, s.LeaseExpiresAt.IsZero())
 
 	proxy, proxied := newProxy(t, e.workerDB)
 	proxy.set("cut")

@@ -10,9 +10,12 @@
 //	LEASEFENCE_DATABASE_URL      a login granted durable_job_worker, with SELECT, INSERT and
 //	                             UPDATE on public.etl_order_totals (required)
 //	LEASEFENCE_QUEUE             the queue to work (default etl.orders)
-//	LEASEFENCE_LEASE_DURATION    the queue's lease policy (default 30s, the bundle's default policy)
-//	LEASEFENCE_RENEWAL_INTERVAL  (default 10s)
+//	LEASEFENCE_SAFETY_MARGIN     trusted lease time kept in reserve (default 5s)
 //	LEASEFENCE_CONCURRENCY       jobs run at once (default 4)
+//
+// The lease duration and renewal interval are not among them: they are the
+// queue's lease policy in the database (leasectl policy set), which every
+// claim returns and the worker follows.
 //
 // The target table, made once by the database owner:
 //

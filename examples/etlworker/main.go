@@ -43,33 +43,28 @@ func main() {
 
 // settings are the worker's environment settings.
 type settings struct {
-	databaseURL     string
-	queue           string
-	leaseDuration   time.Duration
-	renewalInterval time.Duration
-	concurrency     int
+	databaseURL  string
+	queue        string
+	safetyMargin time.Duration
+	concurrency  int
 }
 
 // readSettings reads the settings from getenv, with their defaults.
 func readSettings(getenv func(string) string) (settings, error) {
 	s := settings{databaseURL: getenv("LEASEFENCE_DATABASE_URL"), queue: getenv("LEASEFENCE_QUEUE"),
-		leaseDuration: 30 * time.Second, renewalInterval: 10 * time.Second, concurrency: 4}
+		safetyMargin: 5 * time.Second, concurrency: 4}
 	if s.databaseURL == "" {
 		return s, errors.New("LEASEFENCE_DATABASE_URL is not set: give a URL of a login granted durable_job_worker")
 	}
 	if s.queue == "" {
 		s.queue = "etl.orders"
 	}
-	for name, d := range map[string]*time.Duration{
-		"LEASEFENCE_LEASE_DURATION": &s.leaseDuration, "LEASEFENCE_RENEWAL_INTERVAL": &s.renewalInterval,
-	} {
-		if v := getenv(name); v != "" {
-			parsed, err := time.ParseDuration(v)
-			if err != nil {
-				return s, fmt.Errorf("%s: %w", name, err)
-			}
-			*d = parsed
+	if v := getenv("LEASEFENCE_SAFETY_MARGIN"); v != "" {
+		parsed, err := time.ParseDuration(v)
+		if err != nil {
+			return s, fmt.Errorf("LEASEFENCE_SAFETY_MARGIN: %w", err)
 		}
+		s.safetyMargin = parsed
 	}
 	if v := getenv("LEASEFENCE_CONCURRENCY"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -103,9 +98,12 @@ func run(ctx context.Context, getenv func(string) string, logger *slog.Logger) e
 	}
 	defer pool.Close()
 
+	// The lease and the renewal interval are the queue's policy in the
+	// database: each claim brings them, and the client keeps each claim by
+	// its own. A policy this margin cannot keep safe is refused, claim by
+	// claim, with a message naming the queue and both values.
 	client, err := goclient.New(pool,
-		goclient.WithLease(s.leaseDuration, s.renewalInterval), // must equal the queue's lease policy
-		goclient.WithSafetyMargin(s.renewalInterval/2),
+		goclient.WithSafetyMargin(s.safetyMargin),
 		goclient.WithLogger(logger))
 	if err != nil {
 		return err

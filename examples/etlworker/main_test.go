@@ -135,10 +135,10 @@ func TestETLWorkerRefusesMissingOrBadSettings(t *testing.T) {
 		want string
 	}{
 		{map[string]string{}, "LEASEFENCE_DATABASE_URL is not set"},
-		{map[string]string{"LEASEFENCE_DATABASE_URL": "postgres://x@127.0.0.1:1/db", "LEASEFENCE_LEASE_DURATION": "soon"}, "LEASEFENCE_LEASE_DURATION"},
+		{map[string]string{"LEASEFENCE_DATABASE_URL": "postgres://x@127.0.0.1:1/db", "LEASEFENCE_SAFETY_MARGIN": "soon"}, "LEASEFENCE_SAFETY_MARGIN"},
 		{map[string]string{"LEASEFENCE_DATABASE_URL": "postgres://x@127.0.0.1:1/db", "LEASEFENCE_CONCURRENCY": "many"}, "LEASEFENCE_CONCURRENCY"},
 		{map[string]string{"LEASEFENCE_DATABASE_URL": "::not a url::"}, "parse LEASEFENCE_DATABASE_URL"},
-		{map[string]string{"LEASEFENCE_DATABASE_URL": "postgres://x@127.0.0.1:1/db", "LEASEFENCE_RENEWAL_INTERVAL": "40s"}, "renewal interval must be shorter"},
+		{map[string]string{"LEASEFENCE_DATABASE_URL": "postgres://x@127.0.0.1:1/db", "LEASEFENCE_SAFETY_MARGIN": "-1s"}, "safety margin must be greater than zero"},
 		{map[string]string{"LEASEFENCE_DATABASE_URL": "postgres://x@127.0.0.1:1/db", "LEASEFENCE_CONCURRENCY": "-1"}, "LEASEFENCE_CONCURRENCY must be at least 1"},
 	} {
 		err := run(context.Background(), func(k string) string { return tc.env[k] }, slog.New(slog.DiscardHandler))

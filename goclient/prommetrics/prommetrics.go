@@ -13,7 +13,7 @@ const (
 	// RenewalsTotal counts renewal attempts per claim by queue and outcome.
 	RenewalsTotal = "leasefence_renewals_total"
 	// ConfigurationRejectionsTotal counts claims refused because the queue's
-	// database policy does not match the client's configuration.
+	// database policy is one the client cannot keep safe.
 	ConfigurationRejectionsTotal = "leasefence_configuration_rejections_total"
 	// SchedulerLagSeconds is a histogram of how late renewal ticks ran.
 	SchedulerLagSeconds = "leasefence_scheduler_lag_seconds"
@@ -90,7 +90,7 @@ var Metrics = []Metric{
 		Values: map[string][]string{LabelOutcome: {string(goclient.RenewalRenewed), string(goclient.RenewalStale),
 			string(goclient.RenewalDisabled), string(goclient.RenewalDatabaseFailure)}}},
 	{Name: ConfigurationRejectionsTotal, Type: "counter",
-		Help:   "Claims refused because the queue's database lease policy does not match the client configuration.",
+		Help:   "Claims refused because the queue's database lease policy is one the client cannot keep safe.",
 		Labels: []string{LabelQueue}},
 	{Name: SchedulerLagSeconds, Type: "histogram", Help: "How late a renewal tick ran against the claim's schedule, in seconds.",
 		Labels: []string{LabelQueue}},
