@@ -341,6 +341,7 @@ SELECT is_empty(
             WHEN 'durable_jobs.record_deployment_version(text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.record_deployment(text,text,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.record_policy_change()' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
+            WHEN 'durable_jobs.enqueue_jobs(text,jsonb[],text[],timestamp with time zone[],integer[])' THEN ARRAY['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_custom_plan']
             ELSE ARRAY['search_path=pg_catalog, pg_temp'] END$$,
     'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic and lock_timeout where it takes the evidence lock');
 SELECT is((SELECT count(*)::integer FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef),

@@ -1,12 +1,14 @@
--- 17_batch_enqueue: enqueue_jobs (functions/batch_enqueue.sql) enqueues a
--- batch of one queue's jobs in one call: one id per job in input order, each
+-- 17_batch_enqueue: enqueue_jobs (functions/batch_enqueue_v2.sql, the
+-- set-based version from migration 011; 007 installed batch_enqueue.sql)
+-- enqueues a batch of one queue's jobs in one call: one id per job in input
+-- order, one id drawn per element as enqueue_job draws one per call, each
 -- element with enqueue_job's checks and idempotency (against the queue and
 -- within the batch), all or nothing: a bad element or a malformed array is
 -- LF003 naming the position, never the content, and writes no job. Calls run
 -- as durable_job_producer; checks read the private tables as the superuser.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(37);
+SELECT plan(42);
 
 CREATE TEMP TABLE t17_batch (batch_label text PRIMARY KEY, job_ids bigint[] NOT NULL);
 CREATE TEMP TABLE t17_start AS SELECT clock_timestamp() AS before_at;
@@ -123,6 +125,18 @@ SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.keyed', ARRAY['{}', '{}
                                                     ARRAY['idem-t17-secret-new', 'idem-t17-secret-existing', NULL])$$,
     'LF003', 'job 3 of the batch: job payload is required',
     'a bad element after good and repeated ones is LF003 too');
+SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.bad', ARRAY['{}', '{}', NULL, '{}']::jsonb[], NULL, NULL,
+                                                    ARRAY[1, 0, 1, 0])$$,
+    'LF003', 'job 2 of the batch: max attempts must be 1 to 1000',
+    'of several bad elements the first is named');
+SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.bad', ARRAY[NULL]::jsonb[], ARRAY[''],
+                                                    ARRAY['infinity']::timestamptz[], ARRAY[0])$$,
+    'LF003', 'job 1 of the batch: job payload is required',
+    'an element breaking several rules gets enqueue_job''s first message');
+SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.bad', array_fill('{}'::jsonb, ARRAY[10000]),
+                       array_append(array_fill(NULL::text, ARRAY[9999]), ''))$$,
+    'LF003', 'job 10000 of the batch: idempotency key must be 1 to 200 characters',
+    'a bad last element of 10,000 is named by its position');
 
 -- Bad arrays and queues.
 SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.bad', NULL)$$,
@@ -164,7 +178,21 @@ RESET ROLE;
 SET LOCAL ROLE durable_job_worker;
 SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.worker', ARRAY['{}']::jsonb[])$$, '42501', NULL,
                  'a worker cannot enqueue a batch');
+-- One id drawn per element, in input order, as enqueue_job draws one per
+-- call: a repeated key's element uses one up too.
+SET LOCAL ROLE durable_job_producer;
+INSERT INTO t17_batch (batch_label, job_ids) VALUES ('drawn', durable_jobs.enqueue_jobs('t17.drawn',
+    ARRAY['{"n": 1}', '{"n": 2}', '{"n": 3}', '{"n": 4}']::jsonb[],
+    ARRAY[NULL, 'idem-t17-secret-d', 'idem-t17-secret-d', NULL]));
 RESET ROLE;
+SELECT is((SELECT ARRAY[j[2] - j[1], j[3] - j[1], j[4] - j[1]] FROM t17_batch b, LATERAL (SELECT b.job_ids) AS x(j)
+           WHERE b.batch_label = 'drawn'),
+          ARRAY[1::bigint, 1, 3], 'the repeat returns its first element''s id and the next job''s id skips one');
+SELECT results_eq(
+    $$SELECT p.job_payload FROM unnest(pg_temp.t17_ids('drawn')) WITH ORDINALITY AS u(id, n)
+      JOIN durable_jobs.job_payload_record p ON p.job_record_id = u.id ORDER BY u.n$$,
+    $$VALUES ('{"n": 1}'::jsonb), ('{"n": 2}'), ('{"n": 2}'), ('{"n": 4}')$$,
+    'each new job holds its own element''s payload, keyed or not');
 
 SELECT * FROM finish();
 ROLLBACK;
