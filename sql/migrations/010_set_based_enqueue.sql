@@ -1,4 +1,4 @@
--- leasefence 011: enqueue_jobs set-based (functions/batch_enqueue_v2.sql).
+-- leasefence 010: enqueue_jobs set-based (functions/batch_enqueue_v2.sql).
 -- Version 1 (007) called enqueue_job once per element; version 2 checks
 -- every element in one pass and writes the batch with one INSERT ... SELECT
 -- of the job rows and their payloads, with the same result, the same rows,
