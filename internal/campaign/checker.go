@@ -78,6 +78,7 @@ type claimView struct {
 	claim      Event
 	knownUntil time.Time // the latest expiry a known answer granted
 	unknownRen bool      // a renewal of it has no known answer
+	endedAt    time.Time // the database time read before its earliest accepted terminal write; zero when none
 }
 
 // renewalTimeSlack allows for a renewal's database_time being read a
@@ -158,6 +159,10 @@ func Check(h []Event, s Snapshot) []Violation {
 					}
 					explainedStaleBefore = append(explainedStaleBefore, t)
 				}
+				if cv := claims[e.Gen]; e.Outcome == OutOK && !e.DBTime.IsZero() && cv != nil &&
+					(cv.endedAt.IsZero() || e.DBTime.Before(cv.endedAt)) {
+					cv.endedAt = e.DBTime
+				}
 			}
 		}
 		for _, e := range events {
@@ -188,8 +193,12 @@ func Check(h []Event, s Snapshot) []Violation {
 						continue // overlapping claims, reported below
 					}
 					explained := false
+					// A renewal's database_time is its statement's start; a
+					// terminal write that committed while the renewal ran
+					// (its time read just before its call) can be a few
+					// milliseconds later and still be what the renewal saw.
 					for _, t := range explainedStaleBefore {
-						if t.IsZero() || !t.After(e.DBTime) {
+						if t.IsZero() || !t.After(e.DBTime.Add(renewalTimeSlack)) {
 							explained = true
 						}
 					}
@@ -202,10 +211,17 @@ func Check(h []Event, s Snapshot) []Violation {
 		}
 		// At most one live claim at any database instant.
 		for i := 0; i+1 < len(gens); i++ {
+			// A claim is live until its expiry or its own accepted
+			// terminal write, whichever is first: under a database clock
+			// stepped back, that write's time can even precede the claim's.
 			a, b := claims[gens[i]], claims[gens[i+1]]
-			if b.claim.DBTime.Before(a.knownUntil) {
+			until := a.knownUntil
+			if !a.endedAt.IsZero() && a.endedAt.Before(until) {
+				until = a.endedAt
+			}
+			if b.claim.DBTime.Before(until) {
 				add(VOverlappingClaims, job, "generation %d was claimed at %s while generation %d was granted until %s",
-					b.claim.Gen, b.claim.DBTime.Format(time.RFC3339Nano), a.claim.Gen, a.knownUntil.Format(time.RFC3339Nano))
+					b.claim.Gen, b.claim.DBTime.Format(time.RFC3339Nano), a.claim.Gen, until.Format(time.RFC3339Nano))
 			}
 		}
 		// Terminal writes.
