@@ -1,10 +1,13 @@
 package main
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/mightyetl/leasefence/internal/testdb"
 )
 
 func TestHelpReadsClearlyAndExitsZero(t *testing.T) {
@@ -109,6 +112,33 @@ func requireUsageError(t *testing.T, args []string) {
 		require.Len(t, lines, 1, "%v: %s", args, r.stderr)
 		require.True(t, strings.HasPrefix(lines[0], "error: usage: "), "%v: %s", args, r.stderr)
 		require.Empty(t, r.stdout, args)
+	}
+}
+
+// pgx's connection errors begin "failed to connect to `user=... database=...`",
+// and a server's refusal repeats the login: leasectl printed both. Now a
+// refusal is its SQLSTATE and a network failure what the dial reported.
+func TestConnectionFailureNamesNoLoginOrDatabase(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	u, err := url.Parse(db.URL)
+	require.NoError(t, err)
+	u.User = url.User("lf_unknown_login_q7")
+	closed, err := url.Parse(closedPortURL(t))
+	require.NoError(t, err)
+	closed.User, closed.Path = url.User("lf_unknown_login_q7"), "/lf_private_db_q7"
+	for _, c := range []struct{ url, want string }{
+		{u.String(), "the server refused the connection (SQLSTATE 28000: the login is not authorized or does not exist)"},
+		{closed.String(), "connect: connection refused"},
+	} {
+		for _, args := range [][]string{{"health"}, {"migrate", "status"}} {
+			r := leasectl(t, append(args, "--database-url", c.url)...)
+			requireCode(t, exitError, r, args)
+			require.Contains(t, r.stderr, c.want, args)
+			for _, name := range []string{"lf_unknown_login_q7", "lf_private_db_q7", db.Name, "user="} {
+				require.NotContains(t, r.stderr, name, args)
+			}
+		}
 	}
 }
 

@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mightyetl/leasefence/goclient"
@@ -76,7 +79,7 @@ func connectPool(ctx context.Context, databaseURL string) (*pgxpool.Pool, error)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, err
+		return nil, connectError(err)
 	}
 	return pool, nil
 }
@@ -92,7 +95,11 @@ func connectConn(ctx context.Context, databaseURL string) (*pgx.Conn, error) {
 		})
 	}
 	cfg.RuntimeParams["application_name"] = applicationName
-	return pgx.ConnectConfig(ctx, cfg)
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, connectError(err)
+	}
+	return conn, nil
 }
 
 // session is an open pool with a leasefence client over it.
@@ -119,4 +126,31 @@ func openSession(ctx context.Context, databaseURL string) (*session, error) {
 func (s *session) close() {
 	_ = s.client.Close()
 	s.pool.Close()
+}
+
+// refusals names the SQLSTATEs a server most often refuses a connection with.
+var refusals = map[string]string{
+	"28P01": ": password authentication failed",
+	"28000": ": the login is not authorized or does not exist",
+	"3D000": ": the database does not exist",
+	"53300": ": too many connections",
+	"57P03": ": the server is starting up or shutting down",
+}
+
+// connectError is what leasectl says when it cannot connect. The driver's
+// own text names the login and the database ("failed to connect to
+// `user=... database=...`") and a server's refusal usually repeats one of
+// them, so neither is shown: a server's refusal is given by its SQLSTATE,
+// a network failure by what the last dial reported (an address and a
+// system error), anything else by a fixed sentence.
+func connectError(err error) error {
+	var pgErr *pgconn.PgError
+	var opErr *net.OpError
+	switch {
+	case errors.As(err, &pgErr):
+		return fmt.Errorf("the server refused the connection (SQLSTATE %s%s)", pgErr.Code, refusals[pgErr.Code])
+	case errors.As(err, &opErr):
+		return errors.New(opErr.Error())
+	}
+	return errors.New("no connection could be made (timed out or failed; the driver's message is not shown, it names the login)")
 }
