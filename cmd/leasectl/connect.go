@@ -142,7 +142,7 @@ var refusals = map[string]string{
 // `user=... database=...`") and a server's refusal usually repeats one of
 // them, so neither is shown: a server's refusal is given by its SQLSTATE,
 // a network failure by what the last dial reported (an address and a
-// system error), anything else by a fixed sentence.
+// system error), anything else by its innermost cause.
 func connectError(err error) error {
 	var pgErr *pgconn.PgError
 	var opErr *net.OpError
@@ -152,5 +152,11 @@ func connectError(err error) error {
 	case errors.As(err, &opErr):
 		return errors.New(opErr.Error())
 	}
-	return errors.New("no connection could be made (timed out or failed; the driver's message is not shown, it names the login)")
+	// The innermost cause: a TLS verification failure ("x509: certificate
+	// signed by unknown authority"), a refusal of TLS, a timeout. The
+	// driver's wrappers around it are what name the login.
+	for next := errors.Unwrap(err); next != nil; next = errors.Unwrap(err) {
+		err = next
+	}
+	return errors.New(err.Error())
 }
