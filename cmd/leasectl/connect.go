@@ -133,6 +133,7 @@ var refusals = map[string]string{
 	"28P01": ": password authentication failed",
 	"28000": ": the login is not authorized or does not exist",
 	"3D000": ": the database does not exist",
+	"42501": ": the login may not connect to the database",
 	"53300": ": too many connections",
 	"57P03": ": the server is starting up or shutting down",
 }
