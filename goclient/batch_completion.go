@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // maxCompletionBatch is complete_jobs' limit of claims per call.
@@ -23,7 +22,7 @@ const maxCompletionBatch = 1000
 // batch is stale (LF001 completes none of them) every claim of the batch is
 // completed alone, so each gets its own answer.
 type completer struct {
-	pool       *pgxpool.Pool
+	c          *Client
 	batchLimit int // most claims per transaction: complete_jobs' limit, maxCompletionBatch
 
 	mu      sync.Mutex
@@ -33,7 +32,7 @@ type completer struct {
 
 // newCompleter is the completer of a worker of c.
 func newCompleter(c *Client) *completer {
-	return &completer{pool: c.pool, batchLimit: maxCompletionBatch}
+	return &completer{c: c, batchLimit: maxCompletionBatch}
 }
 
 // completion is one handler's request to complete its job.
@@ -115,7 +114,7 @@ func (c *completer) run(bg context.Context, batch []*completion) {
 func (c *completer) alone(bg context.Context, r *completion) error {
 	tctx, cancel := context.WithTimeout(bg, r.lease.terms.lease)
 	defer cancel()
-	return pgx.BeginFunc(tctx, c.pool, func(tx pgx.Tx) error {
+	return c.c.inTx(tctx, func(tx pgx.Tx) error {
 		return stopAfter(r.lease, func() error { return completeJob(tctx, tx, r.claim, nil) })
 	})
 }
@@ -132,7 +131,7 @@ func (c *completer) together(bg context.Context, live []*completion) error {
 	}
 	tctx, cancel := context.WithTimeout(bg, timeout)
 	defer cancel()
-	return pgx.BeginFunc(tctx, c.pool, func(tx pgx.Tx) error {
+	return c.c.inTx(tctx, func(tx pgx.Tx) error {
 		if err := completeJobs(tctx, tx, claims); err != nil {
 			return err
 		}

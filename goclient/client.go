@@ -21,6 +21,9 @@ const ApplicationName = "leasefence"
 // connections when the caller passes zero.
 const DefaultStatementTimeout = 30 * time.Second
 
+// DefaultCommitTimeout is Config.CommitTimeout when it is zero.
+const DefaultCommitTimeout = 5 * time.Second
+
 // ownerPattern is the database's rule for worker_owner_id (require_well_formed in sql/functions/input_checks.sql; docs/sql-api.md).
 var ownerPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
 
@@ -60,6 +63,17 @@ type Config struct {
 	// past the trust deadline.) Zero (the default): half of each claim's
 	// renewal interval.
 	AttemptTimeout time.Duration
+
+	// CommitTimeout bounds every COMMIT the client sends for a job: the
+	// terminal transactions (Complete, Retry, Fail, a Worker's completion
+	// and handler-error writes, a TxHandler's transaction), the release of
+	// claims at shutdown and Close, and a Worker's probe. PostgreSQL's
+	// statement_timeout does not cover a COMMIT's wait for a synchronous
+	// standby, so without it a stalled standby holds a commit for ever. A
+	// COMMIT that does not answer in time returns ErrCommitTimeout: its
+	// outcome is unknown (see "Commit deadline" in the package
+	// documentation). Defaults to DefaultCommitTimeout (5 s).
+	CommitTimeout time.Duration
 
 	// MaxInFlightRenewals is how many renewal calls the client has open at
 	// once (and the size of its heartbeat connection pool). Default: 4.
@@ -119,6 +133,11 @@ func WithAttemptTimeout(timeout time.Duration) Option {
 	return func(c *Config) { c.AttemptTimeout = timeout }
 }
 
+// WithCommitTimeout sets Config.CommitTimeout.
+func WithCommitTimeout(timeout time.Duration) Option {
+	return func(c *Config) { c.CommitTimeout = timeout }
+}
+
 // WithMaxInFlightRenewals sets Config.MaxInFlightRenewals.
 func WithMaxInFlightRenewals(n int) Option { return func(c *Config) { c.MaxInFlightRenewals = n } }
 
@@ -147,6 +166,7 @@ const (
 	MsgIntervalNotShorter      = "renewal interval must be shorter than the lease duration"
 	MsgMarginNotPositive       = "safety margin must be greater than zero"
 	MsgAttemptTimeoutNegative  = "attempt timeout must not be negative"
+	MsgCommitTimeoutNegative   = "commit timeout must not be negative"
 	MsgAttemptTimeoutTooLong   = "attempt timeout must be shorter than the renewal interval"
 	MsgInsufficientMargin      = "renewal interval plus attempt timeout plus safety margin must not exceed the lease duration"
 	MsgMaxInFlightNegative     = "max in-flight renewals must not be negative"
@@ -166,6 +186,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxInFlightRenewals == 0 {
 		c.MaxInFlightRenewals = 4
+	}
+	if c.CommitTimeout == 0 {
+		c.CommitTimeout = DefaultCommitTimeout
 	}
 	if c.Clock == nil {
 		c.Clock = SystemClock{}
@@ -190,6 +213,7 @@ func (c Config) withDefaults() Config {
 //	renewal interval must be greater than zero             (negative)
 //	safety margin must be greater than zero
 //	attempt timeout must not be negative
+//	commit timeout must not be negative
 //	max in-flight renewals must not be negative
 //	renewal interval must be shorter than the lease duration (equal or longer)
 //	attempt timeout must be shorter than the renewal interval
@@ -221,6 +245,8 @@ func (c Config) Validate() error {
 		return &ConfigError{Field: "SafetyMargin", Message: MsgMarginNotPositive}
 	case c.AttemptTimeout < 0:
 		return &ConfigError{Field: "AttemptTimeout", Message: MsgAttemptTimeoutNegative}
+	case c.CommitTimeout < 0:
+		return &ConfigError{Field: "CommitTimeout", Message: MsgCommitTimeoutNegative}
 	case c.MaxInFlightRenewals < 0:
 		return &ConfigError{Field: "MaxInFlightRenewals", Message: MsgMaxInFlightNegative}
 	case c.RenewalInterval == 0:
@@ -408,7 +434,11 @@ func (c *Client) claimTimeout() time.Duration {
 
 // ParsePoolConfig parses a PostgreSQL URL or keyword/value string into a pool
 // configuration whose connections report application_name "leasefence" and
-// carry statement_timeout (DefaultStatementTimeout when zero).
+// carry statement_timeout (DefaultStatementTimeout when zero). Its
+// OnNotice handler lets the client see a COMMIT that answers with a
+// WARNING (a cancelled wait for a synchronous standby) and report it as
+// ErrCommitTimeout; a pool made otherwise reads such a COMMIT as
+// confirmed.
 func ParsePoolConfig(connString string, statementTimeout time.Duration) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
@@ -419,6 +449,7 @@ func ParsePoolConfig(connString string, statementTimeout time.Duration) (*pgxpoo
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = ApplicationName
 	cfg.ConnConfig.RuntimeParams["statement_timeout"] = millis(statementTimeout)
+	cfg.ConnConfig.OnNotice = noteWarning
 	return cfg, nil
 }
 

@@ -73,6 +73,20 @@ var (
 	// ErrLeaseStopped is the cause of a lease context cancelled by Stop after
 	// the job's terminal write: the work is over, not lost.
 	ErrLeaseStopped = errors.New("leasefence: lease stopped after the job finished")
+
+	// ErrCommitTimeout is returned when a COMMIT the client sent did not
+	// answer within Config.CommitTimeout, or answered with a WARNING (its
+	// wait for a synchronous standby was cancelled: "already committed
+	// locally"). The transaction's outcome is unknown: it may have
+	// committed, or not, or committed on a primary that a failover then
+	// lost. The client assumes neither; see "Commit deadline" in the
+	// package documentation.
+	ErrCommitTimeout = errors.New("leasefence: commit outcome unknown: no confirmation within the commit timeout")
+
+	// ErrDatabaseUnavailable is what Worker.Run returns when its context
+	// ends while the worker has stopped claiming because its commits do not
+	// come back (the error names the UnavailableReason).
+	ErrDatabaseUnavailable = errors.New("leasefence: database unavailable")
 )
 
 // DatabaseError is a PostgreSQL error with a project or privilege SQLSTATE,

@@ -69,8 +69,10 @@ type Lease struct {
 	trustedUntil time.Time // monotonic: sentAt + granted - SafetyMargin
 	nextDue      time.Time // monotonic: last confirmed attempt's sentAt + terms.interval
 	failures     int
-	solo         bool // renewed alone (renew_job_lease) until renewed again: its row was locked
-	index        int  // position in hb.queue, -1 when not queued
+	solo         bool          // renewed alone (renew_job_lease) until renewed again: its row was locked
+	renewed      chan struct{} // closed by the first renewal sent after renewedSince (awaitRenewal)
+	renewedSince time.Time
+	index        int // position in hb.queue, -1 when not queued
 	trustTimer   *time.Timer
 }
 
@@ -116,6 +118,22 @@ func (l *Lease) lose(cause LossCause, err error) {
 	l.hb.mu.Lock()
 	defer l.hb.mu.Unlock()
 	l.hb.loseLocked(l, cause, err)
+}
+
+// awaitRenewal waits for the heartbeat's next confirmed renewal of l sent
+// from now on (the claim is still live in the database) and reports true,
+// or false when the lease ends first.
+func (l *Lease) awaitRenewal() bool {
+	l.hb.mu.Lock()
+	ch := make(chan struct{})
+	l.renewed, l.renewedSince = ch, time.Now()
+	l.hb.mu.Unlock()
+	select {
+	case <-ch:
+		return true
+	case <-l.ctx.Done():
+		return false
+	}
 }
 
 // Stop stops renewing and cancels the lease's context with ErrLeaseStopped.
@@ -359,6 +377,10 @@ func (h *heartbeat) finish(batch []*Lease, sentAt time.Time, results []RenewalRe
 			h.obs.Renewal(queue, RenewalRenewed)
 			h.obs.SafetyMarginRemaining(queue, l.trustedUntil.Sub(recvAt))
 			h.extendLocked(l, sentAt, r)
+			if l.renewed != nil && sentAt.After(l.renewedSince) {
+				close(l.renewed)
+				l.renewed = nil
+			}
 			l.failures, l.solo = 0, false
 			l.nextDue = sentAt.Add(l.terms.interval)
 			heap.Push(&h.queue, l)
@@ -452,7 +474,8 @@ func (h *heartbeat) close() {
 	<-h.loopDone
 	h.cancelAttempts()
 	h.tasks.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	// The release's implicit transaction commits within the commit timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+h.c.cfg.CommitTimeout)
 	defer cancel()
 	releaseClaims(ctx, h.c.heartbeatPool, abandoned)
 }

@@ -132,9 +132,17 @@ func (c *Client) Renew(ctx context.Context, claim Claim) (RenewalResult, error) 
 }
 
 // Complete marks the job SUCCEEDED with an optional JSON result document, in
-// a transaction of its own. ErrStaleClaim when the claim is not fenced.
+// a transaction of its own whose COMMIT is bounded by Config.CommitTimeout
+// (ErrCommitTimeout: the outcome is unknown). ErrStaleClaim when the claim
+// is not fenced.
 func (c *Client) Complete(ctx context.Context, claim Claim, result []byte) error {
-	return completeJob(ctx, c.pool, claim, result)
+	return c.inTx(ctx, func(tx pgx.Tx) error { return completeJob(ctx, tx, claim, result) })
+}
+
+// inTx runs write in a transaction of its own on the client's pool, its
+// COMMIT bounded by Config.CommitTimeout.
+func (c *Client) inTx(ctx context.Context, write func(pgx.Tx) error) error {
+	return inTx(ctx, c.pool, c.cfg.CommitTimeout, write)
 }
 
 // CompleteTx is Complete inside the caller's transaction tx: the caller's
@@ -146,9 +154,14 @@ func (c *Client) CompleteTx(ctx context.Context, tx pgx.Tx, claim Claim, result 
 
 // Retry schedules the job again after delay with a bounded reason code and
 // returns the new status: RETRY_SCHEDULED, or FAILED when the attempts are
-// used up. ErrStaleClaim when the claim is not fenced.
-func (c *Client) Retry(ctx context.Context, claim Claim, delay time.Duration, reasonCode string) (JobStatus, error) {
-	return retryJob(ctx, c.pool, claim, delay, reasonCode)
+// used up. ErrStaleClaim when the claim is not fenced. Its transaction's
+// COMMIT is bounded as Complete's is.
+func (c *Client) Retry(ctx context.Context, claim Claim, delay time.Duration, reasonCode string) (status JobStatus, err error) {
+	err = c.inTx(ctx, func(tx pgx.Tx) error {
+		status, err = retryJob(ctx, tx, claim, delay, reasonCode)
+		return err
+	})
+	return status, err
 }
 
 // RetryTx is Retry inside the caller's transaction tx.
@@ -157,9 +170,10 @@ func (c *Client) RetryTx(ctx context.Context, tx pgx.Tx, claim Claim, delay time
 }
 
 // Fail marks the job FAILED with a bounded reason code. ErrStaleClaim when
-// the claim is not fenced.
+// the claim is not fenced. Its transaction's COMMIT is bounded as
+// Complete's is.
 func (c *Client) Fail(ctx context.Context, claim Claim, reasonCode string) error {
-	return failJob(ctx, c.pool, claim, reasonCode)
+	return c.inTx(ctx, func(tx pgx.Tx) error { return failJob(ctx, tx, claim, reasonCode) })
 }
 
 // FailTx is Fail inside the caller's transaction tx.

@@ -97,3 +97,46 @@ func (NopObserver) DatabaseClockOffset(time.Duration) {}
 
 // RenewalsInFlight does nothing.
 func (NopObserver) RenewalsInFlight(int) {}
+
+// UnavailableReason says why a worker stopped claiming: its commits do not
+// come back. Its values are the only values of the "reason" metric label.
+type UnavailableReason string
+
+// The reasons a worker finds the database unavailable.
+const (
+	// UnavailableCommitTimeout: a COMMIT did not answer within
+	// Config.CommitTimeout (a stalled synchronous standby, a hung server),
+	// or its wait for a synchronous standby was cancelled; its outcome is
+	// unknown (ErrCommitTimeout).
+	UnavailableCommitTimeout UnavailableReason = "commit_timeout"
+	// UnavailableConnectionLost: a claim or a job's transaction failed on a
+	// lost or refused connection (a failover, a network cut).
+	UnavailableConnectionLost UnavailableReason = "connection_lost"
+	// UnavailableTimeout: a claim or a terminal write ran out of time
+	// before its COMMIT (a network that black-holes traffic).
+	UnavailableTimeout UnavailableReason = "timeout"
+)
+
+// UnavailableReasons lists every UnavailableReason.
+var UnavailableReasons = []UnavailableReason{UnavailableCommitTimeout, UnavailableConnectionLost, UnavailableTimeout}
+
+// AvailabilityObserver is an Observer that also wants the workers'
+// "database unavailable" signal, to tell a failover or a stalled
+// synchronous standby from lost workers. It is optional: a Worker checks
+// with a type assertion whether Config.Observer implements it, so Observers
+// written before it keep working. NopObserver implements it.
+type AvailabilityObserver interface {
+	Observer
+	// DatabaseUnavailable is called when a worker stops claiming because
+	// its commits do not come back, once per outage, with the first reason.
+	DatabaseUnavailable(reason UnavailableReason)
+	// DatabaseAvailable is called when a worker's probe transaction
+	// commits after an outage and it claims again.
+	DatabaseAvailable()
+}
+
+// DatabaseUnavailable does nothing.
+func (NopObserver) DatabaseUnavailable(UnavailableReason) {}
+
+// DatabaseAvailable does nothing.
+func (NopObserver) DatabaseAvailable() {}

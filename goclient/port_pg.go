@@ -30,7 +30,11 @@ const (
 	sqlReleaseJobClaim = `SELECT durable_jobs.release_job_claim($1, $2, $3)`
 	sqlCancelJob       = `SELECT durable_jobs.cancel_job($1)`
 	sqlReplayJob       = `SELECT durable_jobs.replay_job($1)`
-	sqlJobState        = `SELECT job_status, attempt_number, max_attempts, lease_fencing_generation, lease_expires_at, lease_renewal_count, failure_reason_code FROM durable_jobs.job_lifecycle_state($1)`
+	// sqlProbe makes the worker's probe write WAL: txid_current() gives
+	// the transaction an xid, so its COMMIT writes a commit record and
+	// waits for a synchronous standby as a terminal write does.
+	sqlProbe    = `SELECT txid_current()`
+	sqlJobState = `SELECT job_status, attempt_number, max_attempts, lease_fencing_generation, lease_expires_at, lease_renewal_count, failure_reason_code FROM durable_jobs.job_lifecycle_state($1)`
 )
 
 // querier is what both *pgxpool.Pool and pgx.Tx offer.
@@ -245,6 +249,12 @@ func releaseClaim(ctx context.Context, q querier, c Claim) (bool, error) {
 	var released bool
 	err := q.QueryRow(ctx, sqlReleaseJobClaim, c.jobID, c.tokenValue(), c.ownerValue()).Scan(&released)
 	return released, translateError(err)
+}
+
+// probeCommit runs the worker's probe statement inside tx.
+func probeCommit(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, sqlProbe)
+	return err
 }
 
 // cancelJob calls cancel_job.

@@ -3,6 +3,7 @@ package goclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -100,6 +101,11 @@ type Worker struct {
 	// completions batches the completions of Handler jobs that finish
 	// close together (batch_completion.go).
 	completions *completer
+
+	// avail is Config.Observer when it is an AvailabilityObserver.
+	avail AvailabilityObserver
+	// down is why the worker stopped claiming ("" while it claims); guarded by mu.
+	down UnavailableReason
 }
 
 // NewWorker returns a worker of c, or a *ConfigError with one of these
@@ -139,8 +145,12 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = c.cfg.Logger
 	}
+	avail, ok := c.cfg.Observer.(AvailabilityObserver)
+	if !ok {
+		avail = NopObserver{}
+	}
 	return &Worker{c: c, cfg: cfg, leases: make(map[*Lease]struct{}), wake: make(chan struct{}, 1),
-		completions: newCompleter(c)}, nil
+		completions: newCompleter(c), avail: avail}, nil
 }
 
 // defaultRetryDelay is 1 s doubled per attempt, at most 1 h.
@@ -158,8 +168,12 @@ func defaultRetryDelay(attempt int) time.Duration {
 // shutdown, and returns the error when claiming fails for a reason that
 // retrying cannot fix: a configuration rejection, a database error with a
 // project or privilege SQLSTATE (a malformed queue name, a missing role), or
-// ErrClosed. Other claim errors (a lost connection) are retried every
-// PollInterval.
+// ErrClosed. Other claim errors (a lost connection) open the worker's
+// breaker, as failed commits do (see "Database unavailable" in the package
+// documentation): the worker stops claiming and probes every PollInterval
+// until a probe commits. Run keeps running through such an outage; when
+// ctx ends while it lasts, Run returns an error matching
+// ErrDatabaseUnavailable, never nil.
 func (w *Worker) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	base := context.WithoutCancel(ctx)
@@ -171,6 +185,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.log(slog.LevelInfo, "leasefence: worker stopping", queue)
 	}
 	w.shutdown(base, &wg)
+	if reason := w.unavailable(); err == nil && reason != "" {
+		err = fmt.Errorf("%w (%s)", ErrDatabaseUnavailable, reason)
+	}
 	w.log(slog.LevelInfo, "leasefence: worker stopped", queue)
 	return err
 }
@@ -193,7 +210,10 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 	defer poll.Stop()
 	woken := false
 	for {
-		if free := w.room(); free > 0 && (!woken || free >= w.cfg.Concurrency/claimBatchDivisor) {
+		if w.unavailable() != "" {
+			w.probe(base)
+		}
+		if free := w.room(); free > 0 && w.unavailable() == "" && (!woken || free >= w.cfg.Concurrency/claimBatchDivisor) {
 			// The claim itself is not cut short by ctx: a claim that commits
 			// after its caller gave up would leave a job nobody runs.
 			cctx, cancel := context.WithTimeout(base, w.c.claimTimeout())
@@ -206,6 +226,7 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 			if err != nil {
 				w.log(slog.LevelWarn, "leasefence: claim failed, retrying",
 					slog.String("queue_name", w.cfg.Queue), slog.String("error", err.Error()))
+				w.setUnavailable(unavailableReason(err))
 			}
 			for _, job := range jobs {
 				w.start(base, job, wg)
@@ -224,6 +245,45 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 			woken = true
 		}
 	}
+}
+
+// probe sends one transaction that writes WAL (BEGIN; SELECT
+// txid_current(); COMMIT, bounded by the commit timeout), so it waits for a
+// synchronous standby as a terminal write does; when it commits, the
+// worker claims again.
+func (w *Worker) probe(base context.Context) {
+	ctx, cancel := context.WithTimeout(base, w.c.claimTimeout())
+	defer cancel()
+	if w.c.inTx(ctx, func(tx pgx.Tx) error { return probeCommit(ctx, tx) }) == nil {
+		w.mu.Lock()
+		w.down = ""
+		w.mu.Unlock()
+		w.log(slog.LevelInfo, "leasefence: database available: claims resumed", slog.String("queue_name", w.cfg.Queue))
+		w.avail.DatabaseAvailable()
+	}
+}
+
+// setUnavailable opens the breaker: the worker stops claiming until a
+// probe commits. Only the first reason of an outage is signalled.
+func (w *Worker) setUnavailable(reason UnavailableReason) {
+	w.mu.Lock()
+	first := w.down == ""
+	if first {
+		w.down = reason
+	}
+	w.mu.Unlock()
+	if first {
+		w.log(slog.LevelWarn, "leasefence: database unavailable: claims paused",
+			slog.String("queue_name", w.cfg.Queue), slog.String("reason", string(reason)))
+		w.avail.DatabaseUnavailable(reason)
+	}
+}
+
+// unavailable is why the worker stopped claiming, "" while it claims.
+func (w *Worker) unavailable() UnavailableReason {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.down
 }
 
 // room is how many jobs the worker may claim now: its free concurrency
@@ -306,7 +366,8 @@ func (w *Worker) shutdown(base context.Context, wg *sync.WaitGroup) {
 		claims[i] = l.claim
 		timeout = max(timeout, l.terms.attemptTimeout)
 	}
-	rctx, cancel := context.WithTimeout(base, timeout)
+	// The release's implicit transaction commits within the commit timeout.
+	rctx, cancel := context.WithTimeout(base, timeout+w.c.cfg.CommitTimeout)
 	defer cancel()
 	releaseClaims(rctx, w.c.pool, claims)
 	<-done
@@ -331,16 +392,22 @@ func (w *Worker) process(lease *Lease, job Job) {
 	bg := context.WithoutCancel(ctx)
 	var err error
 	if w.cfg.TxHandler != nil {
-		err = pgx.BeginFunc(bg, w.c.pool, func(tx pgx.Tx) error {
-			w.txConns.Add(1)
-			defer w.txConns.Add(-1)
-			if herr := w.protect(job, func() error { return w.cfg.TxHandler(ctx, tx, job) }); herr != nil {
-				return &handlerError{herr}
+		err = w.runTx(ctx, bg, lease, job)
+		// A transaction that lost its connection is run again under the
+		// same claim once the heartbeat confirms the claim is still live
+		// (after a synchronous failover, on the new primary).
+		var lost *lostConnError
+		for rerun := 1; errors.As(err, &lost) && rerun <= maxTxReruns; rerun++ {
+			w.setUnavailable(UnavailableConnectionLost)
+			w.log(slog.LevelWarn, "leasefence: transaction lost its connection, waiting for the next renewal",
+				claimAttr(job.claim), slog.String("error", lost.Error()))
+			if !lease.awaitRenewal() {
+				break
 			}
-			tctx, cancel := context.WithTimeout(bg, lease.terms.lease)
-			defer cancel()
-			return stopAfter(lease, func() error { return completeJob(tctx, tx, job.claim, nil) })
-		})
+			w.log(slog.LevelInfo, "leasefence: claim still live, running the job again under the same claim",
+				claimAttr(job.claim), slog.Int("rerun", rerun))
+			err = w.runTx(ctx, bg, lease, job)
+		}
 	} else if herr := w.protect(job, func() error { return w.cfg.Handler(ctx, job) }); herr != nil {
 		err = &handlerError{herr}
 	} else {
@@ -370,6 +437,7 @@ func (w *Worker) process(lease *Lease, job Job) {
 	default:
 		w.log(slog.LevelError, "leasefence: terminal write failed", claimAttr(job.claim),
 			slog.String("error", err.Error()))
+		w.setUnavailable(unavailableReason(err))
 	}
 	// Any other failed terminal write stops the heartbeat too: the claim then
 	// lapses at its expiry and a reclaim uses up an attempt, so a job whose
@@ -377,12 +445,53 @@ func (w *Worker) process(lease *Lease, job Job) {
 	lease.Stop()
 }
 
+// maxTxReruns bounds how often a TxHandler job whose transaction lost its
+// connection runs again under the same claim.
+const maxTxReruns = 3
+
+// lostConnError is a TxHandler transaction that failed because its
+// connection was lost: not a Retry or Fail the handler chose, not a
+// deadline, not an answer of the database on a live connection.
+type lostConnError struct{ err error }
+
+// Error returns the underlying error's text.
+func (e *lostConnError) Error() string { return e.err.Error() }
+
+// Unwrap returns the underlying error (a *handlerError, or the terminal
+// write's).
+func (e *lostConnError) Unwrap() error { return e.err }
+
+// runTx runs the TxHandler and complete_job in one transaction whose
+// COMMIT is bounded by the commit timeout. A failure that closed the
+// transaction's connection comes back as a *lostConnError.
+func (w *Worker) runTx(ctx, bg context.Context, lease *Lease, job Job) error {
+	return w.c.inTx(bg, func(tx pgx.Tx) error {
+		w.txConns.Add(1)
+		defer w.txConns.Add(-1)
+		var err error
+		if herr := w.protect(job, func() error { return w.cfg.TxHandler(ctx, tx, job) }); herr != nil {
+			err = &handlerError{herr}
+		} else {
+			tctx, cancel := context.WithTimeout(bg, lease.terms.lease)
+			defer cancel()
+			err = stopAfter(lease, func() error { return completeJob(tctx, tx, job.claim, nil) })
+		}
+		var retry *RetryError
+		var permanent *PermanentError
+		if err != nil && tx.Conn().IsClosed() && !errors.As(err, &retry) && !errors.As(err, &permanent) &&
+			!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			return &lostConnError{err}
+		}
+		return err
+	})
+}
+
 // writeTx makes a terminal write in a transaction of its own, bounded by
-// the claim's lease duration.
+// the claim's lease duration, its COMMIT by the commit timeout.
 func (w *Worker) writeTx(bg context.Context, lease *Lease, write func(context.Context, pgx.Tx) error) error {
 	tctx, cancel := context.WithTimeout(bg, lease.terms.lease)
 	defer cancel()
-	return pgx.BeginFunc(tctx, w.c.pool, func(tx pgx.Tx) error {
+	return w.c.inTx(tctx, func(tx pgx.Tx) error {
 		return stopAfter(lease, func() error { return write(tctx, tx) })
 	})
 }

@@ -1,0 +1,85 @@
+package goclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// warningKey marks, in a connection's CustomData, that the server sent a
+// WARNING since the mark was last cleared (noteWarning).
+const warningKey = "leasefence.warning"
+
+// noteWarning is the OnNotice handler of the pools ParsePoolConfig makes:
+// it marks the connection when the server sends a WARNING, so that commit
+// can tell a COMMIT whose wait for a synchronous standby was cancelled
+// ("already committed locally") from one that was confirmed.
+func noteWarning(c *pgconn.PgConn, n *pgconn.Notice) {
+	if n.SeverityUnlocalized == "WARNING" {
+		c.CustomData()[warningKey] = true
+	}
+}
+
+// inTx runs write in a transaction of its own on a connection of pool and
+// commits it within commitTimeout (commit). ctx bounds everything else.
+func inTx(ctx context.Context, pool *pgxpool.Pool, commitTimeout time.Duration, write func(pgx.Tx) error) error {
+	// The connection is held until the COMMIT's answer has been read
+	// (a pool's own Tx would hand it back inside Commit).
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(ctx) }() // nothing to do after a COMMIT
+	if err := write(tx); err != nil {
+		return err
+	}
+	return commit(ctx, tx, commitTimeout)
+}
+
+// commit sends COMMIT with a deadline of timeout. A COMMIT that does not
+// answer in time, or answers with a WARNING (its wait for a synchronous
+// standby was cancelled), returns ErrCommitTimeout: its outcome is
+// unknown. When the deadline passed, the server is asked to stop waiting
+// (a cancel request), so a stalled standby does not keep the backend, and
+// the transaction's row locks, for ever; the transaction stays committed
+// locally or not, as it was.
+func commit(ctx context.Context, tx pgx.Tx, timeout time.Duration) error {
+	conn := tx.Conn().PgConn()
+	delete(conn.CustomData(), warningKey)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := tx.Commit(cctx)
+	switch {
+	case err == nil && conn.CustomData()[warningKey] == true:
+		return fmt.Errorf("%w (the COMMIT answered with a WARNING)", ErrCommitTimeout)
+	case err != nil && cctx.Err() != nil:
+		rctx, rcancel := context.WithTimeout(context.Background(), timeout)
+		defer rcancel()
+		_ = conn.CancelRequest(rctx)
+		return fmt.Errorf("%w: %w", ErrCommitTimeout, err)
+	}
+	return err
+}
+
+// unavailableReason is the reason a failed claim or transaction gives the
+// worker's breaker: the commit deadline passed, the call ran out of time,
+// or else the connection failed.
+func unavailableReason(err error) UnavailableReason {
+	switch {
+	case errors.Is(err, ErrCommitTimeout):
+		return UnavailableCommitTimeout
+	case errors.Is(err, context.DeadlineExceeded):
+		return UnavailableTimeout
+	}
+	return UnavailableConnectionLost
+}
