@@ -35,7 +35,12 @@ func inTx(ctx context.Context, pool *pgxpool.Pool, commitTimeout time.Duration, 
 		return err
 	}
 	defer conn.Release()
-	tx, err := conn.Begin(ctx)
+	return inConnTx(ctx, conn, pgx.TxOptions{}, commitTimeout, write)
+}
+
+// inConnTx is inTx on a connection the caller holds, with opts.
+func inConnTx(ctx context.Context, conn *pgxpool.Conn, opts pgx.TxOptions, commitTimeout time.Duration, write func(pgx.Tx) error) error {
+	tx, err := conn.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -73,13 +78,17 @@ func commit(ctx context.Context, tx pgx.Tx, timeout time.Duration) error {
 
 // unavailableReason is the reason a failed claim or transaction gives the
 // worker's breaker: the commit deadline passed, the call ran out of time,
-// or else the connection failed.
+// none for an ERROR the database answered (it is there), or else the
+// connection failed (a FATAL answer included).
 func unavailableReason(err error) UnavailableReason {
+	var pgErr *pgconn.PgError
 	switch {
 	case errors.Is(err, ErrCommitTimeout):
 		return UnavailableCommitTimeout
 	case errors.Is(err, context.DeadlineExceeded):
 		return UnavailableTimeout
+	case errors.As(err, &pgErr) && pgErr.SeverityUnlocalized == "ERROR":
+		return ""
 	}
 	return UnavailableConnectionLost
 }

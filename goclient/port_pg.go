@@ -121,7 +121,11 @@ func (p *pgRenewalPort) RenewClaims(ctx context.Context, claims []Claim) ([]Rene
 	if len(claims) == 1 {
 		sql, args = sqlRenewJobLease, []any{ids[0], tokens[0], owner}
 	}
-	err = pgx.BeginTxFunc(tctx, conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+	// The COMMIT is bounded too: a renewal whose COMMIT waits for a
+	// stalled synchronous standby is a failed attempt, and the server is
+	// asked to stop waiting (commit), so it does not keep the job's row
+	// locked.
+	err = inConnTx(tctx, conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, timeout, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		b.Queue(`SET LOCAL statement_timeout = '` + millis(timeout) + `'`)
 		b.Queue(sql, args...).Query(func(rows pgx.Rows) error {

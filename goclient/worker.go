@@ -264,10 +264,11 @@ func (w *Worker) probe(base context.Context) {
 }
 
 // setUnavailable opens the breaker: the worker stops claiming until a
-// probe commits. Only the first reason of an outage is signalled.
+// probe commits. Only the first reason of an outage is signalled; no
+// reason ("") leaves the breaker as it is.
 func (w *Worker) setUnavailable(reason UnavailableReason) {
 	w.mu.Lock()
-	first := w.down == ""
+	first := w.down == "" && reason != ""
 	if first {
 		w.down = reason
 	}

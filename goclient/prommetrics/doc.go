@@ -31,8 +31,13 @@
 // Metrics lists every metric with its type, help text and labels, and the
 // constants below name them; documentation and alert rules use these names.
 // The only labels are "queue" (bounded by the queues that have a lease
-// policy or jobs) and one enumerated label per metric ("outcome" or
-// "cause") whose values are the goclient constants listed in Metrics. No
+// policy or jobs) and one enumerated label per metric ("outcome", "cause"
+// or "reason") whose values are the goclient constants listed in Metrics.
+// leasefence_database_unavailable is the workers' "database unavailable"
+// signal (goclient.AvailabilityObserver): 1 for the reason the workers of
+// the process stopped claiming (commit_timeout, connection_lost, timeout),
+// all 0 while they claim; it tells a failover or a stalled synchronous
+// standby from lost workers. No
 // metric ever carries a job id, claim token, owner id, principal, payload,
 // SQL or error text; a failed database read is a count
 // (leasefence_database_scrape_failures_total), never a message.

@@ -31,6 +31,10 @@ const (
 	DatabaseClockOffsetSeconds = "leasefence_database_clock_offset_seconds"
 	// RenewalsInFlight is the number of renewal calls open now.
 	RenewalsInFlight = "leasefence_renewals_in_flight"
+	// DatabaseUnavailable is 1 for the reason a worker stopped claiming
+	// because its commits do not come back, 0 for every other reason; all
+	// 0 while the workers claim (goclient.AvailabilityObserver).
+	DatabaseUnavailable = "leasefence_database_unavailable"
 
 	// DatabaseReclaimsLastHour is how many expired leases the database saw
 	// reclaimed in the last hour, per queue (DatabaseCollector).
@@ -60,6 +64,8 @@ const (
 	LabelOutcome = "outcome"
 	// LabelCause is a goclient.LossCause.
 	LabelCause = "cause"
+	// LabelReason is a goclient.UnavailableReason.
+	LabelReason = "reason"
 )
 
 // Metric describes one metric this package exports, from the Observer or
@@ -107,6 +113,9 @@ var Metrics = []Metric{
 	{Name: DatabaseClockOffsetSeconds, Type: "gauge",
 		Help: "Database time minus the application wall clock at the last answered renewal, in seconds."},
 	{Name: RenewalsInFlight, Type: "gauge", Help: "Renewal calls open now."},
+	{Name: DatabaseUnavailable, Type: "gauge",
+		Help:   "1 for the reason a worker stopped claiming because its commits do not come back (failover, stalled synchronous standby), else 0.",
+		Labels: []string{LabelReason}, Values: map[string][]string{LabelReason: unavailableReasons()}},
 
 	{Name: DatabaseReclaimsLastHour, Type: "gauge", FromDatabase: true,
 		Help:   "Expired leases reclaimed in the last hour, as the database counts them, by queue.",
@@ -127,6 +136,15 @@ var Metrics = []Metric{
 		Help: "Scrapes whose database lease health read failed or timed out; such a scrape exports no database gauge."},
 }
 
+// unavailableReasons is every goclient.UnavailableReason as a label value.
+func unavailableReasons() []string {
+	values := make([]string, len(goclient.UnavailableReasons))
+	for i, r := range goclient.UnavailableReasons {
+		values[i] = string(r)
+	}
+	return values
+}
+
 // Buckets of the two histograms, in seconds.
 var (
 	// SchedulerLagBuckets spans 1 ms to 10 s.
@@ -145,9 +163,10 @@ type Observer struct {
 	ownershipLost *prometheus.CounterVec
 	clockOffset   prometheus.Gauge
 	inFlight      prometheus.Gauge
+	unavailable   *prometheus.GaugeVec
 }
 
-var _ goclient.Observer = (*Observer)(nil)
+var _ goclient.AvailabilityObserver = (*Observer)(nil)
 
 // New creates the Observer's metrics of Metrics (those not FromDatabase)
 // and registers them on reg. It fails when reg already holds a metric of
@@ -176,9 +195,12 @@ func New(reg prometheus.Registerer) (*Observer, error) {
 		ownershipLost: counter(OwnershipLostTotal),
 		clockOffset:   gauge(DatabaseClockOffsetSeconds),
 		inFlight:      gauge(RenewalsInFlight),
+		unavailable: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: DatabaseUnavailable,
+			Help: help[DatabaseUnavailable].Help}, help[DatabaseUnavailable].Labels),
 	}
+	o.DatabaseAvailable() // every reason at 0 from the start
 	for _, c := range []prometheus.Collector{o.renewals, o.rejections, o.schedulerLag, o.safetyMargin,
-		o.claims, o.ownershipLost, o.clockOffset, o.inFlight} {
+		o.claims, o.ownershipLost, o.clockOffset, o.inFlight, o.unavailable} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -217,3 +239,18 @@ func (o *Observer) DatabaseClockOffset(offset time.Duration) { o.clockOffset.Set
 
 // RenewalsInFlight sets the in-flight gauge.
 func (o *Observer) RenewalsInFlight(n int) { o.inFlight.Set(float64(n)) }
+
+// DatabaseUnavailable sets the unavailable gauge to 1 for reason and 0 for
+// the other reasons.
+func (o *Observer) DatabaseUnavailable(reason goclient.UnavailableReason) {
+	for _, r := range goclient.UnavailableReasons {
+		v := 0.0
+		if r == reason {
+			v = 1
+		}
+		o.unavailable.WithLabelValues(string(r)).Set(v)
+	}
+}
+
+// DatabaseAvailable sets the unavailable gauge to 0 for every reason.
+func (o *Observer) DatabaseAvailable() { o.DatabaseUnavailable("") }
