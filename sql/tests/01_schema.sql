@@ -3,7 +3,7 @@
 -- and STYLE.md promise. Catalog checks only; nothing here writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(175);
+SELECT plan(177);
 
 -- Schema, type, tables -------------------------------------------------------
 
@@ -169,6 +169,10 @@ SELECT throws_ok(
 SELECT triggers_are('durable_jobs', 'control_evidence_record',
     ARRAY['control_evidence_record_append_only', 'control_evidence_record_no_truncate', 'control_evidence_record_chain'],
     'control evidence is guarded by the append-only and no-truncate triggers and chained by the chain trigger');
+SELECT triggers_are('durable_jobs', 'job_record', ARRAY['job_record_generation_floor'],
+    'job_record has exactly the generation-floor trigger of migration 011');
+SELECT trigger_is('durable_jobs', 'job_record', 'job_record_generation_floor', 'durable_jobs', 'raise_generation_to_floor',
+    'the generation-floor trigger executes durable_jobs.raise_generation_to_floor()');
 
 -- Comments where promised ----------------------------------------------------------
 
@@ -218,8 +222,8 @@ SELECT functions_are('durable_jobs',
           'record_deployment', 'control_evidence_chain', 'control_evidence_records', 'policy_evidence_mismatches',
           'change_queue_lease_policy', 'passes_luhn', 'looks_personal_or_secret', 'require_structured_change',
           'evidence_content_digest', 'chain_evidence_record', 'stamp_policy_change', 'record_policy_change',
-          'refuse_policy_truncate'],
-    'the schema holds exactly the contract functions, the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue and the private helpers');
+          'refuse_policy_truncate', 'raise_generation_to_floor'],
+    'the schema holds exactly the contract functions, the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue, the generation-floor trigger function (migration 011) and the private helpers');
 
 CREATE TEMP TABLE expected_signature (
     function_name   name PRIMARY KEY,
@@ -345,7 +349,7 @@ SELECT is_empty(
             ELSE ARRAY['search_path=pg_catalog, pg_temp'] END$$,
     'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic and lock_timeout where it takes the evidence lock');
 SELECT is((SELECT count(*)::integer FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef),
-          34, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views and enqueue_jobs are SECURITY DEFINER');
+          35, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs and raise_generation_to_floor (migration 011) are SECURITY DEFINER');
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef

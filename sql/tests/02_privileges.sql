@@ -4,7 +4,7 @@
 -- renewal owner none on payloads; no bundle role can log in or escalate.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(464);
+SELECT plan(469);
 
 -- Which runtime role may execute which function. record_deployment_version
 -- is not a runtime function: only the role that applied the bundle runs it.
@@ -67,7 +67,9 @@ INSERT INTO expected_execute VALUES
  ('chain_evidence_record', '{}', '{}'),
  ('stamp_policy_change', '{}', '{}'),
  ('record_policy_change', '{}', '{}'),
- ('refuse_policy_truncate', '{}', '{}');
+ ('refuse_policy_truncate', '{}', '{}'),
+ -- migration 011: only its trigger calls it
+ ('raise_generation_to_floor', '{}', '{}');
 
 CREATE TEMP TABLE runtime_role (role_name name PRIMARY KEY) ON COMMIT DROP;
 INSERT INTO runtime_role VALUES
@@ -82,7 +84,7 @@ INSERT INTO private_table VALUES
  ('control_evidence_record'), ('lease_outcome_tally'), ('queue_retention_policy');
 GRANT SELECT ON expected_execute, runtime_role, definer_role, private_table TO PUBLIC;
 
--- EXECUTE, function by function and role by role (52 x 4 + 52 for PUBLIC) ------------
+-- EXECUTE, function by function and role by role (53 x 4 + 53 for PUBLIC) ------------
 
 SELECT function_privs_are('durable_jobs', e.function_name, e.argument_types, r.role_name,
     CASE WHEN r.role_name = ANY (e.runtime_roles) THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
