@@ -45,11 +45,12 @@ func TestConfigRejectsUnsafeIntervals(t *testing.T) {
 		"interval and margin overflow sum": {with(func(c *goclient.Config) {
 			c.LeaseDuration, c.RenewalInterval, c.AttemptTimeout, c.SafetyMargin = math.MaxInt64, math.MaxInt64-2, 1, 3
 		}), "RenewalInterval", goclient.MsgInsufficientMargin},
-		"negative lease":     {with(func(c *goclient.Config) { c.LeaseDuration = -time.Second }), "LeaseDuration", goclient.MsgLeaseNotPositive},
-		"zero margin":        {with(func(c *goclient.Config) { c.SafetyMargin = 0 }), "SafetyMargin", goclient.MsgMarginNotPositive},
-		"negative margin":    {with(func(c *goclient.Config) { c.SafetyMargin = -time.Second }), "SafetyMargin", goclient.MsgMarginNotPositive},
-		"attempt negative":   {with(func(c *goclient.Config) { c.AttemptTimeout = -time.Second }), "AttemptTimeout", goclient.MsgAttemptTimeoutNegative},
-		"attempt = interval": {with(func(c *goclient.Config) { c.AttemptTimeout = time.Second }), "AttemptTimeout", goclient.MsgAttemptTimeoutTooLong},
+		"negative lease":          {with(func(c *goclient.Config) { c.LeaseDuration = -time.Second }), "LeaseDuration", goclient.MsgLeaseNotPositive},
+		"zero margin":             {with(func(c *goclient.Config) { c.SafetyMargin = 0 }), "SafetyMargin", goclient.MsgMarginNotPositive},
+		"negative margin":         {with(func(c *goclient.Config) { c.SafetyMargin = -time.Second }), "SafetyMargin", goclient.MsgMarginNotPositive},
+		"attempt negative":        {with(func(c *goclient.Config) { c.AttemptTimeout = -time.Second }), "AttemptTimeout", goclient.MsgAttemptTimeoutNegative},
+		"commit timeout negative": {with(func(c *goclient.Config) { c.CommitTimeout = -time.Second }), "CommitTimeout", goclient.MsgCommitTimeoutNegative},
+		"attempt = interval":      {with(func(c *goclient.Config) { c.AttemptTimeout = time.Second }), "AttemptTimeout", goclient.MsgAttemptTimeoutTooLong},
 		"attempt = interval bound, no lease bound": {with(func(c *goclient.Config) { c.LeaseDuration, c.AttemptTimeout = 0, time.Second }),
 			"AttemptTimeout", goclient.MsgAttemptTimeoutTooLong},
 		"in-flight negative": {with(func(c *goclient.Config) { c.MaxInFlightRenewals = -1 }), "MaxInFlightRenewals", goclient.MsgMaxInFlightNegative},
@@ -84,6 +85,7 @@ func TestConfigRejectsUnsafeIntervals(t *testing.T) {
 	defer c.Close()
 	got := c.Config()
 	require.Equal(t, 4, got.MaxInFlightRenewals)
+	require.Equal(t, goclient.DefaultCommitTimeout, got.CommitTimeout, "the commit timeout defaults to 5 s")
 	require.Regexp(t, `^leasefence-[0-9a-f]{16}$`, c.OwnerID())
 	require.Equal(t, got.OwnerID, c.OwnerID())
 

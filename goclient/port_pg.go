@@ -30,10 +30,13 @@ const (
 	sqlReleaseJobClaim = `SELECT durable_jobs.release_job_claim($1, $2, $3)`
 	sqlCancelJob       = `SELECT durable_jobs.cancel_job($1)`
 	sqlReplayJob       = `SELECT durable_jobs.replay_job($1)`
-	// sqlProbe makes the worker's probe write WAL: txid_current() gives
-	// the transaction an xid, so its COMMIT writes a commit record and
-	// waits for a synchronous standby as a terminal write does.
-	sqlProbe    = `SELECT txid_current()`
+	// sqlProbe makes the worker's probe write WAL: a transactional
+	// logical decoding message (prefix leasefence.probe, empty) gives the
+	// transaction an xid and a WAL record, so its COMMIT writes a commit
+	// record and waits for a synchronous standby as a terminal write does.
+	// (txid_current() alone gives an xid but writes no WAL before the
+	// commit record, and PostgreSQL then does not wait for the standby.)
+	sqlProbe    = `SELECT pg_logical_emit_message(true, 'leasefence.probe', '')`
 	sqlJobState = `SELECT job_status, attempt_number, max_attempts, lease_fencing_generation, lease_expires_at, lease_renewal_count, failure_reason_code FROM durable_jobs.job_lifecycle_state($1)`
 )
 

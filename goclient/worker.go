@@ -247,10 +247,9 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 	}
 }
 
-// probe sends one transaction that writes WAL (BEGIN; SELECT
-// txid_current(); COMMIT, bounded by the commit timeout), so it waits for a
-// synchronous standby as a terminal write does; when it commits, the
-// worker claims again.
+// probe sends one transaction that writes WAL (sqlProbe; its COMMIT
+// bounded by the commit timeout), so it waits for a synchronous standby as
+// a terminal write does; when it commits, the worker claims again.
 func (w *Worker) probe(base context.Context) {
 	ctx, cancel := context.WithTimeout(base, w.c.claimTimeout())
 	defer cancel()

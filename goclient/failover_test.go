@@ -1,0 +1,354 @@
+package goclient_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mightyetl/leasefence/goclient"
+	"github.com/mightyetl/leasefence/goclient/prommetrics"
+	"github.com/mightyetl/leasefence/internal/testdb"
+)
+
+// The failover tests of issue 20: a stalled synchronous standby, a
+// synchronous failover under a TxHandler, a cut connection.
+
+// availRecorder is a recorder that also takes the workers' availability
+// signal, and passes it on to a Prometheus observer.
+type availRecorder struct {
+	*recorder
+	prom   *prommetrics.Observer
+	reg    *prometheus.Registry
+	mu     sync.Mutex
+	events []string
+}
+
+func newAvailRecorder(t *testing.T) *availRecorder {
+	reg := prometheus.NewRegistry()
+	prom, err := prommetrics.New(reg)
+	require.NoError(t, err)
+	return &availRecorder{recorder: newRecorder(), prom: prom, reg: reg}
+}
+
+func (r *availRecorder) DatabaseUnavailable(reason goclient.UnavailableReason) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, "unavailable:"+string(reason))
+	r.prom.DatabaseUnavailable(reason)
+}
+
+func (r *availRecorder) DatabaseAvailable() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, "available")
+	r.prom.DatabaseAvailable()
+}
+
+func (r *availRecorder) signals() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.events...)
+}
+
+func (r *availRecorder) claimCount() int {
+	r.recorder.mu.Lock()
+	defer r.recorder.mu.Unlock()
+	return r.claims
+}
+
+// gauge returns leasefence_database_unavailable by reason.
+func (r *availRecorder) gauge(t *testing.T) map[string]float64 {
+	t.Helper()
+	families, err := r.reg.Gather()
+	require.NoError(t, err)
+	values := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != prommetrics.DatabaseUnavailable {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			values[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+		}
+	}
+	return values
+}
+
+// lockedLog is a log sink that handlers on several goroutines share.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// setSynchronousStandbys sets synchronous_standby_names on the cluster
+// admin talks to and waits until admin's own session sees it.
+func setSynchronousStandbys(t *testing.T, e *env, names string) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := e.admin.Exec(ctx, `ALTER SYSTEM SET synchronous_standby_names = '`+names+`'`)
+	require.NoError(t, err)
+	_, err = e.admin.Exec(ctx, `SELECT pg_reload_conf()`)
+	require.NoError(t, err)
+	waitFor(t, 10*time.Second, "the setting to take effect", func() bool {
+		var v string
+		require.NoError(t, e.admin.QueryRow(ctx, `SELECT current_setting('synchronous_standby_names')`).Scan(&v))
+		return v == names
+	})
+}
+
+// resetSynchronousStandbys is setSynchronousStandbys(""), for a cleanup
+// (the database's drop would wait for the standby).
+func resetSynchronousStandbys(e *env) {
+	ctx := context.Background()
+	_, _ = e.admin.Exec(ctx, `ALTER SYSTEM RESET synchronous_standby_names`)
+	_, _ = e.admin.Exec(ctx, `SELECT pg_reload_conf()`)
+}
+
+// Issue 20, case 2: a synchronous standby that never answers. A claim
+// commits locally (migration 011), but every completion's COMMIT waits: the
+// client gives up at its commit deadline (ErrCommitTimeout, outcome
+// unknown), the worker stops claiming and signals commit_timeout, and Run
+// says so when stopped. No job's attempts are used up by orphaned claims:
+// once the standby requirement is lifted every job finishes at attempt 1.
+// A COMMIT whose wait an operator cancels (pg_cancel_backend: "already
+// committed locally") is no confirmation either.
+func TestStalledSynchronousStandbyBurnsNoAttempts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, db := testdb.OwnClusterWith(t, testdb.ClusterExtras{Settings: map[string]string{"synchronous_commit": "on"}})
+	e := setupDB(t, db, slowPolicy)
+	ids := e.enqueue(6)
+	setSynchronousStandbys(t, e, "never_connects")
+	t.Cleanup(func() { resetSynchronousStandbys(e) })
+
+	// A completion whose wait for the standby is cancelled on the server.
+	c := e.worker(goclient.WithCommitTimeout(time.Minute))
+	job := claim(t, c)
+	done := make(chan error, 1)
+	go func() { done <- c.Complete(ctx, job.Claim(), nil) }()
+	waitFor(t, 10*time.Second, "the completion to wait for the standby", func() bool {
+		var n int
+		require.NoError(t, e.admin.QueryRow(ctx, `SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity
+			WHERE wait_event = 'SyncRep' AND datname = current_database()`).Scan(&n))
+		return n > 0
+	})
+	require.ErrorIs(t, <-done, goclient.ErrCommitTimeout, "a COMMIT that answered with a WARNING is not confirmed")
+
+	// A worker: its first completions' COMMITs time out, it stops claiming.
+	rec := newAvailRecorder(t)
+	var logs lockedLog
+	wc := e.worker(goclient.WithObserver(rec), goclient.WithCommitTimeout(300*time.Millisecond),
+		goclient.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	w, err := wc.NewWorker(goclient.WorkerConfig{Queue: testQueue, Concurrency: 2, PollInterval: 100 * time.Millisecond,
+		Handler: func(context.Context, goclient.Job) error { return nil }})
+	require.NoError(t, err)
+	stop := runWorker(t, w)
+	waitFor(t, 10*time.Second, "the unavailable signal", func() bool { return len(rec.signals()) > 0 })
+	require.Equal(t, []string{"unavailable:commit_timeout"}, rec.signals())
+	require.Equal(t, map[string]float64{"commit_timeout": 1, "connection_lost": 0, "timeout": 0}, rec.gauge(t))
+	claims := rec.claimCount()
+	require.LessOrEqual(t, claims, 2, "no claims beyond the first free slots")
+	time.Sleep(2 * slowPolicy.lease) // every lease of those claims has run out
+	require.Equal(t, claims, rec.claimCount(), "no claim while commits do not come back: %v\n%s", rec.signals(), logs.String())
+	err = stop()
+	require.ErrorIs(t, err, goclient.ErrDatabaseUnavailable, "Run does not return nil after an outage it did not see end")
+	require.Contains(t, err.Error(), "commit_timeout")
+	require.Contains(t, logs.String(), `"msg":"leasefence: database unavailable: claims paused"`)
+	require.Contains(t, logs.String(), `"reason":"commit_timeout"`)
+	for _, id := range ids {
+		require.LessOrEqual(t, e.state(id).AttemptNumber, 1, "job %d: no attempt was burned", id)
+	}
+
+	// The standby requirement lifted: a new worker finishes every job, each
+	// at its first attempt.
+	setSynchronousStandbys(t, e, "")
+	w, err = e.worker().NewWorker(goclient.WorkerConfig{Queue: testQueue, Concurrency: 2, PollInterval: 100 * time.Millisecond,
+		Handler: func(context.Context, goclient.Job) error { return nil }})
+	require.NoError(t, err)
+	stop = runWorker(t, w)
+	waitFor(t, 20*time.Second, "every job to succeed", func() bool {
+		for _, id := range ids {
+			if e.state(id).Status != goclient.StatusSucceeded {
+				return false
+			}
+		}
+		return true
+	})
+	require.NoError(t, stop())
+	for _, id := range ids {
+		require.Equal(t, 1, e.state(id).AttemptNumber, "job %d", id)
+	}
+}
+
+// Issue 20, case 3: a TxHandler job is in flight when the primary stops
+// (immediately) and its synchronous standby is promoted. The handler's
+// statement fails on the lost connection; the worker waits for the
+// heartbeat's next renewal, which the new primary answers (the claim was
+// replicated), and runs the job again under the same claim: one attempt,
+// one target row, the first claim's generation.
+func TestTxHandlerSurvivesSynchronousFailover(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	primary, db := testdb.OwnClusterWith(t, testdb.ClusterExtras{Settings: map[string]string{"synchronous_commit": "on"}})
+	e := setupDB(t, db, policy{lease: 8 * time.Second, interval: time.Second, maxLifetime: time.Hour, renewalEnabled: true})
+	e.targetTable()
+	ids := e.enqueue(1)
+	producerURL := db.LoginURL(t, "durable_job_producer")
+	standby, err := primary.StartStandby(ctx, "s1")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = standby.Stop() })
+	setSynchronousStandbys(t, e, "s1")
+	waitFor(t, 20*time.Second, "the standby to be synchronous", func() bool {
+		var n int
+		require.NoError(t, e.admin.QueryRow(ctx,
+			`SELECT count(*) FROM pg_stat_replication WHERE application_name = 's1' AND sync_state = 'sync'`).Scan(&n))
+		return n == 1
+	})
+
+	onStandby := func(raw string) string {
+		u, err := url.Parse(raw)
+		require.NoError(t, err)
+		u.Host = fmt.Sprintf("127.0.0.1:%d", standby.Port())
+		return u.String()
+	}
+	multi, err := url.Parse(e.workerDB)
+	require.NoError(t, err)
+	multi.Host = fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", primary.Port(), standby.Port())
+	q := multi.Query()
+	q.Set("target_session_attrs", "read-write")
+	q.Set("connect_timeout", "2")
+	multi.RawQuery = q.Encode()
+
+	rec := newAvailRecorder(t)
+	var logs lockedLog
+	c := e.client(e.pool(multi.String()), goclient.WithObserver(rec),
+		goclient.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	var runs atomic.Int64
+	inFlight := make(chan goclient.Job, 1)
+	w, err := c.NewWorker(goclient.WorkerConfig{Queue: testQueue, PollInterval: 100 * time.Millisecond,
+		TxHandler: func(ctx context.Context, tx pgx.Tx, job goclient.Job) error {
+			if _, err := tx.Exec(ctx, `INSERT INTO public.order_target VALUES ($1, $2)`, job.ID(), job.FencingGeneration()); err != nil {
+				return err
+			}
+			if runs.Add(1) == 1 {
+				inFlight <- job
+				_, err := tx.Exec(ctx, `SELECT pg_sleep(60)`) // the primary dies meanwhile
+				return err
+			}
+			return nil
+		}})
+	require.NoError(t, err)
+	stop := runWorker(t, w)
+	first := <-inFlight
+	require.NoError(t, primary.StopImmediate())
+	require.NoError(t, standby.Promote(ctx))
+
+	producer := e.client(e.pool(onStandby(producerURL)))
+	waitFor(t, 30*time.Second, "the job to succeed on the new primary", func() bool {
+		s, err := producer.State(ctx, ids[0])
+		return err == nil && s.Status == goclient.StatusSucceeded
+	})
+	require.NoError(t, stop())
+	s, err := producer.State(ctx, ids[0])
+	require.NoError(t, err)
+	require.Equal(t, 1, s.AttemptNumber, "the job completed under its first claim")
+	require.Equal(t, first.FencingGeneration(), s.FencingGeneration)
+	require.EqualValues(t, 2, runs.Load(), "the handler ran once more, under the same claim")
+	newAdmin := e.pool(onStandby(db.URL))
+	var rows int
+	var generation int64
+	require.NoError(t, newAdmin.QueryRow(ctx, `SELECT count(*), max(lease_fencing_generation) FROM public.order_target`).Scan(&rows, &generation))
+	require.Equal(t, 1, rows, "one target row")
+	require.Equal(t, first.FencingGeneration(), generation)
+	require.Contains(t, logs.String(), "leasefence: claim still live, running the job again under the same claim")
+	require.Equal(t, []string{"unavailable:connection_lost", "available"}, rec.signals())
+	require.Zero(t, rec.lostCount(goclient.LossTrustDeadlinePassed), "no lease was given up")
+
+	// The old primary comes back so that the test's cleanup can drop its
+	// database (every client of this test has stopped using it), without
+	// its wait for the standby it has lost.
+	require.NoError(t, primary.Restart(ctx))
+	e.admin = db.Pool(t) // the old pool's connections died with the server
+	resetSynchronousStandbys(e)
+}
+
+// Issue 20, case 4: a worker on a cut connection signals "database
+// unavailable" (connection_lost) to its observer, log and metric, stops
+// claiming, and claims again once a probe commits; a stalled network gives
+// timeout, and Run stopped during it returns ErrDatabaseUnavailable.
+func TestWorkerSignalsUnavailableOnCutConnection(t *testing.T) {
+	t.Parallel()
+	e := setup(t, shortPolicy)
+	e.targetTable()
+	ids := e.enqueue(1)
+	p, u := newProxy(t, e.workerDB)
+	rec := newAvailRecorder(t)
+	var logs lockedLog
+	c := e.client(e.pool(u), goclient.WithObserver(rec), goclient.WithMaxRenewalInterval(shortPolicy.interval),
+		goclient.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	started := make(chan struct{}, 1)
+	release := make(chan struct{})
+	w, err := c.NewWorker(goclient.WorkerConfig{Queue: testQueue, PollInterval: 100 * time.Millisecond,
+		TxHandler: func(ctx context.Context, tx pgx.Tx, job goclient.Job) error {
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+			<-release
+			_, err := tx.Exec(ctx, `INSERT INTO public.order_target VALUES ($1, $2)`, job.ID(), job.FencingGeneration())
+			return err
+		}})
+	require.NoError(t, err)
+	stop := runWorker(t, w)
+	<-started
+	p.set("cut")
+	close(release)
+	waitFor(t, 10*time.Second, "the unavailable signal", func() bool { return len(rec.signals()) > 0 })
+	require.Equal(t, []string{"unavailable:connection_lost"}, rec.signals())
+	require.Equal(t, map[string]float64{"commit_timeout": 0, "connection_lost": 1, "timeout": 0}, rec.gauge(t))
+	waitFor(t, 2*shortPolicy.lease, "the lease to end", func() bool { return rec.lostCount(goclient.LossTrustDeadlinePassed) == 1 })
+	require.Contains(t, logs.String(), `"reason":"connection_lost"`)
+	require.Contains(t, logs.String(), "leasefence: transaction lost its connection, waiting for the next renewal")
+
+	claims := rec.claimCount()
+	p.set("open")
+	waitFor(t, 10*time.Second, "claims to resume", func() bool { return len(rec.signals()) == 2 })
+	require.Equal(t, "available", rec.signals()[1])
+	require.Equal(t, map[string]float64{"commit_timeout": 0, "connection_lost": 0, "timeout": 0}, rec.gauge(t))
+	waitFor(t, 10*time.Second, "the job to be claimed again and succeed", func() bool {
+		return e.state(ids[0]).Status == goclient.StatusSucceeded
+	})
+	require.Greater(t, rec.claimCount(), claims)
+	require.Contains(t, logs.String(), "leasefence: database available: claims resumed")
+
+	p.set("stall")
+	waitFor(t, 10*time.Second, "the timeout signal", func() bool { return len(rec.signals()) == 3 })
+	require.Equal(t, "unavailable:timeout", rec.signals()[2])
+	err = stop()
+	require.ErrorIs(t, err, goclient.ErrDatabaseUnavailable)
+	require.True(t, strings.HasSuffix(err.Error(), "(timeout)"), err.Error())
+	p.set("open")
+}
