@@ -142,6 +142,14 @@
 //	terminal write refused (LF001)  the transaction, target writes included, rolls back
 //	Close / worker shutdown         cancel the context (ErrClosed / ErrLeaseReleased) and
 //	                                release the claim so another worker can take it at once
+//	COMMIT not answered within      ErrCommitTimeout: outcome unknown, assumed neither way;
+//	CommitTimeout, or answered      the server is asked to stop waiting; a Worker stops
+//	with a WARNING                  claiming (commit_timeout) until a probe commits
+//	claim or transaction fails on   a Worker stops claiming (connection_lost, timeout) and
+//	a lost connection or timeout    probes every PollInterval; claims resume when one commits
+//	TxHandler transaction lost its  wait for the heartbeat's next renewal: renewed, run the
+//	connection (not a Retry/Fail)   job again under the same claim (at most 3 times); the
+//	                                lease ends first: nothing is written
 //
 // A Worker maps its handler's result to the terminal transition: nil
 // completes the job; Retry(delay, reason, err) retries it; Fail(reason, err)
@@ -149,6 +157,59 @@
 // with reason "handler_error" or "handler_panic". Once the lease has ended
 // the worker writes nothing. A terminal write that fails for another reason
 // stops the heartbeat, and the claim lapses at its expiry.
+//
+// # Commit deadline
+//
+// Every COMMIT the client sends for a job has a client-side deadline,
+// Config.CommitTimeout (default 5 s): Complete, Retry and Fail, a Worker's
+// completions (complete_job, or complete_jobs for a batch) and handler-error
+// writes, a TxHandler's transaction, a renewal attempt (within its attempt
+// timeout), the release of claims at shutdown and Close, and a Worker's
+// probe. PostgreSQL's statement_timeout does not cover a COMMIT's wait for
+// a synchronous standby, so a stalled standby would otherwise hold the
+// commit, and the worker, for ever. When the deadline passes, the call
+// returns ErrCommitTimeout and the client asks the server to stop waiting
+// (a cancel request), so the backend and its row locks are freed.
+//
+// The outcome of such a COMMIT is unknown: it may have committed on this
+// primary ("already committed locally" is what PostgreSQL says when the
+// wait is cancelled, and a COMMIT that answers with that WARNING is treated
+// the same way), not at all, or on a primary a failover then lost. The
+// client assumes neither success nor failure. The lease's heartbeat has
+// stopped (the terminal write was made), so the claim is either finished in
+// the database (a renewal would come back stale) or lapses at its expiry
+// and is claimed again, its target writes gone with it; a job whose
+// completion's outcome is unknown may so run again, which the fencing
+// generation makes safe for external sinks. The same holds after a lost
+// connection during COMMIT.
+//
+// # Database unavailable
+//
+// A Worker stops claiming while its commits do not come back: when a
+// terminal write's COMMIT passes its deadline (commit_timeout), or a claim
+// or a job's transaction fails on a lost connection (connection_lost) or
+// runs out of time (timeout). A claim made then would wait unstarted, and
+// one whose answer is lost uses an attempt for nothing. Instead it sends a
+// probe every PollInterval: a transaction that writes WAL (a transactional
+// logical decoding message) and so waits for a synchronous standby as a
+// completion does, with the commit deadline. When a probe commits, the
+// worker claims again. The worker says so in its log, and to
+// Config.Observer when that implements AvailabilityObserver
+// (DatabaseUnavailable(reason) once per outage, DatabaseAvailable when it
+// ends; prommetrics exports leasefence_database_unavailable{reason}), so an
+// operator can tell a failover or a stalled standby from lost workers. A
+// database that answers with an ERROR is there: such a failure opens no
+// breaker. Run keeps running through an outage; stopped during one, it
+// returns an error matching ErrDatabaseUnavailable.
+//
+// A TxHandler's transaction that fails because its connection was lost (a
+// failover, a cut network; not a Retry or Fail the handler returned, not a
+// deadline, not an ERROR on a live connection) is no handler error: the
+// worker waits for the heartbeat's next confirmed renewal of the claim and,
+// when the database answers renewed (after a synchronous failover, the new
+// primary), runs the handler again under the same claim, at most three
+// times; when the lease ends first (stale, trust deadline), nothing is
+// written, as for any lost lease. No attempt is used for the failover.
 //
 // Handler jobs that finish close together are completed together: the first
 // to finish completes its job at once, and the jobs that finish while that
@@ -215,7 +276,9 @@
 // An Observer receives finite-cardinality signals: renewal outcomes, claims,
 // ownership losses with their cause, configuration rejections, scheduler
 // lag, safety margin remaining, the database clock offset and renewals in
-// flight. Their only labels are the queue name and enumerated values.
+// flight; an Observer that also implements AvailabilityObserver receives
+// the workers' "database unavailable" signal. Their only labels are the
+// queue name and enumerated values.
 // Package goclient/prommetrics exports them to Prometheus.
 //
 // # Logging
@@ -240,7 +303,13 @@
 //	WARN   leasefence: terminal write refused: stale claim     error (LF001; the transaction rolled back)
 //	WARN   leasefence: lease ended before the terminal write   (nothing was written)
 //	ERROR  leasefence: terminal write failed                   error (the claim lapses at its expiry)
+//	WARN   leasefence: transaction lost its connection,        error
+//	       waiting for the next renewal
+//	INFO   leasefence: claim still live, running the job       rerun (1 to 3)
+//	       again under the same claim
 //	WARN   leasefence: claim failed, retrying                  queue_name, error (no "claim")
+//	WARN   leasefence: database unavailable: claims paused     queue_name, reason (no "claim")
+//	INFO   leasefence: database available: claims resumed      queue_name (no "claim")
 //	INFO   leasefence: worker stopping                         queue_name, error when claiming failed for good
 //	WARN   leasefence: releasing claims at shutdown            queue_name, abandoned_jobs
 //	INFO   leasefence: worker stopped                          queue_name
