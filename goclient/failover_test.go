@@ -1,7 +1,6 @@
 package goclient_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -84,24 +83,6 @@ func (r *availRecorder) gauge(t *testing.T) map[string]float64 {
 	return values
 }
 
-// lockedLog is a log sink that handlers on several goroutines share.
-type lockedLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // setSynchronousStandbys sets synchronous_standby_names on the cluster
 // admin talks to and waits until admin's own session sees it.
 func setSynchronousStandbys(t *testing.T, e *env, names string) {
@@ -158,7 +139,7 @@ func TestStalledSynchronousStandbyBurnsNoAttempts(t *testing.T) {
 
 	// A worker: its first completions' COMMITs time out, it stops claiming.
 	rec := newAvailRecorder(t)
-	var logs lockedLog
+	var logs goclient.LogBuffer
 	wc := e.worker(goclient.WithObserver(rec), goclient.WithCommitTimeout(300*time.Millisecond),
 		goclient.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 	w, err := wc.NewWorker(goclient.WorkerConfig{Queue: testQueue, Concurrency: 2, PollInterval: 100 * time.Millisecond,
@@ -243,7 +224,7 @@ func TestTxHandlerSurvivesSynchronousFailover(t *testing.T) {
 	multi.RawQuery = q.Encode()
 
 	rec := newAvailRecorder(t)
-	var logs lockedLog
+	var logs goclient.LogBuffer
 	c := e.client(e.pool(multi.String()), goclient.WithObserver(rec),
 		goclient.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 	var runs atomic.Int64
@@ -306,7 +287,7 @@ func TestWorkerSignalsUnavailableOnCutConnection(t *testing.T) {
 	ids := e.enqueue(1)
 	p, u := newProxy(t, e.workerDB)
 	rec := newAvailRecorder(t)
-	var logs lockedLog
+	var logs goclient.LogBuffer
 	c := e.client(e.pool(u), goclient.WithObserver(rec), goclient.WithMaxRenewalInterval(shortPolicy.interval),
 		goclient.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 	started := make(chan struct{}, 1)

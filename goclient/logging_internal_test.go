@@ -21,6 +21,9 @@ import (
 	"github.com/mightyetl/leasefence/internal/testdb"
 )
 
+// LogBuffer is logBuffer for the external tests (package goclient_test).
+type LogBuffer = logBuffer
+
 // logBuffer is a bytes.Buffer that the logger may write to from many
 // goroutines.
 type logBuffer struct {
