@@ -70,9 +70,10 @@ type Config struct {
 	// claims at shutdown and Close, and a Worker's probe. PostgreSQL's
 	// statement_timeout does not cover a COMMIT's wait for a synchronous
 	// standby, so without it a stalled standby holds a commit for ever. A
-	// COMMIT that does not answer in time returns ErrCommitTimeout: its
-	// outcome is unknown (see "Commit deadline" in the package
-	// documentation). Defaults to DefaultCommitTimeout (5 s).
+	// COMMIT that does not answer in time, or (on a pool made by
+	// ParsePoolConfig or NewPool) answers with a WARNING, returns
+	// ErrCommitTimeout: its outcome is unknown (see "Commit deadline" in
+	// the package documentation). Defaults to DefaultCommitTimeout (5 s).
 	CommitTimeout time.Duration
 
 	// MaxInFlightRenewals is how many renewal calls the client has open at
