@@ -194,7 +194,7 @@ func TestTxHandlerSurvivesSynchronousFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	primary, db := testdb.OwnClusterWith(t, testdb.ClusterExtras{Settings: map[string]string{"synchronous_commit": "on"}})
-	e := setupDB(t, db, policy{lease: 8 * time.Second, interval: time.Second, maxLifetime: time.Hour, renewalEnabled: true})
+	e := setupDB(t, db, policy{lease: 15 * time.Second, interval: time.Second, maxLifetime: time.Hour, renewalEnabled: true})
 	e.targetTable()
 	ids := e.enqueue(1)
 	producerURL := db.LoginURL(t, "durable_job_producer")
@@ -227,6 +227,11 @@ func TestTxHandlerSurvivesSynchronousFailover(t *testing.T) {
 	var logs goclient.LogBuffer
 	c := e.client(e.pool(multi.String()), goclient.WithObserver(rec),
 		goclient.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("worker log:\n%s", logs.String())
+		}
+	})
 	var runs atomic.Int64
 	inFlight := make(chan goclient.Job, 1)
 	w, err := c.NewWorker(goclient.WorkerConfig{Queue: testQueue, PollInterval: 100 * time.Millisecond,
@@ -244,6 +249,12 @@ func TestTxHandlerSurvivesSynchronousFailover(t *testing.T) {
 	require.NoError(t, err)
 	stop := runWorker(t, w)
 	first := <-inFlight
+	// A claim's COMMIT does not wait for the standby (migration 011): one
+	// made just before the crash may be missing on the new primary, and
+	// its job is then claimed again there (same attempt number, a higher
+	// generation). The job here is in flight past one confirmed renewal,
+	// whose COMMIT waited for the standby, so the claim is on it.
+	waitFor(t, 10*time.Second, "a confirmed renewal", func() bool { return rec.renewalCount(goclient.RenewalRenewed) > 0 })
 	require.NoError(t, primary.StopImmediate())
 	require.NoError(t, standby.Promote(ctx))
 
