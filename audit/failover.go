@@ -114,9 +114,7 @@ const serverIdentitySQL = `
 	FROM pg_catalog.pg_control_system() s`
 
 // readIdentity reads the identity of the server q talks to.
-func readIdentity(ctx context.Context, q interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}) (serverIdentity, error) {
+func readIdentity(ctx context.Context, q DB) (serverIdentity, error) {
 	var id serverIdentity
 	err := q.QueryRow(ctx, serverIdentitySQL).Scan(&id.SystemIdentifier, &id.Started, &id.Primary, &id.Timeline)
 	return id, err
