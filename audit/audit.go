@@ -42,28 +42,40 @@ type Check = controls.AuditCheck
 func Checks() []Check { return controls.AuditChecks() }
 
 // checkFunc runs one check and returns its findings.
-type checkFunc func(ctx context.Context, pool DB) ([]string, error)
+type checkFunc func(ctx context.Context, pool DB, o *options) ([]string, error)
+
+// plain makes a check that needs no Option a checkFunc.
+func plain(check func(ctx context.Context, pool DB) ([]string, error)) checkFunc {
+	return func(ctx context.Context, pool DB, _ *options) ([]string, error) { return check(ctx, pool) }
+}
+
+// warningChecks are the checks whose findings are warnings: reported in
+// CheckResult.Warnings, never failing the check or the audit.
+var warningChecks = map[string]bool{controls.CheckSynchronousReplication: true}
 
 // checkFuncs maps each check identifier of internal/controls to its code.
 var checkFuncs = map[string]checkFunc{
-	controls.CheckSearchPath:          checkSearchPath,
-	controls.CheckPublicExecute:       checkPublicExecute,
-	controls.CheckRuntimePrivileges:   checkRuntimePrivileges,
-	controls.CheckDefinerAttributes:   checkDefinerAttributes,
-	controls.CheckRenewalPayload:      checkRenewalPayload,
-	controls.CheckSchemaCreate:        checkSchemaCreate,
-	controls.CheckEvidenceAppendOnly:  checkEvidenceAppendOnly,
-	controls.CheckMigrationVersion:    checkMigrationVersion,
-	controls.CheckObjectDependencies:  checkObjectDependencies,
-	controls.CheckDefinerOwners:       checkDefinerOwners,
-	controls.CheckEvidenceTrigger:     checkEvidenceTrigger,
-	controls.CheckFunctionDrift:       checkFunctionDrift,
-	controls.CheckServerLogSecrets:    checkServerLogSecrets,
-	controls.CheckUnencryptedSessions: checkUnencryptedSessions,
-	controls.CheckLoginTimeouts:       checkRuntimeLoginTimeouts,
-	controls.CheckPolicyEvidence:      checkPolicyEvidence,
-	controls.CheckEvidenceChain:       checkEvidenceChain,
-	controls.CheckAccessReview:        checkAccessReview,
+	controls.CheckSearchPath:             plain(checkSearchPath),
+	controls.CheckPublicExecute:          plain(checkPublicExecute),
+	controls.CheckRuntimePrivileges:      plain(checkRuntimePrivileges),
+	controls.CheckDefinerAttributes:      plain(checkDefinerAttributes),
+	controls.CheckRenewalPayload:         plain(checkRenewalPayload),
+	controls.CheckSchemaCreate:           plain(checkSchemaCreate),
+	controls.CheckEvidenceAppendOnly:     plain(checkEvidenceAppendOnly),
+	controls.CheckMigrationVersion:       plain(checkMigrationVersion),
+	controls.CheckObjectDependencies:     plain(checkObjectDependencies),
+	controls.CheckDefinerOwners:          plain(checkDefinerOwners),
+	controls.CheckEvidenceTrigger:        plain(checkEvidenceTrigger),
+	controls.CheckFunctionDrift:          plain(checkFunctionDrift),
+	controls.CheckServerLogSecrets:       plain(checkServerLogSecrets),
+	controls.CheckUnencryptedSessions:    plain(checkUnencryptedSessions),
+	controls.CheckLoginTimeouts:          plain(checkRuntimeLoginTimeouts),
+	controls.CheckPolicyEvidence:         plain(checkPolicyEvidence),
+	controls.CheckEvidenceChain:          plain(checkEvidenceChain),
+	controls.CheckAccessReview:           plain(checkAccessReview),
+	controls.CheckGenerationFloor:        checkGenerationFloor,
+	controls.CheckSecondPrimary:          checkSecondPrimary,
+	controls.CheckSynchronousReplication: checkSynchronousReplication,
 }
 
 // CheckResult is the outcome of one check.
@@ -79,6 +91,10 @@ type CheckResult struct {
 	// Findings says, one sentence each, what the check found wrong; it is
 	// empty (not nil) when the check passed.
 	Findings []string `json:"findings"`
+	// Warnings says, one sentence each, what a warning-only check (such as
+	// AUDIT-SYNCHRONOUS-REPLICATION) found; they never fail the check. It
+	// is empty (not nil) when there is none.
+	Warnings []string `json:"warnings"`
 }
 
 // Report is the outcome of every check. Its JSON form is what
@@ -88,6 +104,9 @@ type Report struct {
 	Passed bool `json:"passed"`
 	// Findings counts the findings of every check.
 	Findings int `json:"finding_count"`
+	// Warnings counts the warnings of every check; they do not fail the
+	// audit.
+	Warnings int `json:"warning_count"`
 	// Checks holds one result per check, in the order of Checks.
 	Checks []CheckResult `json:"checks"`
 }
@@ -96,21 +115,32 @@ type Report struct {
 // their outcome. Findings are not errors: a database with findings gives a
 // Report whose Passed is false and a nil error. The error is a *CheckError
 // when a check could not run at all (a catalog it cannot read, a dropped
-// connection); Run then stops and returns no report.
-func Run(ctx context.Context, db DB) (Report, error) {
+// connection); Run then stops and returns no report. Options add what the
+// database alone cannot show (WithHosts).
+func Run(ctx context.Context, db DB, opts ...Option) (Report, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	report := Report{Passed: true}
 	for _, check := range Checks() {
-		findings, err := checkFuncs[check.ID](ctx, db)
+		findings, err := checkFuncs[check.ID](ctx, db, &o)
 		if err != nil {
 			return Report{}, &CheckError{Check: check.ID, Err: err}
+		}
+		warnings := []string{}
+		if warningChecks[check.ID] && findings != nil {
+			findings, warnings = nil, findings
 		}
 		if findings == nil {
 			findings = []string{}
 		}
 		report.Checks = append(report.Checks, CheckResult{
-			ID: check.ID, Title: check.Title, Controls: check.Controls, Passed: len(findings) == 0, Findings: findings,
+			ID: check.ID, Title: check.Title, Controls: check.Controls, Passed: len(findings) == 0,
+			Findings: findings, Warnings: warnings,
 		})
 		report.Findings += len(findings)
+		report.Warnings += len(warnings)
 		if len(findings) > 0 {
 			report.Passed = false
 		}

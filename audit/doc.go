@@ -21,6 +21,15 @@
 //		}
 //	}
 //
+// A check may also report warnings (CheckResult.Warnings; today only
+// AUDIT-SYNCHRONOUS-REPLICATION): they are reported and never fail the
+// check or the audit. WithHosts gives Run the hosts of a multi-host URL
+// (HostConfigs splits one), so that AUDIT-SECOND-PRIMARY can report another
+// primary of the same cluster:
+//
+//	cfg := pool.Config().ConnConfig
+//	report, err := audit.Run(ctx, pool, audit.WithHosts(audit.HostConfigs(cfg)...))
+//
 // Each check has a stable identifier (AUDIT-SEARCH-PATH, ...) that starts
 // every finding it reports; Checks lists them with what a passing database
 // shows. The identifiers are defined in internal/controls, the one table of
@@ -38,6 +47,10 @@
 // cannot tell. The trial UPDATE and DELETE of AUDIT-EVIDENCE-APPEND-ONLY run
 // only when the login could otherwise change the evidence (for example the
 // table owner), each in a transaction that is always rolled back.
+// AUDIT-SECOND-PRIMARY connects to each host given by WithHosts with the
+// same login and reads pg_control_system(), pg_is_in_recovery() and
+// pg_postmaster_start_time(), which every login may call; a host it cannot
+// reach or read is skipped.
 //
 // # What it never reports
 //

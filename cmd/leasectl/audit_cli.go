@@ -27,8 +27,12 @@ grant the login durable_job_auditor, or they report that they cannot tell. The t
 DELETE run only when the login could otherwise change the evidence (for
 example the table owner); they are always rolled back.
 
-Exit code: 0 when every check passes, 2 when there is any finding, 1 when
-the audit itself could not run.
+AUDIT-SECOND-PRIMARY connects to every host of a multi-host --database-url
+and reports another primary of the same cluster. AUDIT-SYNCHRONOUS-REPLICATION
+reports warnings ("warning: ..." lines): they never fail the audit.
+
+Exit code: 0 when every check passes (warnings or not), 2 when there is any
+finding, 1 when the audit itself could not run.
 `
 
 // auditCheckList lists every audit check with what a passing database
@@ -73,7 +77,9 @@ func runAudit(ctx context.Context, env *cliEnv, args []string) int {
 		return env.fail("connect to database", err)
 	}
 	defer pool.Close()
-	report, err := audit.Run(ctx, pool)
+	// Every host of a multi-host --database-url, for AUDIT-SECOND-PRIMARY
+	// (it skips the one the pool reached).
+	report, err := audit.Run(ctx, pool, audit.WithHosts(audit.HostConfigs(pool.Config().ConnConfig)...))
 	if err != nil {
 		return env.failAudit(err)
 	}
@@ -88,22 +94,30 @@ func runAudit(ctx context.Context, env *cliEnv, args []string) int {
 	return exitOK
 }
 
-// printAuditText prints one line per finding, then a summary line.
+// printAuditText prints one line per finding, one line per warning
+// ("warning: " and the check's identifier), then a summary line.
 func printAuditText(env *cliEnv, report audit.Report) {
 	failed := 0
 	for _, c := range report.Checks {
 		for _, f := range c.Findings {
 			printf(env.stdout, "%s: %s\n", c.ID, f)
 		}
+		for _, w := range c.Warnings {
+			printf(env.stdout, "warning: %s: %s\n", c.ID, w)
+		}
 		if !c.Passed {
 			failed++
 		}
 	}
+	warnings := ""
+	if report.Warnings > 0 {
+		warnings = fmt.Sprintf(", %d warning(s)", report.Warnings)
+	}
 	if report.Passed {
-		printf(env.stdout, "audit passed: %d checks, no findings\n", len(report.Checks))
+		printf(env.stdout, "audit passed: %d checks, no findings%s\n", len(report.Checks), warnings)
 		return
 	}
-	printf(env.stdout, "audit failed: %d finding(s) in %d of %d checks\n", report.Findings, failed, len(report.Checks))
+	printf(env.stdout, "audit failed: %d finding(s) in %d of %d checks%s\n", report.Findings, failed, len(report.Checks), warnings)
 }
 
 // failAudit prints an audit that could not run, naming the check, and

@@ -94,7 +94,12 @@ func TestAuditPassesOnAFreshBundle(t *testing.T) {
 		text, report := runAuditBoth(t, login)
 		requireCode(t, exitOK, text)
 		require.True(t, report.Passed)
-		require.Equal(t, fmt.Sprintf("audit passed: %d checks, no findings\n", len(controls.AuditChecks())), text.stdout)
+		// The test clusters have no synchronous standby: a warning, and a pass.
+		require.Equal(t, "warning: AUDIT-SYNCHRONOUS-REPLICATION: synchronous_standby_names is empty: commits do not wait "+
+			"for a standby, so a failover can lose acknowledged completions (the job runs again) and the runbook requires "+
+			"synchronous replication\n"+
+			fmt.Sprintf("audit passed: %d checks, no findings, 1 warning(s)\n", len(controls.AuditChecks())), text.stdout)
+		require.Equal(t, 1, report.Warnings)
 		for i, c := range report.Checks {
 			require.Equal(t, controls.AuditChecks()[i].ID, c.ID)
 			require.True(t, c.Passed, c.ID)
@@ -295,6 +300,12 @@ func TestAuditFindsEveryBrokenCheck(t *testing.T) {
 		}, []string{controls.CheckMigrationVersion, controls.CheckFunctionDrift},
 			[]string{"AUDIT-MIGRATION-VERSION: refusing to read the version: " + sqlbundle.VersionTable + " is not the table leasefence creates: it has rules; it is not a plain table",
 				"AUDIT-FUNCTION-DRIFT: refusing to read the version: "}},
+		{"generation-floor trigger disabled", func(*testing.T) []string {
+			return []string{`ALTER TABLE durable_jobs.job_record DISABLE TRIGGER job_record_generation_floor`}
+		}, []string{controls.CheckGenerationFloor},
+			[]string{"AUDIT-GENERATION-FLOOR: trigger job_record_generation_floor on durable_jobs.job_record does not fire in every session (tgenabled D)",
+				"warning: AUDIT-SYNCHRONOUS-REPLICATION: synchronous_standby_names is empty",
+				"audit failed: 1 finding(s) in 1 of 21 checks, 1 warning(s)"}},
 		{"migration version behind", func(*testing.T) []string {
 			return []string{`UPDATE ` + sqlbundle.VersionTable + ` SET version = 1`}
 		}, []string{controls.CheckMigrationVersion, controls.CheckFunctionDrift},

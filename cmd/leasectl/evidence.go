@@ -209,8 +209,12 @@ func renderEvidenceMarkdown(report evidence.Report) string {
 					result = "FAIL"
 				}
 				findings := "-"
-				if len(c.Findings) > 0 {
-					findings = markdownCell(strings.Join(c.Findings, "; "))
+				notes := append([]string(nil), c.Findings...)
+				for _, warning := range c.Warnings {
+					notes = append(notes, "warning: "+warning)
+				}
+				if len(notes) > 0 {
+					findings = markdownCell(strings.Join(notes, "; "))
 				}
 				w("| %s | %s | %s | %s |\n", c.ID, result, strings.Join(c.Controls, ", "), findings)
 			}

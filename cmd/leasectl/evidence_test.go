@@ -252,7 +252,7 @@ func TestEvidenceReportMapsEverySectionToControls(t *testing.T) {
 		{Queue: "billing", Status: "CANCELLED", Count: 1}}, statuses)
 	var auditData audit.Report
 	require.NoError(t, json.Unmarshal(sections[controls.SectionAudit], &auditData))
-	require.True(t, auditData.Passed)
+	require.True(t, auditData.Passed, "%+v", auditData)
 
 	// The Markdown report carries the same facts and every identifier.
 	r = leasectl(t, "evidence", "--database-url", auditor)

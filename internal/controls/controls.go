@@ -123,6 +123,12 @@ const (
 	CheckEvidenceChain = "AUDIT-EVIDENCE-CHAIN"
 	// CheckAccessReview: no login or PUBLIC holds table access, a definer owner role, or both worker and operator.
 	CheckAccessReview = "AUDIT-ACCESS-REVIEW"
+	// CheckGenerationFloor: the trigger that keeps fencing generations increasing across promotions is in force.
+	CheckGenerationFloor = "AUDIT-GENERATION-FLOOR"
+	// CheckSecondPrimary: no other host of the connection URL is a second primary of the same cluster.
+	CheckSecondPrimary = "AUDIT-SECOND-PRIMARY"
+	// CheckSynchronousReplication: the server commits with a synchronous standby (a warning, never a failure).
+	CheckSynchronousReplication = "AUDIT-SYNCHRONOUS-REPLICATION"
 )
 
 // Evidence section identifiers. Each names one entry of EvidenceSections.
@@ -253,6 +259,15 @@ var auditCheckTable = []AuditCheck{
 	{CheckAccessReview, "Logins hold only the access their job needs",
 		"No login (superusers aside) or PUBLIC holds a table, column or sequence privilege in schema durable_jobs; no login holds a definer owner role, directly or inherited; no login holds both durable_job_worker and durable_job_operator unless its role comment says 'leasefence: separation of duties accepted: <TICKET-1>'.",
 		[]string{AccessReview, AccessLeastPrivilege, PrivacyPayloadApart, AuditConfiguration}},
+	{CheckGenerationFloor, "Fencing generations survive promotion",
+		"The trigger job_record_generation_floor of migration 011 exists on durable_jobs.job_record, fires in every session (enabled O or A), executes durable_jobs.raise_generation_to_floor() and is defined exactly as 011 defines it, so every claim's generation is at least its WAL timeline's floor. It reports nothing on a bundle older than 011 (AUDIT-MIGRATION-VERSION does); the function's body is compared by AUDIT-FUNCTION-DRIFT.",
+		[]string{IntegrityFencing, AuditConfiguration}},
+	{CheckSecondPrimary, "No second primary on the URL's other hosts",
+		"No other host of the connection URL (a multi-host URL, as on failover) that the audit can reach is also a primary (pg_is_in_recovery() false) with the same system identifier (pg_control_system()): an old primary that came back after a promotion issues fencing generations and accepts terminal writes beside the new one. A host it cannot reach is not a finding.",
+		[]string{IntegrityFencing, AuditConfiguration}},
+	{CheckSynchronousReplication, "Commits wait for a synchronous standby",
+		"synchronous_standby_names is set, as the runbook requires, so an acknowledged completion survives a failover. A warning, not a finding: it is reported and never fails the audit (a single server without a standby is a valid deployment).",
+		[]string{IntegrityFencing, AuditConfiguration}},
 }
 
 var evidenceSectionTable = []EvidenceSection{

@@ -18,6 +18,19 @@ GRANT ALL ON t18_job, t18_claim TO PUBLIC;
 CREATE FUNCTION pg_temp.t18_floor() RETURNS bigint LANGUAGE sql VOLATILE AS $$
     SELECT ((('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint - 1) << 40) + 1;
 $$;
+-- Claims the job of queue t18.<label> as durable_job_worker with
+-- synchronous_commit set to p_sync first, and records the claim with the
+-- setting in force right after it.
+CREATE FUNCTION pg_temp.t18_claim_with(p_label text, p_sync text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config('synchronous_commit', p_sync, true);
+    SET LOCAL ROLE durable_job_worker;
+    INSERT INTO t18_claim SELECT p_label, c.job_record_id, c.lease_claim_token, c.lease_fencing_generation,
+                                 current_setting('synchronous_commit')
+    FROM durable_jobs.claim_next_job('t18.' || p_label, 'worker-18') c;
+    RESET ROLE;
+END;
+$$;
 
 INSERT INTO t18_job VALUES
     ('plain', durable_jobs.enqueue_job('t18.plain', '{"n": 1}'::jsonb)),
@@ -26,24 +39,14 @@ INSERT INTO t18_job VALUES
 
 -- A claim with synchronous_commit off (the test clusters' setting): the
 -- generation is raised from 0 past the floor, the setting stays off.
-SET LOCAL synchronous_commit = off;
-SET LOCAL ROLE durable_job_worker;
-INSERT INTO t18_claim SELECT 'plain', c.job_record_id, c.lease_claim_token, c.lease_fencing_generation,
-                             current_setting('synchronous_commit')
-FROM durable_jobs.claim_next_job('t18.plain', 'worker-18') c;
-RESET ROLE;
+SELECT pg_temp.t18_claim_with('plain', 'off');
 SELECT is((SELECT lease_fencing_generation FROM t18_claim WHERE label = 'plain'), greatest(1, pg_temp.t18_floor()),
           'a first claim gets generation 1 on timeline 1, the floor on a later timeline');
 SELECT is((SELECT sync_after FROM t18_claim WHERE label = 'plain'), 'off',
           'a claim leaves synchronous_commit off when it was off');
 
 -- A claim with synchronous_commit on: set to local for the transaction.
-SET LOCAL synchronous_commit = on;
-SET LOCAL ROLE durable_job_worker;
-INSERT INTO t18_claim SELECT 'sync', c.job_record_id, c.lease_claim_token, c.lease_fencing_generation,
-                             current_setting('synchronous_commit')
-FROM durable_jobs.claim_next_job('t18.sync', 'worker-18') c;
-RESET ROLE;
+SELECT pg_temp.t18_claim_with('sync', 'on');
 SELECT is((SELECT sync_after FROM t18_claim WHERE label = 'sync'), 'local',
           'a claim sets synchronous_commit to local, so its COMMIT does not wait for a synchronous standby');
 SELECT is(current_setting('synchronous_commit'), 'local',

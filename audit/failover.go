@@ -1,0 +1,189 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The checks of failover (issue 20, migration 011): AUDIT-GENERATION-FLOOR,
+// AUDIT-SECOND-PRIMARY and AUDIT-SYNCHRONOUS-REPLICATION.
+
+// Option changes what Run checks beyond the database it is given.
+type Option func(*options)
+
+// options are what the Options of one Run set.
+type options struct {
+	hosts []*pgx.ConnConfig
+}
+
+// WithHosts gives Run the hosts of the connection URL, one connection
+// configuration each (HostConfigs makes them from a multi-host URL's
+// configuration). AUDIT-SECOND-PRIMARY connects to each, skips the server
+// the audit runs against, and reports any other that is a primary of the
+// same cluster. Without it, AUDIT-SECOND-PRIMARY has nothing to compare
+// and passes.
+func WithHosts(hosts ...*pgx.ConnConfig) Option {
+	return func(o *options) { o.hosts = append(o.hosts, hosts...) }
+}
+
+// HostConfigs splits a connection configuration with several hosts (a
+// multi-host URL such as host=a,b or postgres://u@a:5432,b:5433/db) into
+// one configuration per host, in the URL's order, each with that host's
+// address and TLS settings, no fallbacks and no target_session_attrs check,
+// so that it connects to a standby as readily as to a primary.
+func HostConfigs(cfg *pgx.ConnConfig) []*pgx.ConnConfig {
+	hosts := append([]*pgconn.FallbackConfig{{Host: cfg.Host, Port: cfg.Port, TLSConfig: cfg.TLSConfig}}, cfg.Fallbacks...)
+	out := make([]*pgx.ConnConfig, 0, len(hosts))
+	for _, h := range hosts {
+		c := cfg.Copy()
+		c.Host, c.Port, c.TLSConfig = h.Host, h.Port, h.TLSConfig
+		c.Fallbacks = nil
+		c.ValidateConnect = nil
+		out = append(out, c)
+	}
+	return out
+}
+
+// generationFloorTrigger is the trigger migration 011 creates, as
+// pg_get_triggerdef prints it.
+const generationFloorTrigger = "CREATE TRIGGER job_record_generation_floor BEFORE UPDATE OF lease_fencing_generation " +
+	"ON durable_jobs.job_record FOR EACH ROW WHEN ((new.lease_fencing_generation > old.lease_fencing_generation)) " +
+	"EXECUTE FUNCTION durable_jobs.raise_generation_to_floor()"
+
+// checkGenerationFloor: the generation-floor trigger exists, fires in every
+// session, executes raise_generation_to_floor() and is defined exactly as
+// migration 011 defines it. Nothing is reported when the function does not
+// exist (a bundle older than 011, which AUDIT-MIGRATION-VERSION reports; a
+// dropped function is reported by AUDIT-FUNCTION-DRIFT).
+func checkGenerationFloor(ctx context.Context, pool DB, _ *options) ([]string, error) {
+	var function bool
+	var enabled, definition *string
+	// Through the catalogs, which every login may read (to_regclass needs
+	// USAGE on the schema).
+	err := pool.QueryRow(ctx, `
+		WITH trigger AS (
+			SELECT g.oid, g.tgenabled FROM pg_catalog.pg_trigger g
+			JOIN pg_catalog.pg_class c ON c.oid = g.tgrelid
+			JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+			WHERE n.nspname = 'durable_jobs' AND c.relname = 'job_record' AND g.tgname = 'job_record_generation_floor')
+		SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+		               WHERE n.nspname = 'durable_jobs' AND p.proname = 'raise_generation_to_floor' AND p.pronargs = 0),
+		       (SELECT tgenabled::text FROM trigger),
+		       (SELECT pg_catalog.pg_get_triggerdef(oid) FROM trigger)`).
+		Scan(&function, &enabled, &definition)
+	switch {
+	case err != nil:
+		return nil, err
+	case !function:
+		return nil, nil
+	case enabled == nil:
+		return []string{"trigger job_record_generation_floor on durable_jobs.job_record is missing: claims after a promotion can reissue generations an earlier primary issued"}, nil
+	}
+	var findings []string
+	if *enabled != "O" && *enabled != "A" {
+		findings = append(findings, fmt.Sprintf("trigger job_record_generation_floor on durable_jobs.job_record does not fire in every session (tgenabled %s)", *enabled))
+	}
+	if *definition != generationFloorTrigger {
+		findings = append(findings, "trigger job_record_generation_floor on durable_jobs.job_record differs from what migration 011 creates (timing, columns, condition or function)")
+	}
+	return findings, nil
+}
+
+// serverIdentity is what tells two servers of one cluster apart: the
+// cluster's system identifier (shared by a primary and its standbys), the
+// start of the postmaster, and whether it is a primary.
+type serverIdentity struct {
+	SystemIdentifier string
+	Started          time.Time
+	Primary          bool
+	Timeline         *int64
+}
+
+// serverIdentitySQL reads a server's identity; the timeline only on a
+// primary (pg_walfile_name cannot run during recovery).
+const serverIdentitySQL = `
+	SELECT s.system_identifier::text, pg_catalog.pg_postmaster_start_time(), NOT pg_catalog.pg_is_in_recovery(),
+	       CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL
+	            ELSE ('x' OPERATOR(pg_catalog.||) pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint END
+	FROM pg_catalog.pg_control_system() s`
+
+// readIdentity reads the identity of the server q talks to.
+func readIdentity(ctx context.Context, q DB) (serverIdentity, error) {
+	var id serverIdentity
+	err := q.QueryRow(ctx, serverIdentitySQL).Scan(&id.SystemIdentifier, &id.Started, &id.Primary, &id.Timeline)
+	return id, err
+}
+
+// hostTimeout bounds the connection to, and the query of, each other host.
+const hostTimeout = 5 * time.Second
+
+// checkSecondPrimary: no host given by WithHosts, other than the audited
+// server itself, is a primary with the audited server's system
+// identifier. A host that cannot be reached or read is skipped: a stopped
+// old primary is what fencing wants.
+func checkSecondPrimary(ctx context.Context, pool DB, o *options) ([]string, error) {
+	if len(o.hosts) == 0 {
+		return nil, nil
+	}
+	self, err := readIdentity(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	var findings []string
+	for _, h := range o.hosts {
+		other, ok := hostIdentity(ctx, h)
+		// The same system identifier and postmaster start: the audited
+		// server itself, reached through another of its names.
+		if !ok || other.SystemIdentifier != self.SystemIdentifier || !other.Primary || other.Started.Equal(self.Started) {
+			continue
+		}
+		findings = append(findings, fmt.Sprintf(
+			"host %s is also a primary (timeline %s) of this cluster (system identifier %s), which is a %s on timeline %s: "+
+				"two primaries issue fencing generations and accept terminal writes; fence the one that is not the current primary",
+			net.JoinHostPort(h.Host, strconv.Itoa(int(h.Port))), timelineText(other.Timeline), self.SystemIdentifier,
+			map[bool]string{true: "primary", false: "standby"}[self.Primary], timelineText(self.Timeline)))
+	}
+	return findings, nil
+}
+
+// hostIdentity connects to one host and reads its identity; ok is false
+// when it cannot.
+func hostIdentity(ctx context.Context, cfg *pgx.ConnConfig) (id serverIdentity, ok bool) {
+	ctx, cancel := context.WithTimeout(ctx, hostTimeout)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return serverIdentity{}, false
+	}
+	defer conn.Close(context.Background())
+	id, err = readIdentity(ctx, conn)
+	return id, err == nil
+}
+
+// timelineText prints a timeline, "none" for a standby's.
+func timelineText(tli *int64) string {
+	if tli == nil {
+		return "none"
+	}
+	return strconv.FormatInt(*tli, 10)
+}
+
+// checkSynchronousReplication: synchronous_standby_names is set. Its
+// findings are warnings (warningChecks): reported, never failing the audit.
+func checkSynchronousReplication(ctx context.Context, pool DB, _ *options) ([]string, error) {
+	var names string
+	if err := pool.QueryRow(ctx, `SELECT pg_catalog.current_setting('synchronous_standby_names')`).Scan(&names); err != nil {
+		return nil, err
+	}
+	if names != "" {
+		return nil, nil
+	}
+	return []string{"synchronous_standby_names is empty: commits do not wait for a standby, so a failover can lose " +
+		"acknowledged completions (the job runs again) and the runbook requires synchronous replication"}, nil
+}
