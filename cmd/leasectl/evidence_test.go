@@ -365,8 +365,8 @@ func TestHealthCountsRunningExpiringAndExpiredLeases(t *testing.T) {
 
 	r = leasectl(t, "health", "--database-url", auditor)
 	requireCode(t, exitOK, r)
-	require.Regexp(t, `(?m)^QUEUE\s+RUNNING\s+EXPIRING SOON\s+AWAITING RECLAIM\s+RECLAIMS 1H\s+STALE 1H\s+OLDEST LEASE$`, r.stdout)
-	require.Regexp(t, `(?m)^billing\s+0\s+0\s+0\s+0\s+0\s+-$`, r.stdout)
+	require.Regexp(t, `(?m)^QUEUE\s+RUNNING\s+EXPIRING SOON\s+AWAITING RECLAIM\s+RECLAIMS 1H\s+STALE 1H\s+STALE RELEASES 1H\s+OLDEST LEASE$`, r.stdout)
+	require.Regexp(t, `(?m)^billing\s+0\s+0\s+0\s+0\s+0\s+0\s+-$`, r.stdout)
 	require.Regexp(t, `(?m)^read at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z \(database time\)$`, r.stdout)
 
 	claim(t, worker, "billing", "w1")
@@ -396,6 +396,10 @@ func TestHealthCountsRunningExpiringAndExpiredLeases(t *testing.T) {
 	require.NotNil(t, billing.OldestLeaseAgeSeconds)
 	require.GreaterOrEqual(t, *billing.OldestLeaseAgeSeconds, 1.2)
 	require.Equal(t, int64(1), byQueue["ingest"].RunningJobs)
+	var released bool
+	require.NoError(t, worker.QueryRow(ctx, `SELECT durable_jobs.release_job_claim(-1, gen_random_uuid(), 'w1')`).Scan(&released))
+	require.False(t, released)
+	require.Equal(t, int64(1), read()["*"].StaleReleasesLastHour, "a release of an unknown job is a stale release under '*'")
 
 	// The ingest lease (3 s) is "expiring soon" once it is within one
 	// renewal interval (1 s) of its expiry, and "awaiting reclaim" after it.
