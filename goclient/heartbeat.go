@@ -147,10 +147,35 @@ func (l *Lease) Stop() {
 
 // Release stops renewing, cancels the lease's context with ErrLeaseReleased
 // and gives the claim up (release_job_claim), so another worker can claim
-// the job at once. It returns false when the claim was already stale.
+// the job at once. It returns false when the claim was already stale. A
+// lease that was still live counts one OwnershipLost: LossStale when the
+// database answered false (the claim had been lost unnoticed), else
+// LossReleased.
 func (l *Lease) Release(ctx context.Context) (bool, error) {
-	l.lose(LossReleased, ErrLeaseReleased)
-	return releaseClaim(ctx, l.hb.c.pool, l.claim)
+	live := l.end(ErrLeaseReleased)
+	released, err := releaseClaim(ctx, l.hb.c.pool, l.claim)
+	if live {
+		l.hb.obs.OwnershipLost(l.claim.queue, releaseCause(err == nil && !released))
+	}
+	return released, err
+}
+
+// end ends the lease with cause without counting a loss (a release counts
+// it once the database has answered) and reports whether it was still live.
+func (l *Lease) end(cause error) bool {
+	l.hb.mu.Lock()
+	defer l.hb.mu.Unlock()
+	return l.hb.endLocked(l, cause)
+}
+
+// releaseCause is the loss a release of a live lease counts: LossStale when
+// the database answered that the claim was already stale, else LossReleased
+// (given up, or a failed release that leaves the claim to lapse).
+func releaseCause(stale bool) LossCause {
+	if stale {
+		return LossStale
+	}
+	return LossReleased
 }
 
 // heartbeat schedules the renewals of one client on its own goroutine and
@@ -467,7 +492,7 @@ func (h *heartbeat) close() {
 	for l := range h.live {
 		abandoned = append(abandoned, l.claim)
 		timeout = max(timeout, l.terms.attemptTimeout)
-		h.loseLocked(l, LossReleased, ErrClosed)
+		h.endLocked(l, ErrClosed)
 	}
 	h.mu.Unlock()
 	h.signal()
@@ -477,7 +502,9 @@ func (h *heartbeat) close() {
 	// The release's implicit transaction commits within the commit timeout.
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+h.c.cfg.CommitTimeout)
 	defer cancel()
-	releaseClaims(ctx, h.c.heartbeatPool, abandoned)
+	for i, stale := range releaseClaims(ctx, h.c.heartbeatPool, abandoned) {
+		h.obs.OwnershipLost(abandoned[i].queue, releaseCause(stale))
+	}
 }
 
 // leaseHeap orders queued leases by their next due time.

@@ -2,6 +2,7 @@ package goclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -134,9 +135,12 @@ func (c *Client) Renew(ctx context.Context, claim Claim) (RenewalResult, error) 
 // Complete marks the job SUCCEEDED with an optional JSON result document, in
 // a transaction of its own whose COMMIT is bounded by Config.CommitTimeout
 // (ErrCommitTimeout: the outcome is unknown). ErrStaleClaim when the claim
-// is not fenced.
+// is not fenced; the Observer then counts an OwnershipLost(queue,
+// LossStale), as for every stale terminal write and release made through
+// the Client (the database cannot count a terminal write refused as stale:
+// its transaction aborts).
 func (c *Client) Complete(ctx context.Context, claim Claim, result []byte) error {
-	return c.inTx(ctx, func(tx pgx.Tx) error { return completeJob(ctx, tx, claim, result) })
+	return c.countStale(claim, c.inTx(ctx, func(tx pgx.Tx) error { return completeJob(ctx, tx, claim, result) }))
 }
 
 // inTx runs write in a transaction of its own on the client's pool, its
@@ -149,43 +153,59 @@ func (c *Client) inTx(ctx context.Context, write func(pgx.Tx) error) error {
 // target writes in tx and the terminal transition commit together or not at
 // all. On ErrStaleClaim the transaction is aborted; roll it back.
 func (c *Client) CompleteTx(ctx context.Context, tx pgx.Tx, claim Claim, result []byte) error {
-	return completeJob(ctx, tx, claim, result)
+	return c.countStale(claim, completeJob(ctx, tx, claim, result))
 }
 
 // Retry schedules the job again after delay with a bounded reason code and
 // returns the new status: RETRY_SCHEDULED, or FAILED when the attempts are
-// used up. ErrStaleClaim when the claim is not fenced. Its transaction's
-// COMMIT is bounded as Complete's is.
+// used up. ErrStaleClaim when the claim is not fenced (counted as Complete
+// says). Its transaction's COMMIT is bounded as Complete's is.
 func (c *Client) Retry(ctx context.Context, claim Claim, delay time.Duration, reasonCode string) (status JobStatus, err error) {
 	err = c.inTx(ctx, func(tx pgx.Tx) error {
 		status, err = retryJob(ctx, tx, claim, delay, reasonCode)
 		return err
 	})
-	return status, err
+	return status, c.countStale(claim, err)
 }
 
 // RetryTx is Retry inside the caller's transaction tx.
 func (c *Client) RetryTx(ctx context.Context, tx pgx.Tx, claim Claim, delay time.Duration, reasonCode string) (JobStatus, error) {
-	return retryJob(ctx, tx, claim, delay, reasonCode)
+	status, err := retryJob(ctx, tx, claim, delay, reasonCode)
+	return status, c.countStale(claim, err)
 }
 
 // Fail marks the job FAILED with a bounded reason code. ErrStaleClaim when
-// the claim is not fenced. Its transaction's COMMIT is bounded as
-// Complete's is.
+// the claim is not fenced (counted as Complete says). Its transaction's
+// COMMIT is bounded as Complete's is.
 func (c *Client) Fail(ctx context.Context, claim Claim, reasonCode string) error {
-	return c.inTx(ctx, func(tx pgx.Tx) error { return failJob(ctx, tx, claim, reasonCode) })
+	return c.countStale(claim, c.inTx(ctx, func(tx pgx.Tx) error { return failJob(ctx, tx, claim, reasonCode) }))
 }
 
 // FailTx is Fail inside the caller's transaction tx.
 func (c *Client) FailTx(ctx context.Context, tx pgx.Tx, claim Claim, reasonCode string) error {
-	return failJob(ctx, tx, claim, reasonCode)
+	return c.countStale(claim, failJob(ctx, tx, claim, reasonCode))
 }
 
 // Release gives the claim up: the job is QUEUED and claimable again at once
 // and the attempt is given back. It returns false when the claim was already
-// stale. A Lease's Release also stops its heartbeat; prefer it.
+// stale; the Observer then counts an OwnershipLost(queue, LossStale) (the
+// database counts it too, as a stale_release). A Lease's Release also stops
+// its heartbeat; prefer it.
 func (c *Client) Release(ctx context.Context, claim Claim) (bool, error) {
-	return releaseClaim(ctx, c.pool, claim)
+	released, err := releaseClaim(ctx, c.pool, claim)
+	if err == nil && !released {
+		c.cfg.Observer.OwnershipLost(claim.queue, LossStale)
+	}
+	return released, err
+}
+
+// countStale counts a terminal write the database refused as stale as an
+// ownership loss of the claim's queue, and returns err unchanged.
+func (c *Client) countStale(claim Claim, err error) error {
+	if errors.Is(err, ErrStaleClaim) {
+		c.cfg.Observer.OwnershipLost(claim.queue, LossStale)
+	}
+	return err
 }
 
 // Cancel cancels a job that is not terminal yet (a running job's claim

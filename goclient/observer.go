@@ -25,7 +25,7 @@ type LossCause string
 
 // The causes of ownership loss.
 const (
-	// LossStale: a renewal or terminal write came back stale.
+	// LossStale: a renewal, terminal write or release came back stale.
 	LossStale LossCause = "stale"
 	// LossTrustDeadlinePassed: no renewal was confirmed before the local
 	// trust deadline (fail closed).
@@ -60,7 +60,12 @@ type Observer interface {
 	// The database counts reclaims itself (lease_health_by_queue; see
 	// prommetrics.NewDatabaseCollector).
 	Claimed(queue string)
-	// OwnershipLost is called once when a held claim stops being trusted.
+	// OwnershipLost is called once when a held claim stops being trusted
+	// (a Lease ends by a stale renewal, its trust deadline or a release),
+	// and, with LossStale, for every terminal write made with the Client's
+	// Complete, Retry or Fail (or their Tx forms) that the database refused
+	// as stale and every Client.Release that answered false: the database
+	// cannot count a stale terminal write, whose transaction aborts.
 	OwnershipLost(queue string, cause LossCause)
 	// DatabaseClockOffset is called after every answered renewal attempt with
 	// the database's time minus the application wall clock (Config.Clock) at

@@ -61,7 +61,10 @@ type LeasePolicyChange struct {
 // QueueLeaseHealth is the lease health of one queue at one database time.
 // Every field is a count or a duration: no job ids, owners or payloads.
 type QueueLeaseHealth struct {
-	// Queue is the queue name ("*" collects stale renewals of unknown jobs).
+	// Queue is the queue name. "*" collects the stale renewals and stale
+	// releases not charged to a queue: those naming a job that does not
+	// exist, and those by a login that did not make the job's last claim
+	// (a guess cannot pass for the queue's trouble).
 	Queue string
 	// RunningJobs is how many jobs are RUNNING, expired leases included.
 	RunningJobs int64
@@ -75,6 +78,10 @@ type QueueLeaseHealth struct {
 	ReclaimsLastHour int64
 	// StaleRenewalsLastHour is how many renewals were stale in the last hour.
 	StaleRenewalsLastHour int64
+	// StaleReleasesLastHour is how many releases (release_job_claim) were
+	// stale in the last hour: the claim was already lost when it was given
+	// up.
+	StaleReleasesLastHour int64
 	// OldestLeaseAge is the age of the oldest running claim, or nil when the
 	// queue has no running job.
 	OldestLeaseAge *time.Duration
@@ -106,9 +113,10 @@ type EvidenceRecord struct {
 
 // LeaseOutcomeTotal is how often a rare lease outcome happened on a queue.
 type LeaseOutcomeTotal struct {
-	// Queue is the queue name ("*" for stale renewals of unknown jobs).
+	// Queue is the queue name ("*" for the stale calls not charged to a
+	// queue, see QueueLeaseHealth.Queue).
 	Queue string
-	// Outcome is "stale_renewal" or "reclaim".
+	// Outcome is "reclaim", "stale_renewal" or "stale_release".
 	Outcome string
 	// Count is the number of such outcomes in the period asked for.
 	Count int64
@@ -202,12 +210,12 @@ func (c *Client) RecordDeployment(ctx context.Context, d Deployment) error {
 // a job, ordered by queue name (auditor role).
 func (c *Client) LeaseHealth(ctx context.Context) ([]QueueLeaseHealth, error) {
 	rows, _ := c.pool.Query(ctx, `SELECT queue_name, running_jobs, expiring_within_interval,
-		expired_awaiting_reclaim, reclaims_last_hour, stale_renewals_last_hour, oldest_lease_age,
-		database_time FROM durable_jobs.lease_health_by_queue()`)
+		expired_awaiting_reclaim, reclaims_last_hour, stale_renewals_last_hour, stale_releases_last_hour,
+		oldest_lease_age, database_time FROM durable_jobs.lease_health_by_queue()`)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (QueueLeaseHealth, error) {
 		var h QueueLeaseHealth
 		err := row.Scan(&h.Queue, &h.RunningJobs, &h.ExpiringWithinInterval, &h.ExpiredAwaitingReclaim,
-			&h.ReclaimsLastHour, &h.StaleRenewalsLastHour, &h.OldestLeaseAge, &h.DatabaseTime)
+			&h.ReclaimsLastHour, &h.StaleRenewalsLastHour, &h.StaleReleasesLastHour, &h.OldestLeaseAge, &h.DatabaseTime)
 		return h, err
 	})
 	return out, translateError(err)
@@ -232,8 +240,8 @@ func (c *Client) ControlEvidence(ctx context.Context, since time.Time) ([]Eviden
 	return out, translateError(err)
 }
 
-// LeaseOutcomeTotals returns how many stale renewals and reclaims each queue
-// had since the given time (to the minute); a zero since counts everything
+// LeaseOutcomeTotals returns how many reclaims, stale renewals and stale
+// releases each queue had since the given time (to the minute); a zero since counts everything
 // still kept (auditor role).
 func (c *Client) LeaseOutcomeTotals(ctx context.Context, since time.Time) ([]LeaseOutcomeTotal, error) {
 	rows, _ := c.pool.Query(ctx, `SELECT queue_name, outcome_kind, outcome_count

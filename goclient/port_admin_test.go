@@ -191,6 +191,10 @@ func TestHealthTotalsAndVersionAreCountsOnly(t *testing.T) {
 	require.NoError(t, worker.QueryRow(ctx, `SELECT renewal_outcome FROM durable_jobs.renew_job_lease($1, gen_random_uuid(), 'admin-test')`,
 		jobID).Scan(&outcome))
 	require.Equal(t, "stale", outcome)
+	var released bool
+	require.NoError(t, worker.QueryRow(ctx, `SELECT durable_jobs.release_job_claim($1, gen_random_uuid(), 'admin-test')`,
+		jobID).Scan(&released))
+	require.False(t, released, "a release with a wrong token is stale")
 
 	health, err = auditor.LeaseHealth(ctx)
 	require.NoError(t, err)
@@ -200,6 +204,7 @@ func TestHealthTotalsAndVersionAreCountsOnly(t *testing.T) {
 	require.Equal(t, int64(1), h.RunningJobs)
 	require.Equal(t, int64(0), h.ExpiredAwaitingReclaim)
 	require.Equal(t, int64(1), h.StaleRenewalsLastHour)
+	require.Equal(t, int64(1), h.StaleReleasesLastHour)
 	require.NotNil(t, h.OldestLeaseAge)
 	require.Less(t, *h.OldestLeaseAge, time.Minute)
 	require.WithinDuration(t, time.Now(), h.DatabaseTime, time.Minute)
@@ -210,7 +215,8 @@ func TestHealthTotalsAndVersionAreCountsOnly(t *testing.T) {
 		{Queue: "etl.admin", Status: "RUNNING", Count: 1}}, totals)
 	outcomes, err := auditor.LeaseOutcomeTotals(ctx, time.Time{})
 	require.NoError(t, err)
-	require.Equal(t, []goclient.LeaseOutcomeTotal{{Queue: "etl.admin", Outcome: "stale_renewal", Count: 1}}, outcomes)
+	require.Equal(t, []goclient.LeaseOutcomeTotal{{Queue: "etl.admin", Outcome: "stale_release", Count: 1},
+		{Queue: "etl.admin", Outcome: "stale_renewal", Count: 1}}, outcomes)
 	later, err := auditor.LeaseOutcomeTotals(ctx, time.Now().Add(time.Hour))
 	require.NoError(t, err)
 	require.Empty(t, later)

@@ -295,14 +295,22 @@ func jobState(ctx context.Context, q querier, jobID int64) (JobState, error) {
 // releaseClaims releases claims in one round trip: one pipelined batch of
 // release_job_claim calls on one connection, which PostgreSQL runs as one
 // implicit transaction (a stale claim answers false, not an error). Best
-// effort: claims whose release fails lapse at their expiry.
-func releaseClaims(ctx context.Context, pool *pgxpool.Pool, claims []Claim) {
+// effort: claims whose release fails lapse at their expiry. stale[i] is
+// true when the database answered false for claims[i].
+func releaseClaims(ctx context.Context, pool *pgxpool.Pool, claims []Claim) (stale []bool) {
 	if len(claims) == 0 {
-		return
+		return nil
 	}
 	b := &pgx.Batch{}
 	for _, c := range claims {
 		b.Queue(sqlReleaseJobClaim, c.jobID, c.tokenValue(), c.ownerValue())
 	}
-	_ = pool.SendBatch(ctx, b).Close()
+	results := pool.SendBatch(ctx, b)
+	stale = make([]bool, len(claims))
+	for i := range claims {
+		var released bool
+		stale[i] = results.QueryRow().Scan(&released) == nil && !released
+	}
+	_ = results.Close()
+	return stale
 }

@@ -359,17 +359,24 @@ func (w *Worker) shutdown(base context.Context, wg *sync.WaitGroup) {
 	// release_job_claim calls go out as one pipelined batch on one
 	// connection (releaseClaims). A failed release leaves the claims to
 	// lapse at their expiry; the heartbeats have stopped either way.
+	// Each lease still live counts one loss once the database answered:
+	// stale when its release answered false, else released.
 	claims := make([]Claim, len(abandoned))
+	live := make([]bool, len(abandoned))
 	var timeout time.Duration
 	for i, l := range abandoned {
-		l.lose(LossReleased, ErrLeaseReleased)
+		live[i] = l.end(ErrLeaseReleased)
 		claims[i] = l.claim
 		timeout = max(timeout, l.terms.attemptTimeout)
 	}
 	// The release's implicit transaction commits within the commit timeout.
 	rctx, cancel := context.WithTimeout(base, timeout+w.c.cfg.CommitTimeout)
 	defer cancel()
-	releaseClaims(rctx, w.c.pool, claims)
+	for i, stale := range releaseClaims(rctx, w.c.pool, claims) {
+		if live[i] {
+			w.c.cfg.Observer.OwnershipLost(claims[i].queue, releaseCause(stale))
+		}
+	}
 	<-done
 }
 

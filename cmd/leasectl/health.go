@@ -19,7 +19,10 @@ database time from the auditor function lease_health_by_queue():
                     stopped renewing and another worker may take them over
   RECLAIMS 1H       expired leases taken over in the last hour
   STALE 1H          renewals refused as stale in the last hour (queue "*"
-                    also counts renewals that named an unknown job)
+                    counts those that named an unknown job or a job the
+                    renewing login did not claim last)
+  STALE RELEASES 1H releases refused as stale in the last hour (queue "*"
+                    as for STALE 1H)
   OLDEST LEASE      age of the oldest running claim
 
 Only counts and durations: no job id, owner, token or payload. Needs a login
@@ -34,6 +37,7 @@ type healthJSON struct {
 	ExpiredAwaitingReclaim int64    `json:"expired_awaiting_reclaim"`
 	ReclaimsLastHour       int64    `json:"reclaims_last_hour"`
 	StaleRenewalsLastHour  int64    `json:"stale_renewals_last_hour"`
+	StaleReleasesLastHour  int64    `json:"stale_releases_last_hour"`
 	OldestLeaseAgeSeconds  *float64 `json:"oldest_lease_age_seconds"`
 	DatabaseTime           string   `json:"database_time"`
 }
@@ -66,10 +70,10 @@ func runHealth(ctx context.Context, env *cliEnv, args []string) int {
 		return exitOK
 	}
 	tw := newTable(env.stdout)
-	printf(tw, "QUEUE\tRUNNING\tEXPIRING SOON\tAWAITING RECLAIM\tRECLAIMS 1H\tSTALE 1H\tOLDEST LEASE\n")
+	printf(tw, "QUEUE\tRUNNING\tEXPIRING SOON\tAWAITING RECLAIM\tRECLAIMS 1H\tSTALE 1H\tSTALE RELEASES 1H\tOLDEST LEASE\n")
 	for _, h := range health {
-		printf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", visible(h.Queue), h.RunningJobs, h.ExpiringWithinInterval,
-			h.ExpiredAwaitingReclaim, h.ReclaimsLastHour, h.StaleRenewalsLastHour, oldestLease(h))
+		printf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", visible(h.Queue), h.RunningJobs, h.ExpiringWithinInterval,
+			h.ExpiredAwaitingReclaim, h.ReclaimsLastHour, h.StaleRenewalsLastHour, h.StaleReleasesLastHour, oldestLease(h))
 	}
 	_ = tw.Flush()
 	if len(health) > 0 {
@@ -80,7 +84,7 @@ func runHealth(ctx context.Context, env *cliEnv, args []string) int {
 
 func toHealthJSON(h goclient.QueueLeaseHealth) healthJSON {
 	out := healthJSON{visible(h.Queue), h.RunningJobs, h.ExpiringWithinInterval, h.ExpiredAwaitingReclaim,
-		h.ReclaimsLastHour, h.StaleRenewalsLastHour, nil, formatTime(h.DatabaseTime)}
+		h.ReclaimsLastHour, h.StaleRenewalsLastHour, h.StaleReleasesLastHour, nil, formatTime(h.DatabaseTime)}
 	if h.OldestLeaseAge != nil {
 		age := seconds(*h.OldestLeaseAge)
 		out.OldestLeaseAgeSeconds = &age

@@ -20,7 +20,8 @@ var ErrInvalidDatabaseCollector = errors.New("prommetrics: invalid database coll
 // DatabaseCollector is a prometheus.Collector that asks the database for its
 // own lease health at every scrape (goclient.Client.LeaseHealth, which needs
 // a login granted durable_job_auditor) and exports one gauge per queue for
-// each of: reclaims and stale renewals in the last hour, expired leases
+// each of: reclaims, stale renewals and stale releases in the last hour
+// (queue "*" holds the stale calls not charged to a queue), expired leases
 // awaiting reclaim, running jobs and the oldest running claim's age. These
 // are the database's counts, so they cover every worker, including ones
 // that crashed before they could report anything, and they are the only
@@ -32,8 +33,8 @@ var ErrInvalidDatabaseCollector = errors.New("prommetrics: invalid database coll
 // The only label is "queue". Queue names are chosen by producers (any
 // producer login may enqueue into a new queue name), so the number of
 // series is bounded: at most MaxDatabaseQueueSeries queues get series of
-// their own, the busiest first (running jobs, expired leases, reclaims and
-// stale renewals), and the rest are summed into one series labelled
+// their own, the busiest first (running jobs, expired leases, reclaims,
+// stale renewals and stale releases), and the rest are summed into one series labelled
 // OtherQueuesLabel (the oldest lease age is their greatest).
 type DatabaseCollector struct {
 	client   *goclient.Client
@@ -92,6 +93,7 @@ func NewDatabaseCollector(client *goclient.Client, timeout time.Duration) (*Data
 		gauges: []databaseGauge{
 			{desc(DatabaseReclaimsLastHour), func(h goclient.QueueLeaseHealth) float64 { return float64(h.ReclaimsLastHour) }},
 			{desc(DatabaseStaleRenewalsLastHour), func(h goclient.QueueLeaseHealth) float64 { return float64(h.StaleRenewalsLastHour) }},
+			{desc(DatabaseStaleReleasesLastHour), func(h goclient.QueueLeaseHealth) float64 { return float64(h.StaleReleasesLastHour) }},
 			{desc(DatabaseExpiredAwaitingReclaim), func(h goclient.QueueLeaseHealth) float64 { return float64(h.ExpiredAwaitingReclaim) }},
 			{desc(DatabaseRunningJobs), func(h goclient.QueueLeaseHealth) float64 { return float64(h.RunningJobs) }},
 			{desc(DatabaseOldestLeaseAgeSeconds), oldestLeaseAgeSeconds},
@@ -140,7 +142,7 @@ func (c *DatabaseCollector) Collect(ch chan<- prometheus.Metric) {
 // activity is how much a queue's health says is going on: what an operator
 // watches the database gauges for.
 func activity(h goclient.QueueLeaseHealth) int64 {
-	return h.RunningJobs + h.ExpiredAwaitingReclaim + h.ReclaimsLastHour + h.StaleRenewalsLastHour
+	return h.RunningJobs + h.ExpiredAwaitingReclaim + h.ReclaimsLastHour + h.StaleRenewalsLastHour + h.StaleReleasesLastHour
 }
 
 // boundQueues returns health unchanged when it has at most limit queues;
@@ -164,6 +166,7 @@ func boundQueues(health []goclient.QueueLeaseHealth, limit int) []goclient.Queue
 		other.ExpiredAwaitingReclaim += h.ExpiredAwaitingReclaim
 		other.ReclaimsLastHour += h.ReclaimsLastHour
 		other.StaleRenewalsLastHour += h.StaleRenewalsLastHour
+		other.StaleReleasesLastHour += h.StaleReleasesLastHour
 		if h.OldestLeaseAge != nil && (other.OldestLeaseAge == nil || *h.OldestLeaseAge > *other.OldestLeaseAge) {
 			other.OldestLeaseAge = h.OldestLeaseAge
 		}

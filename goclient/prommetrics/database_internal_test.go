@@ -22,13 +22,14 @@ func TestBoundQueuesFoldsTheQuietestIntoOther(t *testing.T) {
 		{Queue: "b", RunningJobs: 5, ExpiredAwaitingReclaim: 1, OldestLeaseAge: age(time.Minute)},
 		{Queue: "c", ReclaimsLastHour: 2, StaleRenewalsLastHour: 1, ExpiringWithinInterval: 3},
 		{Queue: "d", RunningJobs: 2, ExpiringWithinInterval: 1, OldestLeaseAge: age(time.Hour)},
-		{Queue: "e"},
+		{Queue: "e", StaleReleasesLastHour: 1},
 	}
 	require.Equal(t, health, boundQueues(health, 5), "within the bound nothing changes")
 	got := boundQueues(health, 2)
 	require.Equal(t, []goclient.QueueLeaseHealth{
 		health[1], health[2],
-		{Queue: OtherQueuesLabel, RunningJobs: 3, ExpiringWithinInterval: 1, OldestLeaseAge: age(time.Hour)},
+		{Queue: OtherQueuesLabel, RunningJobs: 3, ExpiringWithinInterval: 1, StaleReleasesLastHour: 1,
+			OldestLeaseAge: age(time.Hour)},
 	}, got)
 	require.Equal(t, "a", health[0].Queue, "the input is left as it was")
 }

@@ -150,6 +150,10 @@ func TestDatabaseCollectorExportsReclaimsAndStaleRenewalsByQueue(t *testing.T) {
 	require.NoError(t, worker.QueryRow(ctx, `SELECT renewal_outcome FROM durable_jobs.renew_job_lease($1, $2, $3)`,
 		first.id, first.token, ownerA).Scan(&outcome))
 	require.Equal(t, "stale", outcome, "the superseded claim cannot renew")
+	var released bool
+	require.NoError(t, worker.QueryRow(ctx, `SELECT durable_jobs.release_job_claim($1, $2, $3)`,
+		first.id, first.token, ownerA).Scan(&released))
+	require.False(t, released, "the superseded claim cannot be released")
 
 	auditor, err := goclient.New(db.LoginPool(t, "durable_job_auditor"))
 	require.NoError(t, err)
@@ -190,6 +194,8 @@ func TestDatabaseCollectorExportsReclaimsAndStaleRenewalsByQueue(t *testing.T) {
 		byQueue(t, families[prommetrics.DatabaseReclaimsLastHour]))
 	require.Equal(t, with(map[string]float64{reclaimed: 1, stuck: 0}),
 		byQueue(t, families[prommetrics.DatabaseStaleRenewalsLastHour]))
+	require.Equal(t, with(map[string]float64{reclaimed: 1, stuck: 0}),
+		byQueue(t, families[prommetrics.DatabaseStaleReleasesLastHour]))
 	require.Equal(t, with(map[string]float64{reclaimed: 0, stuck: 1}),
 		byQueue(t, families[prommetrics.DatabaseExpiredAwaitingReclaim]))
 	require.Equal(t, with(map[string]float64{reclaimed: 1, stuck: 1}),

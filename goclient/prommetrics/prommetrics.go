@@ -24,7 +24,10 @@ const (
 	// because the client cannot tell them apart (DatabaseReclaimsLastHour
 	// counts the reclaims).
 	ClaimsTotal = "leasefence_claims_total"
-	// OwnershipLostTotal counts claims the client stopped trusting, by queue and cause.
+	// OwnershipLostTotal counts claims the client stopped trusting, by queue
+	// and cause. cause="stale" also counts every terminal write made through
+	// goclient that the database refused as stale (its transaction aborts,
+	// so the database cannot count it) and every release answered false.
 	OwnershipLostTotal = "leasefence_ownership_lost_total"
 	// DatabaseClockOffsetSeconds is the database time minus the application
 	// wall clock, measured at the last answered renewal.
@@ -41,7 +44,13 @@ const (
 	DatabaseReclaimsLastHour = "leasefence_database_reclaims_last_hour"
 	// DatabaseStaleRenewalsLastHour is how many renewals the database
 	// answered "stale" in the last hour, per queue (DatabaseCollector).
+	// Queue "*" holds those not charged to a queue: renewals of unknown jobs
+	// and of jobs the renewing login did not claim last.
 	DatabaseStaleRenewalsLastHour = "leasefence_database_stale_renewals_last_hour"
+	// DatabaseStaleReleasesLastHour is how many releases the database
+	// answered false (already stale) in the last hour, per queue, charged
+	// as stale renewals are (DatabaseCollector).
+	DatabaseStaleReleasesLastHour = "leasefence_database_stale_releases_last_hour"
 	// DatabaseExpiredAwaitingReclaim is how many RUNNING jobs have a lease
 	// that expired by database time and wait to be reclaimed (DatabaseCollector).
 	DatabaseExpiredAwaitingReclaim = "leasefence_database_expired_awaiting_reclaim"
@@ -121,7 +130,10 @@ var Metrics = []Metric{
 		Help:   "Expired leases reclaimed in the last hour, as the database counts them, by queue.",
 		Labels: []string{LabelQueue}},
 	{Name: DatabaseStaleRenewalsLastHour, Type: "gauge", FromDatabase: true,
-		Help:   "Renewals the database answered stale in the last hour, by queue (queue * holds unknown jobs).",
+		Help:   "Renewals the database answered stale in the last hour, by queue (queue * holds those of unknown jobs and of jobs the renewing login did not claim last).",
+		Labels: []string{LabelQueue}},
+	{Name: DatabaseStaleReleasesLastHour, Type: "gauge", FromDatabase: true,
+		Help:   "Releases the database answered stale (false) in the last hour, by queue (queue * holds those of unknown jobs and of jobs the releasing login did not claim last).",
 		Labels: []string{LabelQueue}},
 	{Name: DatabaseExpiredAwaitingReclaim, Type: "gauge", FromDatabase: true,
 		Help:   "RUNNING jobs whose lease expired by database time and that no worker has reclaimed yet, by queue.",

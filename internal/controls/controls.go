@@ -290,7 +290,7 @@ var evidenceSectionTable = []EvidenceSection{
 		"Every change of a queue's renewal switch with reason and role.",
 		[]string{ChangeEnablement, AuditAppendOnly}},
 	{SectionOutcomes, "Aggregate lease outcomes",
-		"Stale renewals and reclaims per queue over the report window, from bounded tallies kept for 30 days only (the report warns when its period starts earlier).",
+		"Reclaims, stale renewals and stale releases per queue over the report window (queue '*' holds the stale calls not charged to a queue), from bounded tallies kept for 30 days only (the report warns when its period starts earlier).",
 		[]string{IntegrityOutcomes, IntegrityFencing, AvailabilityHealth}},
 	{SectionJobStatus, "Jobs by status",
 		"How many jobs each queue holds in each status at report time (not as of the period's end); counts only.",

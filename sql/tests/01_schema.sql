@@ -1,15 +1,16 @@
 -- 01_schema: the objects of the bundle exist with the names, shapes,
--- constraints, comments, signatures, owners and hardening that CONTRACT.md
--- and STYLE.md promise. Catalog checks only; nothing here writes a job.
+-- constraints, comments, signatures, owners and hardening that
+-- docs/sql-api.md promises. Catalog checks only; nothing here writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(177);
+SELECT plan(178);
 
 -- Schema, type, tables -------------------------------------------------------
 
 SELECT has_schema('durable_jobs', 'the bundle lives in the schema durable_jobs');
-SELECT ok(obj_description('durable_jobs'::regnamespace, 'pg_namespace') IS NOT NULL,
-          'the schema carries a comment that says what it is');
+SELECT is(obj_description('durable_jobs'::regnamespace, 'pg_namespace'),
+          'leasefence: database-authoritative, fenced durable-job leases. Tables are private; the functions documented in docs/sql-api.md are the interface.',
+          'the schema carries a comment that says what it is and names docs/sql-api.md, a file the repository holds (migration 012; 001 named a CONTRACT.md it never had)');
 
 SELECT has_enum('durable_jobs', 'job_status_kind', 'job status is the enum durable_jobs.job_status_kind');
 SELECT enum_has_labels('durable_jobs', 'job_status_kind',
@@ -222,7 +223,7 @@ SELECT functions_are('durable_jobs',
           'record_deployment', 'control_evidence_chain', 'control_evidence_records', 'policy_evidence_mismatches',
           'change_queue_lease_policy', 'passes_luhn', 'looks_personal_or_secret', 'require_structured_change',
           'evidence_content_digest', 'chain_evidence_record', 'stamp_policy_change', 'record_policy_change',
-          'refuse_policy_truncate', 'raise_generation_to_floor'],
+          'refuse_policy_truncate', 'raise_generation_to_floor', 'record_stale_call'],
     'the schema holds exactly the contract functions, the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue, the generation-floor trigger function (migration 011) and the private helpers');
 
 CREATE TEMP TABLE expected_signature (
@@ -276,7 +277,7 @@ INSERT INTO expected_signature VALUES
  ('record_deployment_version', '{text,text}', 'p_deployment_version text, p_change_reason text',
   'void', 'durable_job_policy_owner'),
  ('lease_health_by_queue', '{}', '',
-  'TABLE(queue_name text, running_jobs bigint, expiring_within_interval bigint, expired_awaiting_reclaim bigint, reclaims_last_hour bigint, stale_renewals_last_hour bigint, oldest_lease_age interval, database_time timestamp with time zone)',
+  'TABLE(queue_name text, running_jobs bigint, expiring_within_interval bigint, expired_awaiting_reclaim bigint, reclaims_last_hour bigint, stale_renewals_last_hour bigint, stale_releases_last_hour bigint, oldest_lease_age interval, database_time timestamp with time zone)',
   'durable_job_audit_owner'),
  ('queue_lease_policies', '{}', '',
   'TABLE(queue_name text, lease_duration interval, renewal_interval interval, max_claim_lifetime interval, renewal_enabled boolean, changed_at timestamp with time zone, changed_by_role text)',
@@ -328,7 +329,8 @@ FROM (VALUES ('require_well_formed'::name, '{text,text,text}'::name[]), ('claim_
              ('record_lease_outcome', '{text,text,bigint}'), ('lock_fenced_claim', '{bigint,uuid,text}'),
              ('raise_stale_claim', '{}'), ('refuse_evidence_change', '{}'),
              ('absolute_duration', '{interval}'),
-             ('is_plain_change_reason', '{text}'), ('lock_evidence_order', '{}')) AS h(function_name, argument_types);
+             ('is_plain_change_reason', '{text}'), ('lock_evidence_order', '{}'),
+             ('record_stale_call', '{bigint,text}')) AS h(function_name, argument_types);
 
 -- Migration 004: functions that do time arithmetic also pin TimeZone = UTC,
 -- and the evidence writers bound their wait for the evidence-order lock.

@@ -4,7 +4,7 @@
 -- renewal owner none on payloads; no bundle role can log in or escalate.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(469);
+SELECT plan(475);
 
 -- Which runtime role may execute which function. record_deployment_version
 -- is not a runtime function: only the role that applied the bundle runs it.
@@ -47,6 +47,7 @@ INSERT INTO expected_execute VALUES
  ('absolute_duration', '{interval}', '{}'),
  ('is_plain_change_reason', '{text}', '{}'),
  ('lock_evidence_order', '{}', '{}'),
+ ('record_stale_call', '{bigint,text}', '{}'),
  -- retention and erasure (sql/functions/retention.sql)
  ('set_queue_retention_policy', '{text,interval,interval,text}', '{durable_job_operator}'),
  ('queue_retention_policies', '{}', '{durable_job_operator}'),
@@ -143,6 +144,8 @@ SELECT throws_ok($$SELECT * FROM durable_jobs.job_status_totals()$$, '42501', NU
     'a worker cannot read audit functions');
 SELECT throws_ok($$SELECT durable_jobs.record_lease_outcome('privilege_check_queue', 'reclaim', 1)$$, '42501', NULL,
     'a worker cannot write outcome tallies through the private helper');
+SELECT throws_ok($$SELECT durable_jobs.record_stale_call(0, 'stale_renewal')$$, '42501', NULL,
+    'a worker cannot count a stale call through the private record_stale_call helper');
 SELECT throws_ok($$SELECT durable_jobs.claim_token_digest(gen_random_uuid())$$, '42501', NULL,
     'a worker cannot call the private claim_token_digest helper');
 SELECT throws_ok($$SELECT * FROM durable_jobs.lock_fenced_claim(0, gen_random_uuid(), 'w1')$$, '42501', NULL,
@@ -296,15 +299,16 @@ SELECT is_empty(
       WHERE c.relnamespace = 'durable_jobs'::regnamespace AND c.relkind = 'r'
         AND has_table_privilege(d.role_name, c.oid, p.privilege)
         AND NOT (c.relname = 'lease_outcome_tally' AND p.privilege = 'DELETE'
-                 AND d.role_name IN ('durable_job_claim_owner', 'durable_job_renewal_owner'))$$,
+                 AND d.role_name IN ('durable_job_claim_owner', 'durable_job_renewal_owner', 'durable_job_terminal_owner'))$$,
     'no definer owner holds a table-level privilege: each holds only the column privileges its family needs (but DELETE on the tally, below)');
--- Migration 004: the two tally writers delete tally rows older than 30 days
--- (DELETE has no column form); no other owner may.
+-- Migration 004: the tally writers delete tally rows older than 30 days
+-- (DELETE has no column form); no other owner may. Migration 012 made the
+-- terminal owner one (release_job_claim counts a stale release).
 SELECT set_eq(
     $$SELECT d.role_name::text FROM definer_role d
       WHERE has_table_privilege(d.role_name, 'durable_jobs.lease_outcome_tally', 'DELETE')$$,
-    $$VALUES ('durable_job_claim_owner'), ('durable_job_renewal_owner')$$,
-    'only the claim and renewal owners, the tally writers, may delete (expired) tally rows');
+    $$VALUES ('durable_job_claim_owner'), ('durable_job_renewal_owner'), ('durable_job_terminal_owner')$$,
+    'only the claim, renewal and terminal owners, the tally writers, may delete (expired) tally rows');
 SELECT is_empty(
     $$SELECT d.role_name, c.relname FROM definer_role d CROSS JOIN pg_class c
       WHERE c.relnamespace = 'durable_jobs'::regnamespace AND c.relkind = 'r'

@@ -1,0 +1,121 @@
+-- 19_stale_tallies (migration 012): a stale renewal or release is counted,
+-- and charged to the job's queue only when the calling login made the
+-- job's last claim; else to '*'. A login that claimed one job of a queue
+-- and guesses the ids of that queue's other jobs (renew_job_lease,
+-- renew_job_leases, release_job_claim) raises nothing of that queue's; a
+-- stale release is its own kind, stale_release, which the tally's CHECK
+-- allows and lease_health_by_queue and lease_outcome_totals report. Two
+-- logins of durable_job_worker made here: t19_victim and t19_guesser.
+BEGIN;
+CREATE EXTENSION IF NOT EXISTS pgtap;
+SELECT plan(17);
+
+CREATE ROLE t19_victim LOGIN IN ROLE durable_job_worker;
+CREATE ROLE t19_guesser LOGIN IN ROLE durable_job_worker;
+CREATE TEMP TABLE claims (label text PRIMARY KEY, job_record_id bigint, lease_claim_token uuid) ON COMMIT DROP;
+CREATE TEMP TABLE answers (label text PRIMARY KEY, answer text) ON COMMIT DROP;
+GRANT ALL ON claims, answers TO PUBLIC;
+
+-- The tally under a queue and kind, however many rows it is spread over.
+CREATE FUNCTION pg_temp.tally(p_queue_name text, p_outcome_kind text) RETURNS bigint
+LANGUAGE sql AS $$
+    SELECT COALESCE(sum(t.outcome_count), 0)::bigint FROM durable_jobs.lease_outcome_tally t
+    WHERE t.queue_name = p_queue_name AND t.outcome_kind = p_outcome_kind
+$$;
+CREATE TEMP TABLE marks (label text PRIMARY KEY, value bigint) ON COMMIT DROP;
+INSERT INTO marks VALUES ('star_renewals', pg_temp.tally('*', 'stale_renewal')),
+                         ('star_releases', pg_temp.tally('*', 'stale_release'));
+
+SELECT durable_jobs.enqueue_job('t19.victim', jsonb_build_object('job', n)) FROM generate_series(1, 2) AS n;
+
+-- The guesser claims one job of the victim's queue; the victim the other.
+SET SESSION AUTHORIZATION t19_guesser;
+INSERT INTO claims SELECT 'guesser', c.job_record_id, c.lease_claim_token
+FROM durable_jobs.claim_next_job('t19.victim', 'guesser-1') c;
+RESET SESSION AUTHORIZATION;
+SET SESSION AUTHORIZATION t19_victim;
+INSERT INTO claims SELECT 'victim', c.job_record_id, c.lease_claim_token
+FROM durable_jobs.claim_next_job('t19.victim', 'victim-1') c;
+RESET SESSION AUTHORIZATION;
+SELECT is((SELECT count(DISTINCT job_record_id)::integer FROM claims), 2, 'each login holds a claim on its own job of t19.victim');
+
+-- The guesser, a claimer of the queue, guesses the victim's job id.
+SET SESSION AUTHORIZATION t19_guesser;
+INSERT INTO answers SELECT 'guess_single', r.renewal_outcome
+FROM claims c, durable_jobs.renew_job_lease(c.job_record_id, gen_random_uuid(), 'victim-1') r WHERE c.label = 'victim';
+INSERT INTO answers SELECT 'guess_batch', string_agg(r.renewal_outcome, ',')
+FROM claims c, durable_jobs.renew_job_leases('victim-1', ARRAY[c.job_record_id], ARRAY[gen_random_uuid()]) r
+WHERE c.label = 'victim';
+INSERT INTO answers SELECT 'guess_release', durable_jobs.release_job_claim(c.job_record_id, gen_random_uuid(), 'victim-1')::text
+FROM claims c WHERE c.label = 'victim';
+INSERT INTO answers SELECT 'unknown_release', durable_jobs.release_job_claim(-19, gen_random_uuid(), 'guesser-1')::text;
+RESET SESSION AUTHORIZATION;
+
+SELECT results_eq($$SELECT answer FROM answers WHERE label LIKE 'guess\_%' ORDER BY label$$,
+    $$VALUES ('stale'), ('false'), ('stale')$$,
+    'the guesser''s single and batch renewals are stale and its release answers false');
+SELECT is(pg_temp.tally('t19.victim', 'stale_renewal'), 0::bigint,
+    'a login that claimed a job of the queue cannot raise the queue''s stale-renewal tally by guessing another job''s id');
+SELECT is(pg_temp.tally('t19.victim', 'stale_release'), 0::bigint,
+    'nor its stale-release tally');
+SELECT is(pg_temp.tally('*', 'stale_renewal') - (SELECT value FROM marks WHERE label = 'star_renewals'), 2::bigint,
+    'the two guessed renewals are counted under ''*''');
+SELECT is(pg_temp.tally('*', 'stale_release') - (SELECT value FROM marks WHERE label = 'star_releases'), 2::bigint,
+    'the guessed release and the release of an unknown job are counted under ''*'' as stale_release');
+SELECT is((SELECT sum(outcome_count)::bigint FROM durable_jobs.lease_outcome_tally
+           WHERE queue_name = '*' AND counted_by_role = 't19_guesser'), 4::bigint,
+    'the guesses are stored with the guessing login (never returned)');
+
+-- The victim's own stale calls are its queue's trouble.
+SET SESSION AUTHORIZATION t19_victim;
+INSERT INTO answers SELECT 'own_wrong_token', r.renewal_outcome
+FROM claims c, durable_jobs.renew_job_lease(c.job_record_id, gen_random_uuid(), 'victim-1') r WHERE c.label = 'victim';
+INSERT INTO answers SELECT 'own_release', durable_jobs.release_job_claim(c.job_record_id, c.lease_claim_token, 'victim-1')::text
+FROM claims c WHERE c.label = 'victim';
+INSERT INTO answers SELECT 'own_release_again', durable_jobs.release_job_claim(c.job_record_id, c.lease_claim_token, 'victim-1')::text
+FROM claims c WHERE c.label = 'victim';
+RESET SESSION AUTHORIZATION;
+
+SELECT results_eq($$SELECT answer FROM answers WHERE label LIKE 'own\_%' ORDER BY label$$,
+    $$VALUES ('true'), ('false'), ('stale')$$,
+    'the victim''s release answers true, the same release again false, its wrong token stale');
+SELECT is(pg_temp.tally('t19.victim', 'stale_renewal'), 1::bigint,
+    'a stale renewal by the login that made the job''s last claim is counted under the job''s queue');
+SELECT is(pg_temp.tally('t19.victim', 'stale_release'), 1::bigint,
+    'a stale release by the login that made the job''s last claim is counted under the job''s queue as stale_release');
+SELECT is((SELECT count(*)::integer FROM durable_jobs.lease_outcome_tally WHERE queue_name = 't19.victim'
+           AND outcome_kind = 'stale_release' AND counted_by_role = 't19_victim'), 1,
+    'the victim''s stale release is in a row of its own login');
+
+-- The auditor functions report the new kind, under the queue it was charged to.
+SET LOCAL ROLE durable_job_auditor;
+SELECT results_eq(
+    $$SELECT stale_renewals_last_hour, stale_releases_last_hour, reclaims_last_hour
+      FROM durable_jobs.lease_health_by_queue() WHERE queue_name = 't19.victim'$$,
+    $$VALUES (1::bigint, 1::bigint, 0::bigint)$$,
+    'lease_health_by_queue reports the queue''s stale renewals and stale releases of the last hour');
+SELECT ok((SELECT stale_renewals_last_hour >= 2 AND stale_releases_last_hour >= 2
+           FROM durable_jobs.lease_health_by_queue() WHERE queue_name = '*'),
+    'lease_health_by_queue reports the guesses under ''*''');
+SELECT results_eq(
+    $$SELECT outcome_kind, outcome_count FROM durable_jobs.lease_outcome_totals(NULL) WHERE queue_name = 't19.victim'
+      ORDER BY outcome_kind$$,
+    $$VALUES ('stale_release', 1::bigint), ('stale_renewal', 1::bigint)$$,
+    'lease_outcome_totals reports stale_release as its own kind');
+RESET ROLE;
+
+-- The tally's CHECK: the three kinds, nothing else.
+SELECT lives_ok(
+    $$INSERT INTO durable_jobs.lease_outcome_tally (tally_minute, queue_name, outcome_kind, tally_backend_pid, counted_by_role, outcome_count)
+      VALUES (date_trunc('minute', clock_timestamp()), 't19.check', 'stale_release', -19, '', 1)$$,
+    'the tally accepts the kind stale_release');
+SELECT throws_ok(
+    $$INSERT INTO durable_jobs.lease_outcome_tally (tally_minute, queue_name, outcome_kind, tally_backend_pid, counted_by_role, outcome_count)
+      VALUES (date_trunc('minute', clock_timestamp()), 't19.check', 'stale_complete', -19, '', 1)$$,
+    '23514', NULL, 'the tally refuses a kind it does not know');
+SELECT is((SELECT count(*)::integer FROM durable_jobs.lease_outcome_tally
+           WHERE counted_by_role IN ('t19_victim', 't19_guesser') AND queue_name NOT IN ('*', 't19.victim')), 0,
+    'no stale call of this file is counted under any other queue');
+
+SELECT * FROM finish();
+ROLLBACK;
