@@ -58,6 +58,11 @@ func (r *Report) WriteMarkdown(w io.Writer, command string) error {
 		{"claim", "Claim against a bare SKIP LOCKED claim, by live leases in the queue", "goal ≥ 0.80, and flat within 20 % from 0 to the most live leases"},
 		{"poll", "A claim that finds nothing due", "no goal: shows the probe is bounded"},
 		{"claim_batch", "claim_next_jobs per job against claim_next_job", "goal ≥ 5 (a job of a batch costs at most a fifth)"},
+		{"finished", "Cost as the work grows: finished job rows in the table",
+			"no goal; two databases of this cluster at the newest version with the same live claims and due jobs, " +
+				"one also holding this many SUCCEEDED job rows in the measured queue (one INSERT ... SELECT, cumulative " +
+				"from level to level); a ratio is the operation's throughput with them over its throughput without, " +
+				"each comparison half a case time"},
 	}
 	for _, g := range groups {
 		var rows []Comparison
