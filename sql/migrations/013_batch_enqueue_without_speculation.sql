@@ -1,8 +1,11 @@
 -- leasefence 013: enqueue_jobs version 3 (functions/batch_enqueue_v3.sql).
--- Version 2 (010) inserted every batch with ON CONFLICT DO NOTHING, which
--- makes each row a speculative insertion even when the batch has no keys,
--- and always ran its final key lookup, which PostgreSQL JIT-compiled on
--- every call. Version 3 inserts a batch without keys by a plain INSERT and
+-- Version 2 (010) wrote the payloads inside its job statement under its
+-- plan_cache_mode force_custom_plan, so the payload foreign key's cached
+-- check was planned again for every row; it made every row a speculative
+-- insertion (ON CONFLICT) even in a batch without keys; and it always ran
+-- its final key lookup, which PostgreSQL JIT-compiled on every call.
+-- Version 3 writes the payloads in a statement of their own with
+-- plan_cache_mode auto, inserts a batch without keys by a plain INSERT and
 -- runs the lookup only when a key was already taken, with the same result,
 -- the same rows, the same errors and the same owner, settings and grants.
 -- No privilege changes. The down part puts version 2 back.

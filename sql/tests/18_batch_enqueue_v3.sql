@@ -5,11 +5,13 @@
 -- and max attempts. A keyed batch whose every element gets a new job
 -- returns without the final key lookup: ids in input order, each key
 -- holding its element's job, and the same keys again return those ids.
+-- The payloads are written with plan_cache_mode auto inside the call; the
+-- caller's own setting is what it was afterwards.
 -- Calls run as durable_job_producer; checks read the private tables as the
 -- superuser.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(9);
+SELECT plan(10);
 
 CREATE TEMP TABLE t18_batch (batch_label text PRIMARY KEY, job_ids bigint[] NOT NULL);
 GRANT ALL ON t18_batch TO PUBLIC;
@@ -30,6 +32,13 @@ INSERT INTO t18_batch (batch_label, job_ids) VALUES ('new-keys', durable_jobs.en
 INSERT INTO t18_batch (batch_label, job_ids) VALUES ('same-keys', durable_jobs.enqueue_jobs('t18.keyed',
     ARRAY['{"again": 1}', '{"again": 2}', '{"again": 3}']::jsonb[],
     ARRAY['idem-t18-secret-c', 'idem-t18-secret-a', 'idem-t18-secret-b']));
+
+-- The payload INSERT runs with plan_cache_mode auto; the caller keeps its own.
+SET LOCAL plan_cache_mode = force_generic_plan;
+INSERT INTO t18_batch (batch_label, job_ids) VALUES ('generic-caller', durable_jobs.enqueue_jobs('t18.caller',
+    ARRAY['{"c": 1}']::jsonb[]));
+SELECT is(current_setting('plan_cache_mode'), 'force_generic_plan',
+          'enqueue_jobs leaves the caller''s plan_cache_mode as it found it');
 
 RESET ROLE;
 
