@@ -68,6 +68,9 @@ func (r *runner) endToEnd(ctx context.Context) error {
 // returning jobs per second, keeps both sides' figures in res, sets its
 // ratio (the median of the per-round ratios) and logs the result.
 func (r *runner) againstRiver(res *E2EResult, rounds int, ours, river func() (float64, error)) error {
+	if rounds < 1 {
+		return fmt.Errorf("%s: at least one round", res.Name)
+	}
 	var ratios []float64
 	for round := 0; round < rounds; round++ {
 		o, err := ours()

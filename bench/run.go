@@ -67,6 +67,7 @@ func DefaultConfig(caseTime time.Duration) Config {
 		E2EJobs:        max(2000, int(1000*caseTime.Seconds())),
 		E2ERounds:      3,
 		E2EWorkers:     100,
+		EnqueueRounds:  9,
 		PeersDir:       "bench/peers",
 		Logf:           func(string, ...any) {},
 	}
