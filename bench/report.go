@@ -132,9 +132,9 @@ func (r *Report) WriteMarkdown(w io.Writer, command string) error {
 	if len(r.Enqueue) > 0 {
 		p("## Batch enqueue against River\n\n")
 		p("One `Client.EnqueueMany` call of %d jobs without keys (enqueue_jobs, as a producer login: every\n", r.Enqueue[0].Jobs)
-		p("element checked in one pass, jobs and payloads written by one INSERT ... SELECT) against River's\n")
-		p("`InsertManyFast` of as many (the peer module, `-mode enqueue`, one COPY), on the same cluster,\n")
-		p("alternating; jobs per second of the call, rounds listed.\n\n")
+		p("element checked in one pass, the job rows written by one INSERT ... SELECT, the payloads by\n")
+		p("another) against River's `InsertManyFast` of as many (the peer module, `-mode enqueue`, one\n")
+		p("COPY), on the same cluster, alternating; jobs per second of the call, rounds listed.\n\n")
 		p("| case | ours jobs/s (rounds) | River jobs/s (rounds) | ratio | goal met |\n| --- | --- | --- | ---: | --- |\n")
 		for _, e := range r.Enqueue {
 			met := map[bool]string{true: "yes", false: fmt.Sprintf("no (%.0f %% of the goal)", 100*e.Ratio/e.Goal)}[e.Ratio >= e.Goal]
