@@ -84,17 +84,22 @@ func (r *runner) hardening(ctx context.Context) error {
 // in turn with renew_job_lease, each required renewed.
 func renewOne(d *dbPools, set claimSet) load {
 	return load{pool: d.worker, clients: 1, op: func(ctx context.Context, c *pgx.Conn, _, iter int) (int, error) {
-		i := iter % len(set.ids)
-		var outcome string
-		if err := c.QueryRow(ctx, `SELECT renewal_outcome FROM durable_jobs.renew_job_lease($1, $2, $3)`,
-			set.ids[i], set.tokens[i], benchOwner).Scan(&outcome); err != nil {
-			return 0, err
-		}
-		if outcome != "renewed" {
-			return 0, fmt.Errorf("renewal of job %d: %s", set.ids[i], outcome)
-		}
-		return 1, nil
+		return renewClaim(ctx, c, set, iter%len(set.ids))
 	}}
+}
+
+// renewClaim renews claim i of set with renew_job_lease and requires it
+// renewed.
+func renewClaim(ctx context.Context, c *pgx.Conn, set claimSet, i int) (int, error) {
+	var outcome string
+	if err := c.QueryRow(ctx, `SELECT renewal_outcome FROM durable_jobs.renew_job_lease($1, $2, $3)`,
+		set.ids[i], set.tokens[i], benchOwner).Scan(&outcome); err != nil {
+		return 0, err
+	}
+	if outcome != "renewed" {
+		return 0, fmt.Errorf("renewal of job %d: %s", set.ids[i], outcome)
+	}
+	return 1, nil
 }
 
 // claimOne is a claim load of d: one client claiming the next due job of

@@ -311,16 +311,7 @@ func (r *runner) renewals(ctx context.Context) error {
 	for _, clients := range r.cfg.RenewClients {
 		k := func(client, iter int) int { return (client + iter*clients) % renewClaims }
 		ours := load{pool: r.e.worker, clients: clients, op: func(ctx context.Context, c *pgx.Conn, client, iter int) (int, error) {
-			i := k(client, iter)
-			var outcome string
-			if err := c.QueryRow(ctx, `SELECT renewal_outcome FROM durable_jobs.renew_job_lease($1, $2, $3)`,
-				set.ids[i], set.tokens[i], benchOwner).Scan(&outcome); err != nil {
-				return 0, err
-			}
-			if outcome != "renewed" {
-				return 0, fmt.Errorf("renewal of job %d: %s", set.ids[i], outcome)
-			}
-			return 1, nil
+			return renewClaim(ctx, c, set, k(client, iter))
 		}}
 		base := load{pool: r.e.worker, clients: clients, op: func(ctx context.Context, c *pgx.Conn, client, iter int) (int, error) {
 			i := k(client, iter)
