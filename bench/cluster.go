@@ -128,7 +128,12 @@ func (e *env) loginURL(dbname string) (string, error) {
 // versionDB makes database lf_v<version> on the cluster with the bundle
 // migrated up to version (2 is the first release), and pools on it.
 func (e *env) versionDB(ctx context.Context, version int32) (*dbPools, error) {
-	name := fmt.Sprintf("lf_v%d", version)
+	return e.bundleDB(ctx, fmt.Sprintf("lf_v%d", version), version)
+}
+
+// bundleDB makes database name on the cluster with the bundle migrated up
+// to version, and pools on it (closed with the cluster).
+func (e *env) bundleDB(ctx context.Context, name string, version int32) (*dbPools, error) {
 	if _, err := e.admin.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()); err != nil {
 		return nil, err
 	}

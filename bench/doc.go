@@ -24,6 +24,10 @@
 //     finds nothing due;
 //   - claim_next_jobs(…, 100) per job against claim_next_job;
 //   - the share of HOT updates under renewals at the heartbeat's cadence;
+//   - renew_job_lease, claim_next_job and complete_job with 10,000, 100,000
+//     and 1,000,000 finished (SUCCEEDED) job rows in the table against the
+//     same operation on a database of the same cluster without them (step
+//     "finished rows");
 //   - a profile of each function's statements (pg_stat_statements).
 //
 // make bench runs it (go run ./bench/cmd/leasebench) and writes

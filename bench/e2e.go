@@ -40,11 +40,10 @@ const e2ePoolSize = 8
 // under bench/peers/river, at River's defaults and with River's fetch delays
 // at their minimum), alternating, and records the jobs per second of each.
 func (r *runner) endToEnd(ctx context.Context) error {
-	bin, err := buildRiverPeer(ctx, r.cfg.PeersDir)
+	bin, err := r.riverPeer(ctx)
 	if err != nil {
 		return err
 	}
-	defer removeDir(bin)
 	if _, err := r.e.admin.Exec(ctx, `CREATE DATABASE river_peer`); err != nil {
 		return err
 	}
@@ -56,26 +55,53 @@ func (r *runner) endToEnd(ctx context.Context) error {
 		if cfg == "matched" {
 			res.Goal = 1.0
 		}
-		var ratios []float64
-		for round := 0; round < r.cfg.E2ERounds; round++ {
-			ours, err := r.oursEndToEnd(ctx, n)
-			if err != nil {
-				return err
-			}
-			river, err := runRiverPeer(ctx, bin, riverURL, n, r.cfg.E2EWorkers, cfg, "work")
-			if err != nil {
-				return err
-			}
-			res.OursPerSec = append(res.OursPerSec, ours)
-			res.RiverPerSec = append(res.RiverPerSec, river)
-			ratios = append(ratios, ours/river)
+		if err := r.againstRiver(&res, r.cfg.E2ERounds, func() (float64, error) { return r.oursEndToEnd(ctx, n) },
+			func() (float64, error) { return runRiverPeer(ctx, bin, riverURL, n, r.cfg.E2EWorkers, cfg, "work") }); err != nil {
+			return err
 		}
-		res.Ratio = median(ratios)
-		r.cfg.Logf("bench: %-45s ours %8.0f jobs/s  River %8.0f jobs/s  ratio %.2f", res.Name, median(res.OursPerSec),
-			median(res.RiverPerSec), res.Ratio)
 		r.rep.E2E = append(r.rep.E2E, res)
 	}
 	return nil
+}
+
+// againstRiver runs rounds rounds of ours and then River, each
+// returning jobs per second, keeps both sides' figures in res, sets its
+// ratio (the median of the per-round ratios) and logs the result.
+func (r *runner) againstRiver(res *E2EResult, rounds int, ours, river func() (float64, error)) error {
+	if rounds < 1 {
+		return fmt.Errorf("%s: at least one round", res.Name)
+	}
+	var ratios []float64
+	for round := 0; round < rounds; round++ {
+		o, err := ours()
+		if err != nil {
+			return err
+		}
+		rv, err := river()
+		if err != nil {
+			return err
+		}
+		res.OursPerSec = append(res.OursPerSec, o)
+		res.RiverPerSec = append(res.RiverPerSec, rv)
+		ratios = append(ratios, o/rv)
+	}
+	res.Ratio = median(ratios)
+	r.cfg.Logf("bench: %-45s ours %8.0f jobs/s  River %8.0f jobs/s  ratio %.2f", res.Name, median(res.OursPerSec),
+		median(res.RiverPerSec), res.Ratio)
+	return nil
+}
+
+// riverPeer builds the River peer once per run (Run removes it at the end)
+// and returns its binary.
+func (r *runner) riverPeer(ctx context.Context) (string, error) {
+	if r.riverBin == "" {
+		bin, err := buildRiverPeer(ctx, r.cfg.PeersDir)
+		if err != nil {
+			return "", err
+		}
+		r.riverBin = bin
+	}
+	return r.riverBin, nil
 }
 
 // oursEndToEnd enqueues n no-op jobs (not timed) and times the goclient

@@ -15,13 +15,12 @@ const enqueueJobs = goclient.MaxBatchJobs
 
 // enqueue times batch enqueue: Client.EnqueueMany (enqueue_jobs, as a
 // producer login) of enqueueJobs jobs against River's InsertManyFast of as
-// many, on the same cluster, alternating, E2ERounds rounds each.
+// many, on the same cluster, alternating, EnqueueRounds rounds each.
 func (r *runner) enqueue(ctx context.Context) error {
-	bin, err := buildRiverPeer(ctx, r.cfg.PeersDir)
+	bin, err := r.riverPeer(ctx)
 	if err != nil {
 		return err
 	}
-	defer removeDir(bin)
 	if _, err := r.e.admin.Exec(ctx, `CREATE DATABASE river_enqueue`); err != nil {
 		return err
 	}
@@ -53,24 +52,19 @@ func (r *runner) enqueue(ctx context.Context) error {
 	}
 	res := E2EResult{Name: fmt.Sprintf("enqueue %d jobs: Client.EnqueueMany (enqueue_jobs) against River's InsertManyFast", enqueueJobs),
 		Jobs: enqueueJobs, Goal: 0.5}
-	var ratios []float64
-	for round := 0; round < r.cfg.E2ERounds; round++ {
+	ours := func() (float64, error) {
 		start := time.Now()
 		if _, err := client.EnqueueMany(ctx, jobs); err != nil {
-			return err
+			return 0, err
 		}
-		ours := float64(enqueueJobs) / time.Since(start).Seconds()
-		river, err := runRiverPeer(ctx, bin, riverURL, enqueueJobs, 1, "defaults", "enqueue")
-		if err != nil {
-			return err
-		}
-		res.OursPerSec = append(res.OursPerSec, ours)
-		res.RiverPerSec = append(res.RiverPerSec, river)
-		ratios = append(ratios, ours/river)
+		return float64(enqueueJobs) / time.Since(start).Seconds(), nil
 	}
-	res.Ratio = median(ratios)
-	r.cfg.Logf("bench: %-45s ours %8.0f jobs/s  River %8.0f jobs/s  ratio %.2f", res.Name, median(res.OursPerSec),
-		median(res.RiverPerSec), res.Ratio)
+	river := func() (float64, error) {
+		return runRiverPeer(ctx, bin, riverURL, enqueueJobs, 1, "defaults", "enqueue")
+	}
+	if err := r.againstRiver(&res, r.cfg.EnqueueRounds, ours, river); err != nil {
+		return err
+	}
 	r.rep.Enqueue = append(r.rep.Enqueue, res)
 	return nil
 }

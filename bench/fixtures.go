@@ -26,11 +26,17 @@ func (e *dbPools) setPolicy(ctx context.Context, queue, lease, renewal string) e
 // claimJobs enqueues n jobs in queue and claims them all through
 // claim_next_jobs as the worker login.
 func (e *dbPools) claimJobs(ctx context.Context, queue string, n int) (claimSet, error) {
-	var set claimSet
 	if _, err := e.admin.Exec(ctx, `SELECT durable_jobs.enqueue_job($1, '{"n": 1}') FROM generate_series(1, $2)`,
 		queue, n); err != nil {
-		return set, err
+		return claimSet{}, err
 	}
+	return e.claimDue(ctx, queue, n)
+}
+
+// claimDue claims n due jobs of queue through claim_next_jobs as the
+// worker login.
+func (e *dbPools) claimDue(ctx context.Context, queue string, n int) (claimSet, error) {
+	var set claimSet
 	for len(set.ids) < n {
 		rows, err := e.worker.Query(ctx, `SELECT job_record_id, lease_claim_token
 			FROM durable_jobs.claim_next_jobs($1, $2, $3)`, queue, benchOwner, min(1000, n-len(set.ids)))

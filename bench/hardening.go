@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -52,31 +53,10 @@ func (r *runner) hardening(ctx context.Context) error {
 			return err
 		}
 	}
-	renewOne := func(d *dbPools, set claimSet) load {
-		return load{pool: d.worker, clients: 1, op: func(ctx context.Context, c *pgx.Conn, _, iter int) (int, error) {
-			i := iter % renewClaims
-			var outcome string
-			if err := c.QueryRow(ctx, `SELECT renewal_outcome FROM durable_jobs.renew_job_lease($1, $2, $3)`,
-				set.ids[i], set.tokens[i], benchOwner).Scan(&outcome); err != nil {
-				return 0, err
-			}
-			if outcome != "renewed" {
-				return 0, fmt.Errorf("renewal of job %d: %s", set.ids[i], outcome)
-			}
-			return 1, nil
-		}}
-	}
 	renewBatch := func(d *dbPools, set claimSet) load {
 		return load{pool: d.worker, clients: 1, op: func(ctx context.Context, c *pgx.Conn, _, iter int) (int, error) {
 			lo := (iter % (renewClaims / batchSize)) * batchSize
 			return renewSlice(ctx, c, set, lo)
-		}}
-	}
-	claimOne := func(d *dbPools) load {
-		return load{pool: d.worker, clients: 1, op: func(ctx context.Context, c *pgx.Conn, _, _ int) (int, error) {
-			var id int64
-			err := c.QueryRow(ctx, `SELECT job_record_id FROM durable_jobs.claim_next_job($1, $2)`, queue, benchOwner).Scan(&id)
-			return 1, err
 		}}
 	}
 	for _, v := range []int32{hardenedRelease, newest} {
@@ -88,7 +68,7 @@ func (r *runner) hardening(ctx context.Context) error {
 			{"renew_job_lease", "renewal", renewOne(dbs[v], claims[v]), renewOne(dbs[firstRelease], claims[firstRelease])},
 			{"renew_job_leases (batch of 100)", "claim", renewBatch(dbs[v], claims[v]),
 				renewBatch(dbs[firstRelease], claims[firstRelease])},
-			{"claim_next_job", "claim", claimOne(dbs[v]), claimOne(dbs[firstRelease])},
+			{"claim_next_job", "claim", claimOne(dbs[v], queue), claimOne(dbs[firstRelease], queue)},
 		} {
 			if err := r.compare(ctx, Comparison{Group: "hardening", Name: c.fn + ", " + label,
 				Ours: fmt.Sprintf("%s of version %d", c.fn, v), Baseline: fmt.Sprintf("%s of version %d", c.fn, firstRelease),
@@ -98,6 +78,41 @@ func (r *runner) hardening(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// renewOne is a renewal load of d: one client renewing the claims of set
+// in turn with renew_job_lease, each required renewed.
+func renewOne(d *dbPools, set claimSet) load {
+	return load{pool: d.worker, clients: 1, op: func(ctx context.Context, c *pgx.Conn, _, iter int) (int, error) {
+		return renewClaim(ctx, c, set, iter%len(set.ids))
+	}}
+}
+
+// renewClaim renews claim i of set with renew_job_lease and requires it
+// renewed.
+func renewClaim(ctx context.Context, c *pgx.Conn, set claimSet, i int) (int, error) {
+	var outcome string
+	if err := c.QueryRow(ctx, `SELECT renewal_outcome FROM durable_jobs.renew_job_lease($1, $2, $3)`,
+		set.ids[i], set.tokens[i], benchOwner).Scan(&outcome); err != nil {
+		return 0, err
+	}
+	if outcome != "renewed" {
+		return 0, fmt.Errorf("renewal of job %d: %s", set.ids[i], outcome)
+	}
+	return 1, nil
+}
+
+// claimOne is a claim load of d: one client claiming the next due job of
+// queue with claim_next_job.
+func claimOne(d *dbPools, queue string) load {
+	return load{pool: d.worker, clients: 1, op: func(ctx context.Context, c *pgx.Conn, _, _ int) (int, error) {
+		var id int64
+		err := c.QueryRow(ctx, `SELECT job_record_id FROM durable_jobs.claim_next_job($1, $2)`, queue, benchOwner).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = fmt.Errorf("claim_next_job found no due job in %s: raise Config.ClaimRate", queue)
+		}
+		return 1, err
+	}}
 }
 
 // renewSlice renews the batch of batchSize claims of set from lo with one

@@ -58,6 +58,11 @@ func (r *Report) WriteMarkdown(w io.Writer, command string) error {
 		{"claim", "Claim against a bare SKIP LOCKED claim, by live leases in the queue", "goal ≥ 0.80, and flat within 20 % from 0 to the most live leases"},
 		{"poll", "A claim that finds nothing due", "no goal: shows the probe is bounded"},
 		{"claim_batch", "claim_next_jobs per job against claim_next_job", "goal ≥ 5 (a job of a batch costs at most a fifth)"},
+		{"finished", "Cost as the work grows: finished job rows in the table",
+			"no goal; two databases of this cluster at the newest version with the same live claims and due jobs, " +
+				"one also holding this many SUCCEEDED job rows in the measured queue (one INSERT ... SELECT, cumulative " +
+				"from level to level); a ratio is the operation's throughput with them over its throughput without, " +
+				"each comparison half a case time"},
 	}
 	for _, g := range groups {
 		var rows []Comparison
@@ -126,9 +131,10 @@ func (r *Report) WriteMarkdown(w io.Writer, command string) error {
 	}
 	if len(r.Enqueue) > 0 {
 		p("## Batch enqueue against River\n\n")
-		p("One `Client.EnqueueMany` call of %d jobs (enqueue_jobs, as a producer login, each job checked\n", r.Enqueue[0].Jobs)
-		p("and written by enqueue_job) against River's `InsertManyFast` of as many (the peer module,\n")
-		p("`-mode enqueue`), on the same cluster, alternating; jobs per second of the call, rounds listed.\n\n")
+		p("One `Client.EnqueueMany` call of %d jobs without keys (enqueue_jobs, as a producer login: every\n", r.Enqueue[0].Jobs)
+		p("element checked in one pass, the job rows written by one INSERT ... SELECT, the payloads by\n")
+		p("another) against River's `InsertManyFast` of as many (the peer module, `-mode enqueue`, one\n")
+		p("COPY), on the same cluster, alternating; jobs per second of the call, rounds listed.\n\n")
 		p("| case | ours jobs/s (rounds) | River jobs/s (rounds) | ratio | goal met |\n| --- | --- | --- | ---: | --- |\n")
 		for _, e := range r.Enqueue {
 			met := map[bool]string{true: "yes", false: fmt.Sprintf("no (%.0f %% of the goal)", 100*e.Ratio/e.Goal)}[e.Ratio >= e.Goal]

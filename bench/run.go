@@ -30,12 +30,21 @@ type Config struct {
 	// ClaimRate is the most claims a second one client is assumed to make,
 	// for sizing the due jobs of the claim comparisons.
 	ClaimRate int
+	// FinishedLevels are the numbers of finished (SUCCEEDED) job rows of
+	// the "finished rows" comparisons.
+	FinishedLevels []int
+	// CompleteRate is the most completions a second one client is assumed
+	// to make, for sizing the claims of the completion comparisons.
+	CompleteRate int
 	// E2EJobs is the number of no-op jobs of one end-to-end round, E2ERounds
 	// the rounds of each side, E2EWorkers the worker concurrency of both.
 	E2EJobs, E2ERounds, E2EWorkers int
+	// EnqueueRounds is the rounds of each side of the batch enqueue
+	// comparison (a round is one batch, well under a second).
+	EnqueueRounds int
 	// Steps, when not empty, are the only steps run (by name: renewal,
-	// function wrapper, hardening, claims, claim_next_jobs, HOT share, end
-	// to end, enqueue, heartbeat, profile).
+	// function wrapper, hardening, claims, claim_next_jobs, HOT share,
+	// finished rows, end to end, enqueue, heartbeat, profile).
 	Steps []string
 	// PeersDir is the folder of the peer modules (bench/peers).
 	PeersDir string
@@ -46,18 +55,21 @@ type Config struct {
 // DefaultConfig is the configuration of make bench for a case time.
 func DefaultConfig(caseTime time.Duration) Config {
 	return Config{
-		CaseTime:     caseTime,
-		Rounds:       6,
-		Warmup:       min(caseTime/6, time.Second),
-		RenewClients: []int{1, 4, 16},
-		LiveLevels:   []int{0, 1000, 10000, 100000},
-		HOTTime:      max(3*caseTime, 9*time.Second),
-		ClaimRate:    12000,
-		E2EJobs:      max(2000, int(1000*caseTime.Seconds())),
-		E2ERounds:    3,
-		E2EWorkers:   100,
-		PeersDir:     "bench/peers",
-		Logf:         func(string, ...any) {},
+		CaseTime:       caseTime,
+		Rounds:         6,
+		Warmup:         min(caseTime/6, time.Second),
+		RenewClients:   []int{1, 4, 16},
+		LiveLevels:     []int{0, 1000, 10000, 100000},
+		HOTTime:        max(3*caseTime, 9*time.Second),
+		ClaimRate:      12000,
+		FinishedLevels: []int{10000, 100000, 1000000},
+		CompleteRate:   4000,
+		E2EJobs:        max(2000, int(1000*caseTime.Seconds())),
+		E2ERounds:      3,
+		E2EWorkers:     100,
+		EnqueueRounds:  9,
+		PeersDir:       "bench/peers",
+		Logf:           func(string, ...any) {},
 	}
 }
 
@@ -194,6 +206,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	r := &runner{cfg: cfg, e: e, rep: rep}
+	defer func() {
+		if r.riverBin != "" {
+			removeDir(r.riverBin)
+		}
+	}()
 	for _, step := range []struct {
 		name string
 		f    func(context.Context) error
@@ -204,6 +221,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{"claims", r.claims},
 		{"claim_next_jobs", r.batchClaims},
 		{"HOT share", r.hotShare},
+		{"finished rows", r.finishedRows},
 		{"end to end", r.endToEnd},
 		{"enqueue", r.enqueue},
 		{"heartbeat", r.heartbeatAtScale},
@@ -213,9 +231,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			continue
 		}
 		cfg.Logf("bench: %s", step.name)
+		stepStart := time.Now()
 		if err := step.f(ctx); err != nil {
 			return nil, fmt.Errorf("%s: %w", step.name, err)
 		}
+		cfg.Logf("bench: %s took %s (load %s)", step.name, time.Since(stepStart).Round(100*time.Millisecond), loadAverage())
 	}
 	rep.Machine.LoadAfter = loadAverage()
 	rep.Duration = time.Since(start).Round(time.Second).String()
@@ -229,6 +249,8 @@ type runner struct {
 	// renewSet are the claims of the renewal comparisons, also in
 	// bench_raw_renew; the wrapper comparisons renew them too.
 	renewSet claimSet
+	// riverBin is the River peer's binary once a step has built it.
+	riverBin string
 }
 
 func (r *runner) compare(ctx context.Context, c Comparison, ours, base load) error {
@@ -289,16 +311,7 @@ func (r *runner) renewals(ctx context.Context) error {
 	for _, clients := range r.cfg.RenewClients {
 		k := func(client, iter int) int { return (client + iter*clients) % renewClaims }
 		ours := load{pool: r.e.worker, clients: clients, op: func(ctx context.Context, c *pgx.Conn, client, iter int) (int, error) {
-			i := k(client, iter)
-			var outcome string
-			if err := c.QueryRow(ctx, `SELECT renewal_outcome FROM durable_jobs.renew_job_lease($1, $2, $3)`,
-				set.ids[i], set.tokens[i], benchOwner).Scan(&outcome); err != nil {
-				return 0, err
-			}
-			if outcome != "renewed" {
-				return 0, fmt.Errorf("renewal of job %d: %s", set.ids[i], outcome)
-			}
-			return 1, nil
+			return renewClaim(ctx, c, set, k(client, iter))
 		}}
 		base := load{pool: r.e.worker, clients: clients, op: func(ctx context.Context, c *pgx.Conn, client, iter int) (int, error) {
 			i := k(client, iter)
@@ -473,11 +486,7 @@ func (r *runner) batchClaims(ctx context.Context) error {
 		}
 		return len(ids), err
 	}}
-	single := load{pool: r.e.worker, clients: 1, op: func(ctx context.Context, c *pgx.Conn, _, _ int) (int, error) {
-		var id int64
-		err := c.QueryRow(ctx, `SELECT job_record_id FROM durable_jobs.claim_next_job($1, $2)`, queue, benchOwner).Scan(&id)
-		return 1, err
-	}}
+	single := claimOne(&r.e.dbPools, queue)
 	saved := r.cfg.CaseTime
 	r.cfg.CaseTime = saved / 2
 	defer func() { r.cfg.CaseTime = saved }()

@@ -1,0 +1,107 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	sqlbundle "github.com/mightyetl/leasefence/sql"
+)
+
+// finishedRows answers issue 11's "cost as the work grows": renewal, claim
+// and completion with Config.FinishedLevels finished (SUCCEEDED) job rows
+// in job_record, each against the same operation on a database of the same
+// cluster that has none, interleaved in this run. Both databases are at
+// the newest version and hold the same live claims and due jobs; only the
+// finished rows (in the measured queue, added with one INSERT ... SELECT
+// per level, cumulatively) differ. A ratio below 1.00 is what the finished
+// rows cost.
+func (r *runner) finishedRows(ctx context.Context) error {
+	const queue = "bench_finished"
+	newest := sqlbundle.NewestVersion()
+	var dbs [2]*dbPools // none, grown
+	var renewSets [2]claimSet
+	for i, name := range []string{"lf_finished_none", "lf_finished_grown"} {
+		d, err := r.e.bundleDB(ctx, name, newest)
+		if err != nil {
+			return err
+		}
+		if err := d.setPolicy(ctx, queue, "1 hour", "10 minutes"); err != nil {
+			return err
+		}
+		if renewSets[i], err = d.claimJobs(ctx, queue, renewClaims); err != nil {
+			return err
+		}
+		dbs[i] = d
+	}
+	// Each comparison runs half a case time, so the step stays short.
+	saved := r.cfg.CaseTime
+	r.cfg.CaseTime = saved / 2
+	defer func() { r.cfg.CaseTime = saved }()
+	due := r.dueJobsPerSide(0.5)
+	completions := int((saved.Seconds()/4+r.cfg.Warmup.Seconds())*float64(r.cfg.CompleteRate)) + 1000
+	finished := 0
+	for _, level := range r.cfg.FinishedLevels {
+		if err := dbs[1].addFinishedJobs(ctx, queue, level-finished); err != nil {
+			return err
+		}
+		finished = level
+		var completeSets [2]claimSet
+		for i, d := range dbs {
+			if err := d.insertDueJobs(ctx, queue, due+completions); err != nil {
+				return err
+			}
+			var err error
+			if completeSets[i], err = d.claimDue(ctx, queue, completions); err != nil {
+				return err
+			}
+			if _, err := d.admin.Exec(ctx, `VACUUM ANALYZE durable_jobs.job_record`); err != nil {
+				return err
+			}
+		}
+		for _, c := range []struct {
+			fn, unit   string
+			ours, base load
+		}{
+			{"renew_job_lease", "renewal", renewOne(dbs[1], renewSets[1]), renewOne(dbs[0], renewSets[0])},
+			{"claim_next_job", "claim", claimOne(dbs[1], queue), claimOne(dbs[0], queue)},
+			{"complete_job", "job", completeOne(dbs[1], completeSets[1]), completeOne(dbs[0], completeSets[0])},
+		} {
+			if err := r.compare(ctx, Comparison{Group: "finished", Name: fmt.Sprintf("%s, %d finished rows", c.fn, level),
+				Ours:     fmt.Sprintf("%s with %d finished rows in job_record", c.fn, level),
+				Baseline: c.fn + " with none", Unit: c.unit}, c.ours, c.base); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// completeOne is a completion load of d: one client completing the claims
+// of set in order with complete_job, one claim per call.
+func completeOne(d *dbPools, set claimSet) load {
+	return load{pool: d.worker, clients: 1, op: func(ctx context.Context, c *pgx.Conn, _, iter int) (int, error) {
+		if iter >= len(set.ids) {
+			return 0, errors.New("complete_job ran out of claims: raise Config.CompleteRate")
+		}
+		_, err := c.Exec(ctx, `SELECT durable_jobs.complete_job($1, $2, $3)`, set.ids[iter], set.tokens[iter], benchOwner)
+		return 1, err
+	}}
+}
+
+// addFinishedJobs adds n SUCCEEDED jobs to queue with one bulk INSERT as
+// superuser: the job rows a completed claim leaves (lease columns kept,
+// no expiry), finished half an hour ago.
+func (e *dbPools) addFinishedJobs(ctx context.Context, queue string, n int) error {
+	if _, err := e.admin.Exec(ctx, `INSERT INTO durable_jobs.job_record
+		(queue_name, job_status, run_after, max_attempts, attempt_number, lease_claim_digest, lease_owner_id,
+		 lease_claimed_by_role, lease_claimed_at, lease_claim_deadline, lease_fencing_generation, status_changed_at)
+		SELECT $1, 'SUCCEEDED', now() - interval '1 hour', 5, 1, sha256(int8send(g)), 'bench-finished-worker',
+		       'bench_finished_role', now() - interval '1 hour', now() + interval '1 day', 1, now() - interval '30 minutes'
+		FROM generate_series(1, $2) g`, queue, n); err != nil {
+		return fmt.Errorf("finished jobs: %w", err)
+	}
+	return nil
+}
