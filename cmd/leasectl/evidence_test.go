@@ -332,7 +332,7 @@ func TestEvidenceSaysWhichReadFailed(t *testing.T) {
 		{"job_status_totals()", "read job status totals"},
 		{"lease_outcome_totals(timestamptz)", "read lease outcome totals"},
 		{"queue_lease_policies()", "read lease policies"},
-		{"control_evidence_history(timestamptz)", "read control evidence"},
+		{"control_evidence_records(timestamptz, timestamptz)", "read control evidence"},
 		{"bundle_migration_version()", "read migration version"},
 	} {
 		execSQL(t, admin, `REVOKE EXECUTE ON FUNCTION durable_jobs.`+step.function+` FROM durable_job_auditor`)
@@ -526,12 +526,12 @@ func TestEvidenceShowsOperatorTextAsTextNotMarkup(t *testing.T) {
 	for _, escaped := range []string{
 		`| &lt;img src=x onerror=alert\(1\)&gt; \[approved\]\(https://evil.example/approve\) ` +
 			`\\u001b\[31mred\\u202eevil\\u000aline2 \` + "`" + `tick\` + "`" + ` \| pipe \*em\* \_u\_ \~\~s\~\~ &amp;amp; ` +
-			`zero\\u200bwidth &lt;script&gt;x&lt;/script&gt; | ` + escapedRole,
+			`zero\\u200bwidth &lt;script&gt;x&lt;/script&gt; | - | - | ` + escapedRole,
 	} {
 		require.Contains(t, row, escaped)
 	}
 	unescapedPipes := regexp.MustCompile(`(^|[^\\])\|`).FindAllString(row, -1)
-	require.Len(t, unescapedPipes, 9, "the row keeps its 8 columns: %s", row)
+	require.Len(t, unescapedPipes, 11, "the row keeps its 10 columns: %s", row)
 	require.Regexp(t, `\| billing \| .* \| `+regexp.QuoteMeta(escapedRole)+`[0-9a-f]{4} \|`, md)
 
 	// JSON keeps the reason as it was written.

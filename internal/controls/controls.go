@@ -70,6 +70,8 @@ const (
 	PrivacyPayloadApart = "LF-PRV-01"
 	// PrivacyTelemetry is LF-PRV-02: telemetry and evidence are payload-blind.
 	PrivacyTelemetry = "LF-PRV-02"
+	// PrivacyDisposal is LF-PRV-03: finished jobs' data is disposed of on schedule and on request, and each disposal is recorded as counts.
+	PrivacyDisposal = "LF-PRV-03"
 	// IntegrityFencing is LF-INT-01: only the exact live claim can renew or finish a job.
 	IntegrityFencing = "LF-INT-01"
 	// IntegrityOutcomes is LF-INT-02: stale renewals and reclaims are counted.
@@ -139,6 +141,8 @@ const (
 	SectionEnablement = "EVIDENCE-ENABLEMENT-HISTORY"
 	// SectionMigrations is the history of migrations applied and reverted.
 	SectionMigrations = "EVIDENCE-MIGRATION-HISTORY"
+	// SectionDisposal is what the retention purge and erasure disposed of, as counts, and the retention policy changes.
+	SectionDisposal = "EVIDENCE-DISPOSAL"
 	// SectionOutcomes is the aggregate of stale renewals and reclaims.
 	SectionOutcomes = "EVIDENCE-LEASE-OUTCOMES"
 	// SectionJobStatus is the count of jobs per queue and status.
@@ -178,6 +182,9 @@ var controlTable = []Control{
 	{PrivacyTelemetry, "Telemetry and evidence are payload-blind",
 		"Metrics, health, audit and evidence output carry only bounded labels (queue, outcome); never payloads, claim tokens, owner ids, principals, idempotency keys, SQL or error text.",
 		[]string{"C1.1", "P4.1", "CC7.2"}, []string{"Personal information protection", "Logging and monitoring"}},
+	{PrivacyDisposal, "Finished jobs' data is disposed of, with evidence",
+		"The retention purge deletes finished jobs' payloads and result documents, then their rows, after each queue's retention period, and erasure removes one finished job's payload on request; each purge call and each erasure writes a chained evidence record with counts per queue and kind (never a job id), and each retention policy change is recorded. Control evidence itself is never purged.",
+		[]string{"C1.2", "P4.2", "CC8.1"}, []string{"Personal information protection", "Change management"}},
 	{IntegrityFencing, "Only the exact live claim can renew or finish a job",
 		"Renewals and terminal writes are fenced on job, token digest, owner, login role, status and database time; a stale claim renews nothing and its terminal write aborts its transaction.",
 		[]string{"PI1.3", "PI1.4"}, []string{"Service continuity", "Data integrity"}},
@@ -274,6 +281,9 @@ var evidenceSectionTable = []EvidenceSection{
 	{SectionEnablement, "Renewal enablement history",
 		"Every change of a queue's renewal switch with reason and role.",
 		[]string{ChangeEnablement, AuditAppendOnly}},
+	{SectionDisposal, "Disposal",
+		"What the retention purge (job_data_purged) and erasure (job_payload_erased) disposed of in the period, summed per queue and kind, and erasures per queue and job status: counts only, never a job id or an erasure's reason; and every retention policy change (retention_policy_changed) with old and new values, reason and role. A job_record count is a job whose row was deleted with its payload, outcome ledger and result documents, which are not counted apart; a payload count is a payload deleted with the job's result documents cleared. Lease outcome tallies older than 30 days are deleted without a record; control evidence is never purged.",
+		[]string{PrivacyDisposal, PrivacyTelemetry, AuditAppendOnly}},
 	{SectionOutcomes, "Aggregate lease outcomes",
 		"Stale renewals and reclaims per queue over the report window, from bounded tallies kept for 30 days only (the report warns when its period starts earlier).",
 		[]string{IntegrityOutcomes, IntegrityFencing, AvailabilityHealth}},
