@@ -174,7 +174,7 @@ var controlTable = []Control{
 		"Every SECURITY DEFINER function pins search_path to pg_catalog, pg_temp, and no role other than the bootstrap superuser may create objects in those schemas.",
 		[]string{"CC6.1", "CC6.8"}, []string{"Access control", "Secure development"}},
 	{AccessReview, "Access to leasefence is reviewable",
-		"`leasectl access` lists every login with each leasefence role it holds (directly or inherited), the grantor and its SUPERUSER, BYPASSRLS and CREATEROLE attributes as of a database time; the audit reports a login or PUBLIC with a table, column or sequence privilege in the schema, a login holding a definer owner role, and a login holding both a worker and an operator role unless accepted by a role comment.",
+		"`leasectl access` lists every login with each leasefence role it holds (directly or inherited), the grantor and its SUPERUSER, BYPASSRLS and CREATEROLE attributes as of a database time, and every table, column or sequence privilege in the schema granted outside the bundle's roles; the audit reports a login or PUBLIC with a table, column or sequence privilege in the schema, a login holding a definer owner role, and a login holding both a worker and an operator role unless accepted by a role comment.",
 		[]string{"CC6.1", "CC6.2", "CC6.3"}, []string{"Access control"}},
 	{PrivacyPayloadApart, "Lease renewal cannot read job payloads",
 		"Payloads live in their own table; the renewal function's owner holds no privilege on it, so renewal can neither read nor emit personal data.",
