@@ -32,9 +32,12 @@ type evidenceReportJSON struct {
 }
 
 // evidenceJSON runs `leasectl evidence --format json` with args and decodes
-// it; the body digest must be the one its own JSON gives.
-func evidenceJSON(t *testing.T, url string, args ...string) (evidenceReportJSON, string) {
+// it; the body digest must be the one its own JSON gives. It starts once
+// the database shows no login session left (see waitForNoLoginSessions),
+// so the report's audit section is the same for the same state.
+func evidenceJSON(t *testing.T, admin *pgxpool.Pool, url string, args ...string) (evidenceReportJSON, string) {
 	t.Helper()
+	waitForNoLoginSessions(t, admin)
 	r := leasectl(t, append(append([]string{"evidence", "--format", "json"}, args...), "--database-url", url)...)
 	requireCode(t, exitOK, r, args)
 	var report evidenceReportJSON
@@ -102,7 +105,7 @@ func TestEvidenceChainHeadOfAnEarlierReportExposesARewrittenChain(t *testing.T) 
 	b := databaseClock(t, admin)
 
 	// The earlier, exported report of [a, b).
-	earlier, _ := evidenceJSON(t, auditor, "--since", a, "--until", b)
+	earlier, _ := evidenceJSON(t, admin, auditor, "--since", a, "--until", b)
 	var first, last int64
 	var head string
 	require.NoError(t, admin.QueryRow(ctx, `SELECT min(evidence_record_id), max(evidence_record_id)
@@ -125,16 +128,21 @@ func TestEvidenceChainHeadOfAnEarlierReportExposesARewrittenChain(t *testing.T) 
 
 	// Records after the period change nothing of it: same head, same body.
 	deploy("1.0.3")
-	again, _ := evidenceJSON(t, auditor, "--since", a, "--until", b)
+	again, _ := evidenceJSON(t, admin, auditor, "--since", a, "--until", b)
 	require.Equal(t, earlier.Chain, again.Chain)
 	require.Equal(t, earlier.BodyDigest, again.BodyDigest, "two reports of the same state and period")
 
 	// The owner rewrites the period's first record and recomputes the chain:
 	// the audit passes, the chain head of the same period does not match.
 	rewriteEvidence(t, admin, first, "REL-42 nothing was rolled out")
-	text, _ := runAuditBoth(t, auditor)
-	requireCode(t, exitOK, text, "an unkeyed chain recomputed by its owner is whole again")
-	rewritten, _ := evidenceJSON(t, auditor, "--since", a, "--until", b)
+	auditPasses := func(msg string) {
+		t.Helper()
+		waitForNoLoginSessions(t, admin)
+		r := leasectl(t, "audit", "--database-url", auditor)
+		requireCode(t, exitOK, r, msg)
+	}
+	auditPasses("an unkeyed chain recomputed by its owner is whole again")
+	rewritten, _ := evidenceJSON(t, admin, auditor, "--since", a, "--until", b)
 	require.Equal(t, earlier.Chain.RecordCount, rewritten.Chain.RecordCount)
 	require.Equal(t, *earlier.Chain.LastID, *rewritten.Chain.LastID)
 	require.NotEqual(t, *earlier.Chain.Head, *rewritten.Chain.Head)
@@ -145,15 +153,14 @@ func TestEvidenceChainHeadOfAnEarlierReportExposesARewrittenChain(t *testing.T) 
 	execSQL(t, admin, `ALTER TABLE durable_jobs.control_evidence_record DISABLE TRIGGER USER`)
 	execSQL(t, admin, `DELETE FROM durable_jobs.control_evidence_record WHERE evidence_record_id >= $1`, last)
 	execSQL(t, admin, `ALTER TABLE durable_jobs.control_evidence_record ENABLE TRIGGER USER`)
-	text, _ = runAuditBoth(t, auditor)
-	requireCode(t, exitOK, text)
-	truncated, _ := evidenceJSON(t, auditor, "--since", a, "--until", b)
+	auditPasses("deleting the newest records leaves a whole chain")
+	truncated, _ := evidenceJSON(t, admin, auditor, "--since", a, "--until", b)
 	require.Equal(t, 1, truncated.Chain.RecordCount)
 	require.NotEqual(t, *earlier.Chain.LastID, *truncated.Chain.LastID)
 	require.NotEqual(t, *earlier.Chain.Head, *truncated.Chain.Head)
 
 	// A period without records says so.
-	empty, _ := evidenceJSON(t, auditor, "--since", databaseClock(t, admin))
+	empty, _ := evidenceJSON(t, admin, auditor, "--since", databaseClock(t, admin))
 	require.Equal(t, evidence.Chain{}, empty.Chain)
 	r = leasectl(t, "evidence", "--since", databaseClock(t, admin), "--database-url", auditor)
 	requireCode(t, exitOK, r)
@@ -189,7 +196,7 @@ func TestEvidenceReportShowsDisposalAsCountsOnly(t *testing.T) {
 	r = leasectl(t, "retention", "apply", "--database-url", operator)
 	requireCode(t, exitOK, r)
 
-	report, raw := evidenceJSON(t, auditor)
+	report, raw := evidenceJSON(t, admin, auditor)
 	var disposalRaw json.RawMessage
 	for _, s := range report.Sections {
 		if s.ID == controls.SectionDisposal {
