@@ -48,6 +48,16 @@ func evidenceJSON(t *testing.T, admin *pgxpool.Pool, url string, args ...string)
 	return report, r.stdout
 }
 
+// sectionsOf returns the sections of a JSON report, as JSON.
+func sectionsOf(t *testing.T, report string) string {
+	t.Helper()
+	var r struct {
+		Sections json.RawMessage `json:"sections"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(report), &r))
+	return string(r.Sections)
+}
+
 // databaseClock reads the database's clock as an RFC 3339 time.
 func databaseClock(t *testing.T, pool *pgxpool.Pool) string {
 	t.Helper()
@@ -89,7 +99,10 @@ func rewriteEvidence(t *testing.T, pool *pgxpool.Pool, id int64, reason string) 
 func TestEvidenceChainHeadOfAnEarlierReportExposesARewrittenChain(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.New(t)
+	// The report's audit section reads cluster-wide roles, which other tests
+	// create and change on a shared cluster: two reports compared by their
+	// body digest need a cluster of their own.
+	_, db := testdb.OwnCluster(t)
 	admin := db.Pool(t)
 	auditor := db.LoginURL(t, "durable_job_auditor")
 	deploy := func(version string) {
@@ -105,7 +118,7 @@ func TestEvidenceChainHeadOfAnEarlierReportExposesARewrittenChain(t *testing.T) 
 	b := databaseClock(t, admin)
 
 	// The earlier, exported report of [a, b).
-	earlier, _ := evidenceJSON(t, admin, auditor, "--since", a, "--until", b)
+	earlier, earlierRaw := evidenceJSON(t, admin, auditor, "--since", a, "--until", b)
 	var first, last int64
 	var head string
 	require.NoError(t, admin.QueryRow(ctx, `SELECT min(evidence_record_id), max(evidence_record_id)
@@ -128,8 +141,9 @@ func TestEvidenceChainHeadOfAnEarlierReportExposesARewrittenChain(t *testing.T) 
 
 	// Records after the period change nothing of it: same head, same body.
 	deploy("1.0.3")
-	again, _ := evidenceJSON(t, admin, auditor, "--since", a, "--until", b)
+	again, againRaw := evidenceJSON(t, admin, auditor, "--since", a, "--until", b)
 	require.Equal(t, earlier.Chain, again.Chain)
+	require.JSONEq(t, sectionsOf(t, earlierRaw), sectionsOf(t, againRaw))
 	require.Equal(t, earlier.BodyDigest, again.BodyDigest, "two reports of the same state and period")
 
 	// The owner rewrites the period's first record and recomputes the chain:
