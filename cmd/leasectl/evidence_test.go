@@ -469,13 +469,13 @@ func TestEvidenceShowsOperatorTextAsTextNotMarkup(t *testing.T) {
 	// and a right-to-left override in it, and a reason full of the same.
 	role := "op<b>|[x](y)\x1b[2J\u202e" + randomName(2)
 	password := randomName(8)
-	_, err := admin.Exec(ctx, "CREATE ROLE "+pgx.Identifier{role}.Sanitize()+" LOGIN PASSWORD '"+password+
-		"' IN ROLE durable_job_operator")
+	// Roles are cluster-wide: the login and its bounds commit together, so
+	// another test's audit never sees it unbounded.
+	quoted := pgx.Identifier{role}.Sanitize()
+	_, err := admin.Exec(ctx, "BEGIN; CREATE ROLE "+quoted+" LOGIN PASSWORD '"+password+"' IN ROLE durable_job_operator; "+
+		"ALTER ROLE "+quoted+" SET statement_timeout = '5min'; "+
+		"ALTER ROLE "+quoted+" SET idle_in_transaction_session_timeout = '5min'; COMMIT")
 	require.NoError(t, err)
-	for _, limit := range []string{"statement_timeout", "idle_in_transaction_session_timeout"} {
-		_, err = admin.Exec(ctx, "ALTER ROLE "+pgx.Identifier{role}.Sanitize()+" SET "+limit+" = '5min'")
-		require.NoError(t, err)
-	}
 	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP ROLE "+pgx.Identifier{role}.Sanitize()) })
 	u, err := url.Parse(db.URL)
 	require.NoError(t, err)
