@@ -160,6 +160,27 @@ const RoleClosureSQL = `
 		WHERE m.roleid <> ALL (h.path)
 	)`
 
+// SchemaGrantsCTE defines, for a WITH clause, grants(relname, grantee,
+// priv, relowner): every privilege granted on a table, view, sequence or
+// column of schema durable_jobs (relname schema-qualified, grantee 0 for
+// PUBLIC, priv "SELECT" or "SELECT (column)"). It starts with no WITH, so
+// it can follow RoleClosureSQL after a comma. AUDIT-ACCESS-REVIEW reads it,
+// and so does leasectl access to list who holds what.
+const SchemaGrantsCTE = `
+	rels AS (
+		SELECT c.oid, c.relowner, c.relacl, pg_catalog.format('%I.%I', n.nspname, c.relname) AS relname
+		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'durable_jobs' AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
+	), grants AS (
+		SELECT rel.relname, x.grantee, x.privilege_type AS priv, rel.relowner
+		FROM rels rel CROSS JOIN LATERAL pg_catalog.aclexplode(rel.relacl) x
+		UNION ALL
+		SELECT rel.relname, x.grantee, pg_catalog.format('%s (%I)', x.privilege_type, a.attname), rel.relowner
+		FROM rels rel
+		JOIN pg_catalog.pg_attribute a ON a.attrelid = rel.oid AND a.attnum > 0 AND NOT a.attisdropped
+		CROSS JOIN LATERAL pg_catalog.aclexplode(a.attacl) x
+	)`
+
 // checkAccessReview: no role outside the bundle (a login, a group logins
 // hold, or PUBLIC) holds a table, column or sequence privilege in the
 // schema by grant (superusers bypass grants and are listed by leasectl
@@ -169,20 +190,7 @@ const RoleClosureSQL = `
 // and the operator role unless its role comment accepts it.
 func checkAccessReview(ctx context.Context, pool DB) ([]string, error) {
 	bundleRoles := append(append([]string{}, sqlbundle.RuntimeRoles...), sqlbundle.DefinerOwnerRoles...)
-	findings, err := collectStrings(ctx, pool, `
-		WITH rels AS (
-			SELECT c.oid, c.relowner, c.relacl, pg_catalog.format('%I.%I', n.nspname, c.relname) AS relname
-			FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-			WHERE n.nspname = 'durable_jobs' AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
-		), grants AS (
-			SELECT rel.relname, x.grantee, x.privilege_type AS priv, rel.relowner
-			FROM rels rel CROSS JOIN LATERAL pg_catalog.aclexplode(rel.relacl) x
-			UNION ALL
-			SELECT rel.relname, x.grantee, pg_catalog.format('%s (%I)', x.privilege_type, a.attname), rel.relowner
-			FROM rels rel
-			JOIN pg_catalog.pg_attribute a ON a.attrelid = rel.oid AND a.attnum > 0 AND NOT a.attisdropped
-			CROSS JOIN LATERAL pg_catalog.aclexplode(a.attacl) x
-		)
+	findings, err := collectStrings(ctx, pool, `WITH `+SchemaGrantsCTE+`
 		SELECT CASE WHEN g.grantee = 0 THEN 'PUBLIC'
 		            WHEN r.rolcanlogin THEN 'login ' || pg_catalog.quote_ident(r.rolname)
 		            ELSE 'role ' || pg_catalog.quote_ident(r.rolname) END

@@ -1,9 +1,11 @@
 // Package evidence builds leasefence's control-evidence report for
 // auditors from a live database: the migration version and history, the
 // recorded deployments, the lease policies and their history, renewal
-// enablement changes, aggregate lease outcomes, jobs by status and the
-// result of every audit check, each section mapped to the control
-// identifiers (LF-...) that docs/compliance uses.
+// enablement changes, disposal (what the retention purge and erasure
+// removed, as counts, and retention policy changes), aggregate lease
+// outcomes, jobs by status and the result of every audit check, each
+// section mapped to the control identifiers (LF-...) that docs/compliance
+// uses.
 //
 // # Overview
 //
@@ -33,9 +35,28 @@
 // of Until, reconstructed from the evidence. Jobs by status and the audit
 // result are always as of report time.
 //
+// # Anchoring the evidence chain
+//
+// Report.Chain gives the period's evidence record count, first and last
+// id and chain head (the record_hash of the last record, which covers
+// every record before it). The chain is an unkeyed SHA-256 inside the
+// database: the table's owner, with the triggers off, can rewrite a record
+// and recompute every later hash, or delete the newest records, and
+// AUDIT-EVIDENCE-CHAIN still passes. Keep each exported report: the same
+// period reported again must give the same chain head and last id.
+//
+// # The JSON
+//
+// A Report encodes with schema_version (SchemaVersion), the database's
+// name and system identifier, and body_digest, the SHA-256 of the JSON
+// without generated_at and body_digest (BodyDigest recomputes it from a
+// report's JSON). Durations are in seconds; a record's previous and new
+// values are the evidence as stored (intervals as PostgreSQL prints them).
+//
 // # What it never holds
 //
-// No payload, claim token, owner id, idempotency key or job id. Change
+// No payload, claim token, owner id, idempotency key or job id, and no
+// erasure's reason (erasures are counted, not listed). Change
 // reasons, role and queue names are the values as stored: a renderer that
 // writes them into markup must escape them (leasectl does).
 package evidence

@@ -1,9 +1,15 @@
 package evidence
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -54,20 +60,37 @@ type Section struct {
 	Shows string `json:"shows"`
 	// Controls are the controls the section supports.
 	Controls []Control `json:"controls"`
-	// Data is Migration, []Record, []Policy, []Outcome, []Status or
-	// audit.Report, by section.
+	// Data is Migration, []Record, []Policy, Disposal, []Outcome, []Status
+	// or audit.Report, by section.
 	Data any `json:"data"`
 }
 
+// SchemaVersion is the version of the report's JSON shape, in the JSON's
+// schema_version. It changes whenever a field is added, removed or changes
+// meaning. Version 1 was the unversioned shape before it; version 2 added
+// schema_version, database, evidence_chain, body_digest, the records'
+// ticket and approver, and the disposal section.
+const SchemaVersion = 2
+
 // Report is the whole control-evidence report.
 type Report struct {
+	// SchemaVersion is SchemaVersion.
+	SchemaVersion int `json:"schema_version"`
 	// GeneratedAt is the database time the report was made, UTC with
 	// milliseconds.
 	GeneratedAt string `json:"generated_at"`
+	// Database says which database the report is of.
+	Database Database `json:"database"`
 	// Since is the period's start, or nil when open.
 	Since *string `json:"since"`
 	// Until is the period's end, or nil when open.
 	Until *string `json:"until"`
+	// Chain anchors the period's evidence records in the hash chain.
+	Chain Chain `json:"evidence_chain"`
+	// BodyDigest is "sha256:" and the hex SHA-256 of the report's JSON
+	// without generated_at and body_digest (see BodyDigest): two reports
+	// of the same state and period have the same digest.
+	BodyDigest string `json:"body_digest"`
 	// Sections are the sections, in the order of internal/controls.
 	Sections []Section `json:"sections"`
 	// Controls is the control index with SOC 2 and CSAP relevance.
@@ -75,6 +98,34 @@ type Report struct {
 	// Period is the period in database time (a zero end is open); it is
 	// not part of the JSON, which has GeneratedAt, Since and Until.
 	Period Period `json:"-"`
+}
+
+// Database identifies the database a report is of.
+type Database struct {
+	// SystemIdentifier is the cluster's system identifier
+	// (pg_control_system()), in decimal; a restored copy keeps it, a new
+	// cluster has another.
+	SystemIdentifier string `json:"system_identifier"`
+	// Name is the database's name.
+	Name string `json:"name"`
+}
+
+// Chain places a period's evidence records in the hash chain: how many
+// records the period holds, the first and last record's id, and the chain
+// head, the record_hash of the last record. Each record_hash covers the
+// record's content and every record before it, so the same period
+// reported again later has the same chain head unless a record up to the
+// last one was altered, removed or inserted, even with every later hash
+// recomputed (which AUDIT-EVIDENCE-CHAIN alone cannot see).
+type Chain struct {
+	// RecordCount is how many evidence records the period holds.
+	RecordCount int `json:"record_count"`
+	// FirstID is the id of the period's first record, nil when none.
+	FirstID *int64 `json:"first_id"`
+	// LastID is the id of the period's last record, nil when none.
+	LastID *int64 `json:"last_id"`
+	// Head is the hex record_hash of the last record, nil when none.
+	Head *string `json:"chain_head"`
 }
 
 // Period is a report's period in database time.
@@ -109,6 +160,10 @@ type Record struct {
 	NewValues json.RawMessage `json:"new_values"`
 	// Reason is the reason as stored.
 	Reason string `json:"reason"`
+	// Ticket is the change ticket given with the change, or nil.
+	Ticket *string `json:"ticket"`
+	// Approver is the approver login named with the change, or nil.
+	Approver *string `json:"approver"`
 	// ChangedByRole is the login that made the change.
 	ChangedByRole string `json:"changed_by_role"`
 	// RecordedAt is the database time of the record, UTC with milliseconds.
@@ -177,6 +232,44 @@ type Status struct {
 	Count int64 `json:"count"`
 }
 
+// Disposal is the disposal section's data: what the retention purge and
+// erasure removed in the period, as counts, and the retention policy
+// changes. It holds no job id and no erasure reason.
+type Disposal struct {
+	// PurgeRuns is how many purge calls removed something (one
+	// job_data_purged record each).
+	PurgeRuns int `json:"purge_runs"`
+	// Purged is what they removed, summed per queue and kind.
+	Purged []PurgedCount `json:"purged"`
+	// Erasures are the payload erasures, per queue and job status.
+	Erasures []ErasureCount `json:"erasures"`
+	// RetentionPolicyChanges are the retention_policy_changed records.
+	RetentionPolicyChanges []Record `json:"retention_policy_changes"`
+}
+
+// PurgedCount is how much of one kind the purge removed from one queue.
+type PurgedCount struct {
+	// Queue is the queue.
+	Queue string `json:"queue"`
+	// Kind is job_record (the job's row with its payload, outcome ledger
+	// and result documents) or payload (the payload, with the job's result
+	// documents cleared).
+	Kind string `json:"kind"`
+	// Count is how many jobs.
+	Count int64 `json:"count"`
+}
+
+// ErasureCount is how many finished jobs of one queue and status had their
+// payload erased on request.
+type ErasureCount struct {
+	// Queue is the queue.
+	Queue string `json:"queue"`
+	// JobStatus is the job's status when it was erased.
+	JobStatus string `json:"job_status"`
+	// Count is how many erasures.
+	Count int64 `json:"count"`
+}
+
 // ReadError is a read of the database that failed while building a report.
 type ReadError struct {
 	// Read says what was being read ("read lease policies", ...).
@@ -215,8 +308,9 @@ func (e *PeriodError) Unwrap() error { return ErrEmptyPeriod }
 // data is everything the report is made of.
 type data struct {
 	period    Period
+	database  Database
 	migration goclient.MigrationVersion
-	records   []goclient.EvidenceRecord
+	records   []evidenceRow
 	policies  []goclient.LeasePolicy
 	outcomes  []goclient.LeaseOutcomeTotal
 	statuses  []goclient.JobStatusTotal
@@ -234,7 +328,9 @@ func Build(ctx context.Context, pool *pgxpool.Pool, opts Options) (Report, error
 	}
 	defer func() { _ = client.Close() }()
 	d := data{}
-	if err := pool.QueryRow(ctx, `SELECT pg_catalog.clock_timestamp()`).Scan(&d.period.GeneratedAt); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT pg_catalog.clock_timestamp(), pg_catalog.current_database(),
+		(SELECT s.system_identifier::text FROM pg_catalog.pg_control_system() s)`).
+		Scan(&d.period.GeneratedAt, &d.database.Name, &d.database.SystemIdentifier); err != nil {
 		return Report{}, &ReadError{"read database time", err}
 	}
 	d.period.Since = resolve(opts.Since, opts.SinceBack, d.period.GeneratedAt)
@@ -245,13 +341,12 @@ func Build(ctx context.Context, pool *pgxpool.Pool, opts Options) (Report, error
 	if d.migration, err = client.BundleMigrationVersion(ctx); err != nil {
 		return Report{}, &ReadError{"read migration version", err}
 	}
-	if d.records, err = client.ControlEvidence(ctx, d.period.Since); err != nil {
+	if d.records, err = evidenceRecords(ctx, pool, d.period); err != nil {
 		return Report{}, &ReadError{"read control evidence", err}
 	}
 	if d.period.Until.IsZero() {
 		d.policies, err = client.QueueLeasePolicies(ctx)
 	} else {
-		d.records = recordsBefore(d.records, d.period.Until)
 		d.policies, err = policiesAsOf(ctx, pool, d.period.Until)
 	}
 	if err != nil {
@@ -273,7 +368,11 @@ func Build(ctx context.Context, pool *pgxpool.Pool, opts Options) (Report, error
 	if d.audit, err = audit.Run(ctx, pool); err != nil {
 		return Report{}, err
 	}
-	return build(d), nil
+	report, err := build(d)
+	if err != nil {
+		return Report{}, &ReadError{"read disposal evidence", err}
+	}
+	return report, nil
 }
 
 // resolve returns at, or back before now when at is zero and back
@@ -285,15 +384,36 @@ func resolve(at time.Time, back time.Duration, now time.Time) time.Time {
 	return at
 }
 
-// recordsBefore keeps the records written before until.
-func recordsBefore(records []goclient.EvidenceRecord, until time.Time) []goclient.EvidenceRecord {
-	out := []goclient.EvidenceRecord{}
-	for _, r := range records {
-		if r.RecordedAt.Before(until) {
-			out = append(out, r)
-		}
+// evidenceRow is one row of control_evidence_records.
+type evidenceRow struct {
+	ID             int64
+	Kind           string
+	Queue          *string
+	PreviousValues []byte
+	NewValues      []byte
+	Reason         string
+	Ticket         *string
+	Approver       *string
+	ChangedByRole  string
+	RecordedAt     time.Time
+	Hash           []byte
+}
+
+// evidenceRecords reads the evidence records written in the period, oldest
+// first, with their structured fields and chain hashes (auditor role).
+func evidenceRecords(ctx context.Context, pool *pgxpool.Pool, p Period) ([]evidenceRow, error) {
+	rows, _ := pool.Query(ctx, `SELECT evidence_record_id, evidence_kind, queue_name, previous_values, new_values,
+		change_reason, change_ticket, change_approver, changed_by_role, recorded_at, record_hash
+		FROM durable_jobs.control_evidence_records($1, $2)`, optional(p.Since), optional(p.Until))
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[evidenceRow])
+}
+
+// optional is t, or NULL for the zero time.
+func optional(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
 	}
-	return out
+	return &t
 }
 
 // subtractOutcomes returns the totals from since minus those from until:
@@ -346,33 +466,129 @@ func policiesAsOf(ctx context.Context, pool *pgxpool.Pool, until time.Time) ([]g
 }
 
 // recordsOfKind returns the evidence records of the given kinds.
-func recordsOfKind(records []goclient.EvidenceRecord, kinds ...string) []Record {
+func recordsOfKind(records []evidenceRow, kinds ...string) []Record {
 	out := []Record{}
 	for _, r := range records {
-		for _, k := range kinds {
-			if r.Kind == k {
-				out = append(out, toRecord(r))
-			}
+		if slices.Contains(kinds, r.Kind) {
+			out = append(out, toRecord(r))
 		}
 	}
 	return out
 }
 
-func toRecord(r goclient.EvidenceRecord) Record {
-	out := Record{ID: r.ID, Kind: r.Kind, PreviousValues: r.PreviousValues, NewValues: r.NewValues,
-		Reason: r.Reason, ChangedByRole: r.ChangedByRole, RecordedAt: formatTime(r.RecordedAt)}
-	if r.Queue != "" {
-		q := r.Queue
-		out.Queue = &q
-	}
+func toRecord(r evidenceRow) Record {
+	out := Record{ID: r.ID, Kind: r.Kind, Queue: r.Queue, PreviousValues: r.PreviousValues, NewValues: r.NewValues,
+		Reason: r.Reason, Ticket: r.Ticket, Approver: r.Approver, ChangedByRole: r.ChangedByRole,
+		RecordedAt: formatTime(r.RecordedAt)}
 	if out.PreviousValues == nil {
 		out.PreviousValues = json.RawMessage("null")
 	}
 	return out
 }
 
-// build arranges the data into the sections of internal/controls.
-func build(d data) Report {
+// chainOf places the period's records in the hash chain.
+func chainOf(records []evidenceRow) Chain {
+	c := Chain{RecordCount: len(records)}
+	if len(records) > 0 {
+		first, last := records[0].ID, records[len(records)-1].ID
+		head := hex.EncodeToString(records[len(records)-1].Hash)
+		c.FirstID, c.LastID, c.Head = &first, &last, &head
+	}
+	return c
+}
+
+// disposalOf sums the period's purge and erasure records and lists its
+// retention policy changes. A purge record whose values are not what
+// purge_expired_job_data writes is an error.
+func disposalOf(records []evidenceRow) (Disposal, error) {
+	d := Disposal{Purged: []PurgedCount{}, Erasures: []ErasureCount{},
+		RetentionPolicyChanges: recordsOfKind(records, "retention_policy_changed")}
+	purged := map[[2]string]int64{}
+	erased := map[[2]string]int64{}
+	for _, r := range records {
+		switch r.Kind {
+		case "job_data_purged":
+			var values struct {
+				Purged []struct {
+					Queue string `json:"queue_name"`
+					Kind  string `json:"purge_kind"`
+					Count *int64 `json:"purged_count"`
+				} `json:"purged"`
+			}
+			if err := json.Unmarshal(r.NewValues, &values); err != nil {
+				return Disposal{}, fmt.Errorf("record %d: %w", r.ID, err)
+			}
+			d.PurgeRuns++
+			for _, p := range values.Purged {
+				if p.Queue == "" || p.Kind == "" || p.Count == nil {
+					return Disposal{}, fmt.Errorf("record %d: a purged entry lacks its queue, kind or count", r.ID)
+				}
+				purged[[2]string{p.Queue, p.Kind}] += *p.Count
+			}
+		case "job_payload_erased":
+			var values struct {
+				JobStatus string `json:"job_status"`
+			}
+			if err := json.Unmarshal(r.NewValues, &values); err != nil {
+				return Disposal{}, fmt.Errorf("record %d: %w", r.ID, err)
+			}
+			queue := ""
+			if r.Queue != nil {
+				queue = *r.Queue
+			}
+			erased[[2]string{queue, values.JobStatus}]++
+		}
+	}
+	for _, k := range sortedKeys(purged) {
+		d.Purged = append(d.Purged, PurgedCount{Queue: k[0], Kind: k[1], Count: purged[k]})
+	}
+	for _, k := range sortedKeys(erased) {
+		d.Erasures = append(d.Erasures, ErasureCount{Queue: k[0], JobStatus: k[1], Count: erased[k]})
+	}
+	return d, nil
+}
+
+// sortedKeys returns a map's keys in order.
+func sortedKeys(m map[[2]string]int64) [][2]string {
+	keys := make([][2]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b [2]string) int {
+		return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]))
+	})
+	return keys
+}
+
+// BodyDigest returns "sha256:" and the hex SHA-256 of a report's JSON
+// (as `leasectl evidence --format json` writes it, or as Report encodes)
+// without its generated_at and body_digest members, in canonical form:
+// object members sorted by name, no white space, strings escaped as Go's
+// encoding/json does without HTML escaping, numbers as written. For a
+// report whose strings hold no U+2028 or U+2029 this is the SHA-256 of
+// `jq -S -c 'del(.generated_at, .body_digest)'` without its final newline.
+func BodyDigest(reportJSON []byte) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(reportJSON))
+	dec.UseNumber()
+	var body map[string]any
+	if err := dec.Decode(&body); err != nil {
+		return "", err
+	}
+	delete(body, "generated_at")
+	delete(body, "body_digest")
+	var canonical bytes.Buffer
+	enc := json.NewEncoder(&canonical)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(body); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(bytes.TrimSuffix(canonical.Bytes(), []byte("\n")))
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// build arranges the data into the sections of internal/controls and
+// digests the body.
+func build(d data) (Report, error) {
 	newest := sqlbundle.NewestVersion()
 	migration := Migration{MigrationVersion: d.migration.Version, NewestVersion: newest,
 		UpToDate: d.migration.Version == newest}
@@ -395,6 +611,10 @@ func build(d data) Report {
 	for _, s := range d.statuses {
 		statuses = append(statuses, Status(s))
 	}
+	disposal, err := disposalOf(d.records)
+	if err != nil {
+		return Report{}, err
+	}
 	byID := map[string]any{
 		controls.SectionMigration:   migration,
 		controls.SectionMigrations:  recordsOfKind(d.records, "migration_applied", "migration_reverted"),
@@ -402,11 +622,13 @@ func build(d data) Report {
 		controls.SectionPolicies:    policies,
 		controls.SectionPolicy:      recordsOfKind(d.records, "lease_policy_changed"),
 		controls.SectionEnablement:  recordsOfKind(d.records, "renewal_enablement_changed"),
+		controls.SectionDisposal:    disposal,
 		controls.SectionOutcomes:    outcomes,
 		controls.SectionJobStatus:   statuses,
 		controls.SectionAudit:       d.audit,
 	}
-	report := Report{GeneratedAt: formatTime(d.period.GeneratedAt), Controls: controls.Controls(), Period: d.period}
+	report := Report{SchemaVersion: SchemaVersion, GeneratedAt: formatTime(d.period.GeneratedAt), Database: d.database,
+		Chain: chainOf(d.records), Controls: controls.Controls(), Period: d.period}
 	if !d.period.Since.IsZero() {
 		since := formatTime(d.period.Since)
 		report.Since = &since
@@ -423,7 +645,14 @@ func build(d data) Report {
 		}
 		report.Sections = append(report.Sections, out)
 	}
-	return report
+	encoded, err := json.Marshal(report)
+	if err != nil {
+		return Report{}, err
+	}
+	if report.BodyDigest, err = BodyDigest(encoded); err != nil {
+		return Report{}, err
+	}
+	return report, nil
 }
 
 // formatTime prints a time as UTC with milliseconds, as every leasefence

@@ -2,7 +2,11 @@ package evidence
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,6 +67,26 @@ func TestBuildReportsPoliciesAsOfUntilAndOnlyRecordsBeforeIt(t *testing.T) {
 	require.Equal(t, 40*time.Second, policies[1].Durations.Lease)
 	history := sections[controls.SectionPolicy].([]Record)
 	require.Equal(t, "CHG-1 before the end", history[len(history)-1].Reason)
+	require.Equal(t, SchemaVersion, report.SchemaVersion)
+	var name, system, head string
+	var last int64
+	var count int
+	require.NoError(t, admin.QueryRow(ctx, `SELECT current_database(), (SELECT system_identifier::text FROM pg_control_system()),
+		(SELECT count(*) FROM durable_jobs.control_evidence_record WHERE recorded_at < $1),
+		(SELECT max(evidence_record_id) FROM durable_jobs.control_evidence_record WHERE recorded_at < $1)`, end).
+		Scan(&name, &system, &count, &last))
+	require.NoError(t, admin.QueryRow(ctx, `SELECT encode(record_hash, 'hex') FROM durable_jobs.control_evidence_record
+		WHERE evidence_record_id = $1`, last).Scan(&head))
+	require.Equal(t, Database{SystemIdentifier: system, Name: name}, report.Database)
+	require.Equal(t, count, report.Chain.RecordCount)
+	require.Equal(t, int64(1), *report.Chain.FirstID)
+	require.Equal(t, last, *report.Chain.LastID)
+	require.Equal(t, head, *report.Chain.Head)
+	encoded, err := json.Marshal(report)
+	require.NoError(t, err)
+	digest, err := BodyDigest(encoded)
+	require.NoError(t, err)
+	require.Equal(t, report.BodyDigest, digest)
 	require.True(t, sections[controls.SectionAudit].(audit.Report).Passed)
 	from, short := report.Period.OutcomesCoverFrom()
 	require.True(t, short, "an open start is longer than the tallies are kept")
@@ -102,4 +126,64 @@ func TestBuildRefusesAnEmptyPeriodAndNamesTheReadThatFailed(t *testing.T) {
 	require.ErrorIs(t, err, goclient.ErrPermissionDenied)
 	require.True(t, errors.Is(err, readErr.Err))
 	require.Contains(t, err.Error(), "read migration version: ")
+}
+
+func TestReportBodyDigestIgnoresGenerationTimeAndCatchesAnyOtherChange(t *testing.T) {
+	t.Parallel()
+	report := `{"schema_version": 2, "generated_at": "2026-12-04T10:00:00.000Z", "body_digest": "sha256:x",
+		"since": null, "sections": [{"id": "EVIDENCE-X", "data": {"reason": "<b> & \u00e9", "count": 40, "ratio": 0.25}}]}`
+	want, err := BodyDigest([]byte(report))
+	require.NoError(t, err)
+	// What jq -S -c 'del(.generated_at, .body_digest)' prints, without its newline.
+	canonical := `{"schema_version":2,"sections":[{"data":{"count":40,"ratio":0.25,"reason":"<b> & é"},"id":"EVIDENCE-X"}],"since":null}`
+	sum := sha256.Sum256([]byte(canonical))
+	require.Equal(t, "sha256:"+hex.EncodeToString(sum[:]), want)
+
+	later := strings.Replace(report, "10:00:00.000Z", "11:00:00.000Z", 1)
+	got, err := BodyDigest([]byte(later))
+	require.NoError(t, err)
+	require.Equal(t, want, got, "the generation time is not part of the body")
+	changed := strings.Replace(report, `"count": 40`, `"count": 41`, 1)
+	got, err = BodyDigest([]byte(changed))
+	require.NoError(t, err)
+	require.NotEqual(t, want, got)
+	_, err = BodyDigest([]byte(`[1, 2]`))
+	require.Error(t, err)
+}
+
+func TestReportDisposalSumsPurgesAndErasuresAndRefusesAMalformedPurgeRecord(t *testing.T) {
+	t.Parallel()
+	q := func(s string) *string { return &s }
+	records := []evidenceRow{
+		{ID: 7, Kind: "job_data_purged", NewValues: []byte(`{"batch_size": 2, "purged": [
+			{"queue_name": "ingest", "purge_kind": "payload", "purged_count": 2}]}`)},
+		{ID: 8, Kind: "retention_policy_changed", Queue: q("billing"), NewValues: []byte(`{"payload_retention": "01:00:00"}`),
+			Reason: "CHG-8 keep less"},
+		{ID: 9, Kind: "job_data_purged", NewValues: []byte(`{"batch_size": 2, "purged": [
+			{"queue_name": "billing", "purge_kind": "job_record", "purged_count": 1},
+			{"queue_name": "ingest", "purge_kind": "payload", "purged_count": 1}]}`)},
+		{ID: 10, Kind: "job_payload_erased", Queue: q("billing"), NewValues: []byte(`{"job_status": "FAILED"}`), Reason: "DSR-1"},
+		{ID: 11, Kind: "job_payload_erased", Queue: q("billing"), NewValues: []byte(`{"job_status": "FAILED"}`), Reason: "DSR-2"},
+		{ID: 12, Kind: "deployment_recorded", NewValues: []byte(`{}`)},
+	}
+	d, err := disposalOf(records)
+	require.NoError(t, err)
+	require.Equal(t, 2, d.PurgeRuns)
+	require.Equal(t, []PurgedCount{{"billing", "job_record", 1}, {"ingest", "payload", 3}}, d.Purged)
+	require.Equal(t, []ErasureCount{{"billing", "FAILED", 2}}, d.Erasures)
+	require.Len(t, d.RetentionPolicyChanges, 1)
+	require.Equal(t, "CHG-8 keep less", d.RetentionPolicyChanges[0].Reason)
+
+	for _, bad := range []string{`[]`, `{"purged": [{"queue_name": "ingest", "purge_kind": "payload"}]}`} {
+		_, err = disposalOf([]evidenceRow{{ID: 3, Kind: "job_data_purged", NewValues: []byte(bad)}})
+		require.ErrorContains(t, err, "record 3", bad)
+	}
+	_, err = disposalOf([]evidenceRow{{ID: 4, Kind: "job_payload_erased", NewValues: []byte(`"x"`)}})
+	require.ErrorContains(t, err, "record 4")
+
+	c := chainOf(records)
+	require.Equal(t, 6, c.RecordCount)
+	require.Equal(t, int64(7), *c.FirstID)
+	require.Equal(t, int64(12), *c.LastID)
+	require.Equal(t, Chain{RecordCount: 0}, chainOf(nil))
 }

@@ -19,6 +19,9 @@ every login role, whether it is SUPERUSER, BYPASSRLS or CREATEROLE, and
 each leasefence role (durable_job_*) it holds, directly or through another
 role, with the role it was granted to and the grantor of that grant. A
 superuser bypasses every privilege check and is listed whatever it holds.
+Then every table, view, sequence or column privilege in schema durable_jobs
+that a login holds by a grant outside the bundle's roles (to the login, to
+a role it holds, or to PUBLIC), with the role the grant names.
 
 "leasectl audit" (AUDIT-ACCESS-REVIEW) reports what this review should not
 show: a login or PUBLIC holding a table, column or sequence privilege in
@@ -27,7 +30,8 @@ holding both durable_job_worker and durable_job_operator (separation of
 duties) unless its role comment says
 'leasefence: separation of duties accepted: <TICKET-1>'.
 
-Needs only a login: it reads pg_roles and pg_auth_members.
+Needs only a login: it reads pg_roles, pg_auth_members, pg_class and
+pg_attribute.
 `
 
 func init() {
@@ -43,19 +47,32 @@ type accessRoleJSON struct {
 	Grantor   string `json:"grantor"`
 }
 
+// accessPrivilegeJSON is one privilege on a table, view, sequence or
+// column of schema durable_jobs granted outside the bundle's roles.
+type accessPrivilegeJSON struct {
+	Privilege string `json:"privilege"`
+	On        string `json:"on"`
+	// GrantedTo is the role the grant names: the login itself when direct,
+	// or PUBLIC.
+	GrantedTo string `json:"granted_to"`
+}
+
 // accessLoginJSON is one login and what it holds.
 type accessLoginJSON struct {
-	Login      string           `json:"login"`
-	Superuser  bool             `json:"superuser"`
-	BypassRLS  bool             `json:"bypassrls"`
-	CreateRole bool             `json:"createrole"`
-	Roles      []accessRoleJSON `json:"leasefence_roles"`
+	Login      string                `json:"login"`
+	Superuser  bool                  `json:"superuser"`
+	BypassRLS  bool                  `json:"bypassrls"`
+	CreateRole bool                  `json:"createrole"`
+	Roles      []accessRoleJSON      `json:"leasefence_roles"`
+	Privileges []accessPrivilegeJSON `json:"table_privileges"`
 }
 
 // accessReportJSON is the whole review.
 type accessReportJSON struct {
 	AsOf   string            `json:"as_of"`
 	Logins []accessLoginJSON `json:"logins"`
+	// Public is what PUBLIC, so every login, holds in the schema.
+	Public []accessPrivilegeJSON `json:"public_table_privileges"`
 }
 
 // runAccess is "leasectl access".
@@ -111,6 +128,20 @@ func runAccess(ctx context.Context, env *cliEnv, args []string) int {
 		}
 	}
 	_ = tw.Flush()
+	printf(env.stdout, "\nprivileges in schema durable_jobs granted outside the bundle's roles:\n")
+	tw = newTable(env.stdout)
+	printf(tw, "LOGIN\tPRIVILEGE\tON\tGRANTED TO\n")
+	rows := 0
+	for _, l := range append([]accessLoginJSON{{Login: "PUBLIC", Privileges: report.Public}}, report.Logins...) {
+		for _, p := range l.Privileges {
+			printf(tw, "%s\t%s\t%s\t%s\n", visible(l.Login), visible(p.Privilege), visible(p.On), visible(p.GrantedTo))
+			rows++
+		}
+	}
+	if rows == 0 {
+		printf(tw, "-\t-\t-\t-\n")
+	}
+	_ = tw.Flush()
 	return exitOK
 }
 
@@ -136,8 +167,9 @@ func readAccess(ctx context.Context, tx pgx.Tx) (accessReportJSON, error) {
 	for _, l := range logins {
 		index[l.Login] = len(report.Logins)
 		report.Logins = append(report.Logins, accessLoginJSON{Login: l.Login, Superuser: l.Superuser, BypassRLS: l.BypassRLS,
-			CreateRole: l.CreateRole, Roles: []accessRoleJSON{}})
+			CreateRole: l.CreateRole, Roles: []accessRoleJSON{}, Privileges: []accessPrivilegeJSON{}})
 	}
+	bundleRoles := append(append([]string{}, sqlbundle.RuntimeRoles...), sqlbundle.DefinerOwnerRoles...)
 	rows, _ = tx.Query(ctx, audit.RoleClosureSQL+`
 		SELECT DISTINCT l.rolname::text, r.rolname::text, v.rolname::text, h.via = h.login,
 		       COALESCE(g.rolname::text, '')
@@ -147,7 +179,7 @@ func readAccess(ctx context.Context, tx pgx.Tx) (accessReportJSON, error) {
 		JOIN pg_catalog.pg_roles v ON v.oid = h.via
 		LEFT JOIN pg_catalog.pg_roles g ON g.oid = h.grantor
 		WHERE r.rolname = ANY ($1::text[])
-		ORDER BY 1, 2, 4 DESC, 3, 5`, append(append([]string{}, sqlbundle.RuntimeRoles...), sqlbundle.DefinerOwnerRoles...))
+		ORDER BY 1, 2, 4 DESC, 3, 5`, bundleRoles)
 	type held struct {
 		Login string
 		accessRoleJSON
@@ -163,6 +195,38 @@ func readAccess(ctx context.Context, tx pgx.Tx) (accessReportJSON, error) {
 	for _, h := range holdings {
 		i := index[h.Login]
 		report.Logins[i].Roles = append(report.Logins[i].Roles, h.accessRoleJSON)
+	}
+	// Privileges granted to PUBLIC (login ''), to a login, or to a role a
+	// login holds, outside the bundle's own roles.
+	rows, _ = tx.Query(ctx, audit.RoleClosureSQL+`, `+audit.SchemaGrantsCTE+`
+		SELECT DISTINCT COALESCE(l.rolname::text, ''), g.priv, g.relname, COALESCE(r.rolname::text, 'PUBLIC')
+		FROM grants g
+		LEFT JOIN pg_catalog.pg_roles r ON r.oid = g.grantee
+		LEFT JOIN pg_catalog.pg_roles l ON g.grantee <> 0
+		     AND (l.oid = g.grantee OR l.oid IN (SELECT h.login FROM held h WHERE h.roleid = g.grantee))
+		WHERE g.grantee <> g.relowner AND (g.grantee = 0 OR r.rolname <> ALL ($1::text[]))
+		  AND (g.grantee = 0 OR l.rolcanlogin)
+		ORDER BY 1, 3, 2, 4`, bundleRoles)
+	type granted struct {
+		Login string
+		accessPrivilegeJSON
+	}
+	privileges, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (granted, error) {
+		var g granted
+		err := row.Scan(&g.Login, &g.Privilege, &g.On, &g.GrantedTo)
+		return g, err
+	})
+	if err != nil {
+		return accessReportJSON{}, err
+	}
+	report.Public = []accessPrivilegeJSON{}
+	for _, p := range privileges {
+		if p.Login == "" {
+			report.Public = append(report.Public, p.accessPrivilegeJSON)
+			continue
+		}
+		i := index[p.Login]
+		report.Logins[i].Privileges = append(report.Logins[i].Privileges, p.accessPrivilegeJSON)
 	}
 	return report, nil
 }

@@ -138,6 +138,7 @@ func TestAccessReviewFindsExcessAccessAndListsEveryLogin(t *testing.T) {
 	execSQL(t, pool, `GRANT USAGE ON SCHEMA durable_jobs TO monitoring`)
 	execSQL(t, pool, `GRANT SELECT ON durable_jobs.job_payload_record TO monitoring`)
 	execSQL(t, pool, `GRANT SELECT (queue_name) ON durable_jobs.job_record TO PUBLIC`)
+	execSQL(t, pool, `GRANT SELECT ON durable_jobs.job_record TO etl_group`)
 	execSQL(t, pool, `GRANT durable_job_claim_owner TO ops_bob`)
 	execSQL(t, pool, `GRANT durable_job_operator TO etl_worker_prod`)
 
@@ -148,6 +149,7 @@ func TestAccessReviewFindsExcessAccessAndListsEveryLogin(t *testing.T) {
 	for _, line := range []string{
 		"AUDIT-ACCESS-REVIEW: login monitoring holds SELECT on durable_jobs.job_payload_record\n",
 		"AUDIT-ACCESS-REVIEW: PUBLIC holds SELECT (queue_name) on durable_jobs.job_record\n",
+		"AUDIT-ACCESS-REVIEW: role etl_group holds SELECT on durable_jobs.job_record\n",
 		"AUDIT-ACCESS-REVIEW: login ops_bob holds definer owner role durable_job_claim_owner",
 		"AUDIT-ACCESS-REVIEW: login etl_worker_prod holds both durable_job_worker and durable_job_operator",
 	} {
@@ -164,6 +166,9 @@ func TestAccessReviewFindsExcessAccessAndListsEveryLogin(t *testing.T) {
 			require.Regexp(t, `ops_bob\s+-\s+durable_job_claim_owner\s+ops_bob\s+`, r.stdout)
 			require.Regexp(t, `monitoring\s+-\s+-\s+-\s+-`, r.stdout)
 			require.Regexp(t, su+`\s+SUPERUSER,BYPASSRLS,CREATEROLE\s+`, r.stdout)
+			require.Contains(t, r.stdout, "\nprivileges in schema durable_jobs granted outside the bundle's roles:\n")
+			require.Regexp(t, `(?m)^PUBLIC\s+SELECT \(queue_name\)\s+durable_jobs\.job_record\s+PUBLIC$`, r.stdout)
+			require.Regexp(t, `(?m)^monitoring\s+SELECT\s+durable_jobs\.job_payload_record\s+monitoring$`, r.stdout)
 			continue
 		}
 		var report accessReportJSON
@@ -182,6 +187,13 @@ func TestAccessReviewFindsExcessAccessAndListsEveryLogin(t *testing.T) {
 		require.True(t, byLogin[su].Superuser)
 		require.False(t, byLogin["monitoring"].Superuser)
 		require.Empty(t, byLogin["monitoring"].Roles)
+		require.Equal(t, []accessPrivilegeJSON{{Privilege: "SELECT", On: "durable_jobs.job_payload_record", GrantedTo: "monitoring"}},
+			byLogin["monitoring"].Privileges, "the payload grant is listed")
+		require.Equal(t, []accessPrivilegeJSON{{Privilege: "SELECT (queue_name)", On: "durable_jobs.job_record", GrantedTo: "PUBLIC"}},
+			report.Public)
+		require.Empty(t, byLogin["etl_worker_prod"].Privileges, "the bundle roles' own privileges are not grants to review")
+		require.Equal(t, []accessPrivilegeJSON{{Privilege: "SELECT", On: "durable_jobs.job_record", GrantedTo: "etl_group"}},
+			byLogin["etl_accepted"].Privileges, "a grant to a role the login holds")
 	}
 	r := leasectl(t, "access", "--output", "yaml", "--database-url", db.URL)
 	requireCode(t, exitUsage, r)

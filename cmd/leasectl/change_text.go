@@ -79,6 +79,10 @@ func isPlainReason(s string) bool {
 	return true
 }
 
+// personalReasonProblem says why a reason that looks like personal data or
+// a secret is refused.
+const personalReasonProblem = "looks like it holds personal data or a secret (a resident registration, card or phone number, an e-mail address or a credential); evidence is kept for good, so give a ticket reference instead"
+
 // reasonProblem says what is wrong with a reason for append-only
 // evidence, or "" when it is acceptable. It never repeats the reason.
 func reasonProblem(s string) string {
@@ -86,7 +90,7 @@ func reasonProblem(s string) string {
 	case !isPlainReason(s):
 		return "must be 1 to 500 characters, not blank, without control or bidirectional-control characters"
 	case looksPersonalOrSecret(s):
-		return "looks like it holds personal data or a secret (a resident registration, card or phone number, an e-mail address or a credential); evidence is kept for good, so give a ticket reference instead"
+		return personalReasonProblem
 	}
 	return ""
 }

@@ -17,7 +17,8 @@ RETRY_SCHEDULED is refused (SQLSTATE LF003, exit 1): cancel it first.
 The erasure is recorded as control evidence with the queue, the job's
 status, your reason and your database role, never the job id or anything
 of the payload: give the request's ticket as the reason, not the data
-subject's name. A job that is unknown or already erased is reported and
+subject's name. leasectl refuses a reason that looks like personal data or
+a secret (exit 2, nothing erased). A job that is unknown or already erased is reported and
 exits 0. Needs a login granted durable_job_operator.
 `
 
@@ -36,6 +37,11 @@ func runErase(ctx context.Context, env *cliEnv, args []string) int {
 		if !given[name] {
 			return env.usageError("erase: --%s is required", name)
 		}
+	}
+	// The database checks this reason for control characters only
+	// (erase_job_payload predates the personal-data check).
+	if looksPersonalOrSecret(*reason) {
+		return env.usageError("erase: --reason %s", personalReasonProblem)
 	}
 	s, err := openSession(ctx, common.databaseURL)
 	if err != nil {

@@ -55,3 +55,38 @@ func TestEraseErasesAFinishedJobAndRefusesALiveOne(t *testing.T) {
 
 // itoa prints a job id.
 func itoa(id int64) string { return strconv.FormatInt(id, 10) }
+
+// Issue 19 item 4 for the retention family: a retention change or erasure
+// reason with personal data went into the append-only evidence (the
+// database checks these reasons for control characters only). leasectl now
+// refuses it before anything changes.
+func TestRetentionSetAndEraseRefuseAReasonWithPersonalData(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	admin := db.Pool(t)
+	operator := db.LoginURL(t, "durable_job_operator")
+	done := finishedJob(t, admin, "billing", "1 minute")
+	_, before := retentionSnapshot(t, admin)
+
+	for _, reason := range []string{"DSR for 김민수 RRN 900101-1234567", "erase customer kim@example.com", "pw=hunter2"} {
+		r := leasectl(t, "retention", "set", "--queue", "billing", "--payload-retention", "7d", "--record-retention", "90d",
+			"--reason", reason, "--database-url", operator)
+		requireCode(t, exitUsage, r, reason)
+		require.Contains(t, r.stderr, "retention set: --reason looks like it holds personal data or a secret")
+		r2 := leasectl(t, "erase", "--job", itoa(done), "--reason", reason, "--database-url", operator)
+		requireCode(t, exitUsage, r2, reason)
+		require.Contains(t, r2.stderr, "erase: --reason looks like it holds personal data or a secret")
+		for _, out := range []string{r.output(), r2.output()} {
+			require.NotContains(t, out, "900101")
+			require.NotContains(t, out, "kim@example.com")
+			require.NotContains(t, out, "hunter2")
+		}
+	}
+	_, after := retentionSnapshot(t, admin)
+	require.Equal(t, before, after, "nothing was recorded")
+	var payloads int
+	require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM durable_jobs.job_payload_record WHERE job_record_id = $1`, done).
+		Scan(&payloads))
+	require.Equal(t, 1, payloads, "nothing was erased")
+}

@@ -23,9 +23,21 @@ Trust Services Criteria and CSAP areas each control is relevant to.
 
 Sections: migration version and when it was applied; migration history;
 deployment versions (see "leasectl deployment record"); current lease
-policies; lease policy history with reasons and roles; renewal enablement
-changes; aggregate lease outcomes (stale renewals, reclaims); jobs by status;
-and the result of every "leasectl audit" check.
+policies; lease policy history with reasons, tickets, approvers and roles;
+renewal enablement changes; disposal (what the retention purge and erasure
+removed, as counts per queue and kind, and retention policy changes);
+aggregate lease outcomes (stale renewals, reclaims); jobs by status; and the
+result of every "leasectl audit" check.
+
+The report names the database (name and system identifier) and places the
+period's evidence in the hash chain: the record count, the first and last
+evidence id and the chain head (the record_hash of the last record, which
+covers every record before it). Keep each exported report: running the same
+--since and --until later must print the same chain head, or a record up to
+that one was altered, removed or inserted, even when every later hash was
+recomputed and "leasectl audit" passes. The JSON carries schema_version and
+body_digest (SHA-256 of the JSON without generated_at and body_digest, keys
+sorted: two reports of the same state and period have the same digest).
 
 --since limits the histories and outcome totals to records from that time on:
 an RFC 3339 time (2026-05-01T00:00:00Z) or a duration back from the database's
@@ -140,6 +152,14 @@ func renderEvidenceMarkdown(report evidence.Report) string {
 	if from, short := report.Period.OutcomesCoverFrom(); short {
 		w("Outcome tallies are kept 30 days: the outcome totals cover %s on only.\n", formatTime(from))
 	}
+	w("Database %s (system identifier %s).\n", markdownCell(report.Database.Name), report.Database.SystemIdentifier)
+	if c := report.Chain; c.RecordCount > 0 {
+		w("Evidence chain: the period holds %d evidence records, ids %d to %d; chain head (record_hash of record %d) `%s`.\n",
+			c.RecordCount, *c.FirstID, *c.LastID, *c.LastID, *c.Head)
+	} else {
+		w("Evidence chain: the period holds no evidence records.\n")
+	}
+	w("JSON schema version %d, body digest %s.\n", report.SchemaVersion, report.BodyDigest)
 	w("The report holds no payload, claim token, owner id, idempotency key or job id.\n")
 	for _, section := range report.Sections {
 		w("\n## %s (%s)\n\n%s\n\n", section.Title, section.ID, section.Shows)
@@ -161,16 +181,31 @@ func renderEvidenceMarkdown(report evidence.Report) string {
 				w("No records.\n")
 				continue
 			}
-			w("| # | recorded at | kind | queue | previous values | new values | reason | role |\n|---|---|---|---|---|---|---|---|\n")
-			for _, r := range data {
-				queue := "-"
-				if r.Queue != nil {
-					queue = *r.Queue
+			writeRecords(&b, data)
+		case evidence.Disposal:
+			w("Purge calls that removed something: %d.\n\n", data.PurgeRuns)
+			if len(data.Purged) > 0 {
+				w("| queue | purged | jobs |\n|---|---|---|\n")
+				for _, p := range data.Purged {
+					w("| %s | %s | %d |\n", markdownCell(p.Queue), markdownCell(p.Kind), p.Count)
 				}
-				w("| %d | %s | %s | %s | %s | %s | %s | %s |\n", r.ID, r.RecordedAt, r.Kind, markdownCell(queue),
-					markdownCode(compactJSON(r.PreviousValues)), markdownCode(compactJSON(r.NewValues)),
-					markdownCell(r.Reason), markdownCell(r.ChangedByRole))
+				w("\n")
 			}
+			if len(data.Erasures) == 0 {
+				w("No payload erasures.\n\n")
+			} else {
+				w("| queue | erased in status | jobs |\n|---|---|---|\n")
+				for _, e := range data.Erasures {
+					w("| %s | %s | %d |\n", markdownCell(e.Queue), markdownCell(e.JobStatus), e.Count)
+				}
+				w("\n")
+			}
+			w("Retention policy changes:\n\n")
+			if len(data.RetentionPolicyChanges) == 0 {
+				w("No records.\n")
+				continue
+			}
+			writeRecords(&b, data.RetentionPolicyChanges)
 		case []evidence.Policy:
 			w("| queue | lease | renewal interval | max claim lifetime | renewal enabled | changed at | changed by |\n|---|---|---|---|---|---|---|\n")
 			for _, p := range data {
@@ -227,6 +262,24 @@ func renderEvidenceMarkdown(report evidence.Report) string {
 		w("| %s | %s | %s | %s |\n", c.ID, c.Title, strings.Join(c.TrustServicesCriteria, ", "), strings.Join(c.CSAPAreas, ", "))
 	}
 	return b.String()
+}
+
+// writeRecords writes evidence records as a Markdown table; ticket and
+// approver are "-" when none was given.
+func writeRecords(b *strings.Builder, records []evidence.Record) {
+	orDash := func(s *string) string {
+		if s == nil {
+			return "-"
+		}
+		return markdownCell(*s)
+	}
+	b.WriteString("| # | recorded at | kind | queue | previous values | new values | reason | ticket | approver | role |\n" +
+		"|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range records {
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.ID, r.RecordedAt, r.Kind, orDash(r.Queue),
+			markdownCode(compactJSON(r.PreviousValues)), markdownCode(compactJSON(r.NewValues)),
+			markdownCell(r.Reason), orDash(r.Ticket), orDash(r.Approver), markdownCell(r.ChangedByRole))
+	}
 }
 
 // compactJSON prints a JSON value on one line.

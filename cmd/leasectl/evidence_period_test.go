@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -15,7 +14,6 @@ import (
 
 func TestEvidenceSinceUntilReportsOnlyThePeriodAndPoliciesAsOfItsEnd(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	db := testdb.New(t)
 	admin := db.Pool(t)
 	operator := db.LoginURL(t, "durable_job_operator")
@@ -28,12 +26,7 @@ func TestEvidenceSinceUntilReportsOnlyThePeriodAndPoliciesAsOfItsEnd(t *testing.
 	}
 	// now reads the database clock after the last change committed, so
 	// every record before it is older and every record after it newer.
-	now := func() string {
-		t.Helper()
-		var at time.Time
-		require.NoError(t, admin.QueryRow(ctx, `SELECT pg_catalog.clock_timestamp()`).Scan(&at))
-		return at.UTC().Format(time.RFC3339Nano)
-	}
+	now := func() string { return databaseClock(t, admin) }
 
 	setPolicy("billing", "30s", "CHG-1 before the period")
 	setPolicy("ingest", "30s", "CHG-2 before the period")

@@ -335,7 +335,7 @@ func TestEvidenceSaysWhichReadFailed(t *testing.T) {
 		{"job_status_totals()", "read job status totals"},
 		{"lease_outcome_totals(timestamptz)", "read lease outcome totals"},
 		{"queue_lease_policies()", "read lease policies"},
-		{"control_evidence_history(timestamptz)", "read control evidence"},
+		{"control_evidence_records(timestamptz, timestamptz)", "read control evidence"},
 		{"bundle_migration_version()", "read migration version"},
 	} {
 		execSQL(t, admin, `REVOKE EXECUTE ON FUNCTION durable_jobs.`+step.function+` FROM durable_job_auditor`)
@@ -476,13 +476,13 @@ func TestEvidenceShowsOperatorTextAsTextNotMarkup(t *testing.T) {
 	// and a right-to-left override in it, and a reason full of the same.
 	role := "op<b>|[x](y)\x1b[2J\u202e" + randomName(2)
 	password := randomName(8)
-	_, err := admin.Exec(ctx, "CREATE ROLE "+pgx.Identifier{role}.Sanitize()+" LOGIN PASSWORD '"+password+
-		"' IN ROLE durable_job_operator")
+	// Roles are cluster-wide: the login and its bounds commit together, so
+	// another test's audit never sees it unbounded.
+	quoted := pgx.Identifier{role}.Sanitize()
+	_, err := admin.Exec(ctx, "BEGIN; CREATE ROLE "+quoted+" LOGIN PASSWORD '"+password+"' IN ROLE durable_job_operator; "+
+		"ALTER ROLE "+quoted+" SET statement_timeout = '5min'; "+
+		"ALTER ROLE "+quoted+" SET idle_in_transaction_session_timeout = '5min'; COMMIT")
 	require.NoError(t, err)
-	for _, limit := range []string{"statement_timeout", "idle_in_transaction_session_timeout"} {
-		_, err = admin.Exec(ctx, "ALTER ROLE "+pgx.Identifier{role}.Sanitize()+" SET "+limit+" = '5min'")
-		require.NoError(t, err)
-	}
 	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP ROLE "+pgx.Identifier{role}.Sanitize()) })
 	u, err := url.Parse(db.URL)
 	require.NoError(t, err)
@@ -533,12 +533,12 @@ func TestEvidenceShowsOperatorTextAsTextNotMarkup(t *testing.T) {
 	for _, escaped := range []string{
 		`| &lt;img src=x onerror=alert\(1\)&gt; \[approved\]\(https://evil.example/approve\) ` +
 			`\\u001b\[31mred\\u202eevil\\u000aline2 \` + "`" + `tick\` + "`" + ` \| pipe \*em\* \_u\_ \~\~s\~\~ &amp;amp; ` +
-			`zero\\u200bwidth &lt;script&gt;x&lt;/script&gt; | ` + escapedRole,
+			`zero\\u200bwidth &lt;script&gt;x&lt;/script&gt; | - | - | ` + escapedRole,
 	} {
 		require.Contains(t, row, escaped)
 	}
 	unescapedPipes := regexp.MustCompile(`(^|[^\\])\|`).FindAllString(row, -1)
-	require.Len(t, unescapedPipes, 9, "the row keeps its 8 columns: %s", row)
+	require.Len(t, unescapedPipes, 11, "the row keeps its 10 columns: %s", row)
 	require.Regexp(t, `\| billing \| .* \| `+regexp.QuoteMeta(escapedRole)+`[0-9a-f]{4} \|`, md)
 
 	// JSON keeps the reason as it was written.

@@ -31,7 +31,9 @@ set changes one queue's policy (--queue '*' for the default). Durations are
 written like 30d, 365d, 12h, 90m. The database refuses the change as a whole
 unless 1h <= payload retention <= record retention <= 3650d and the reason
 is 1 to 500 characters without control characters; then nothing changes and
-leasectl prints the database's reason and exits 1. An accepted change is
+leasectl prints the database's reason and exits 1. A reason that looks like
+personal data or a secret is refused by leasectl (exit 2, nothing
+changes). An accepted change is
 recorded as control evidence with the reason and your database role.
 
 apply runs durable_jobs.purge_expired_job_data in batches of --batch-size
@@ -207,6 +209,11 @@ func retentionSet(ctx context.Context, env *cliEnv, args []string) int {
 		if !given[name] {
 			return env.usageError("retention set: --%s is required", name)
 		}
+	}
+	// The database checks this reason for control characters only
+	// (set_queue_retention_policy predates the personal-data check).
+	if looksPersonalOrSecret(*reason) {
+		return env.usageError("retention set: --reason %s", personalReasonProblem)
 	}
 	s, err := openSession(ctx, common.databaseURL)
 	if err != nil {

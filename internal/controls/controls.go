@@ -70,6 +70,8 @@ const (
 	PrivacyPayloadApart = "LF-PRV-01"
 	// PrivacyTelemetry is LF-PRV-02: telemetry and evidence are payload-blind.
 	PrivacyTelemetry = "LF-PRV-02"
+	// PrivacyDisposal is LF-PRV-03: finished jobs' data is disposed of on schedule and on request, and each disposal is recorded as counts.
+	PrivacyDisposal = "LF-PRV-03"
 	// IntegrityFencing is LF-INT-01: only the exact live claim can renew or finish a job.
 	IntegrityFencing = "LF-INT-01"
 	// IntegrityOutcomes is LF-INT-02: stale renewals and reclaims are counted.
@@ -145,6 +147,8 @@ const (
 	SectionEnablement = "EVIDENCE-ENABLEMENT-HISTORY"
 	// SectionMigrations is the history of migrations applied and reverted.
 	SectionMigrations = "EVIDENCE-MIGRATION-HISTORY"
+	// SectionDisposal is what the retention purge and erasure disposed of, as counts, and the retention policy changes.
+	SectionDisposal = "EVIDENCE-DISPOSAL"
 	// SectionOutcomes is the aggregate of stale renewals and reclaims.
 	SectionOutcomes = "EVIDENCE-LEASE-OUTCOMES"
 	// SectionJobStatus is the count of jobs per queue and status.
@@ -176,7 +180,7 @@ var controlTable = []Control{
 		"Every SECURITY DEFINER function pins search_path to pg_catalog, pg_temp, and no role other than the bootstrap superuser may create objects in those schemas.",
 		[]string{"CC6.1", "CC6.8"}, []string{"Access control", "Secure development"}},
 	{AccessReview, "Access to leasefence is reviewable",
-		"`leasectl access` lists every login with each leasefence role it holds (directly or inherited), the grantor and its SUPERUSER, BYPASSRLS and CREATEROLE attributes as of a database time; the audit reports a login or PUBLIC with a table, column or sequence privilege in the schema, a login holding a definer owner role, and a login holding both a worker and an operator role unless accepted by a role comment.",
+		"`leasectl access` lists every login with each leasefence role it holds (directly or inherited), the grantor and its SUPERUSER, BYPASSRLS and CREATEROLE attributes as of a database time, and every table, column or sequence privilege in the schema granted outside the bundle's roles; the audit reports a login or PUBLIC with a table, column or sequence privilege in the schema, a login holding a definer owner role, and a login holding both a worker and an operator role unless accepted by a role comment.",
 		[]string{"CC6.1", "CC6.2", "CC6.3"}, []string{"Access control"}},
 	{PrivacyPayloadApart, "Lease renewal cannot read job payloads",
 		"Payloads live in their own table; the renewal function's owner holds no privilege on it, so renewal can neither read nor emit personal data.",
@@ -184,6 +188,9 @@ var controlTable = []Control{
 	{PrivacyTelemetry, "Telemetry and evidence are payload-blind",
 		"Metrics, health, audit and evidence output carry only bounded labels (queue, outcome); never payloads, claim tokens, owner ids, principals, idempotency keys, SQL or error text.",
 		[]string{"C1.1", "P4.1", "CC7.2"}, []string{"Personal information protection", "Logging and monitoring"}},
+	{PrivacyDisposal, "Finished jobs' data is disposed of, with evidence",
+		"The retention purge deletes finished jobs' payloads and result documents, then their rows, after each queue's retention period, and erasure removes one finished job's payload on request; each purge call and each erasure writes a chained evidence record with counts per queue and kind (never a job id), and each retention policy change is recorded. Control evidence itself is never purged.",
+		[]string{"C1.2", "P4.2", "CC8.1"}, []string{"Personal information protection", "Change management"}},
 	{IntegrityFencing, "Only the exact live claim can renew or finish a job",
 		"Renewals and terminal writes are fenced on job, token digest, owner, login role, status and database time; a stale claim renews nothing and its terminal write aborts its transaction.",
 		[]string{"PI1.3", "PI1.4"}, []string{"Service continuity", "Data integrity"}},
@@ -197,7 +204,7 @@ var controlTable = []Control{
 		"Alert rules fire on renewal database failures, stale-claim rate (the client's and the database's own gauge), scheduler lag, safety-margin exhaustion, abnormal reclaim frequency and a collector that stopped reporting; each rule carries a runbook_url and is unit-tested, and the history of fired alerts can be exported for an audit period (docs/operations/runbook.md).",
 		[]string{"CC7.2", "CC7.3", "A1.2"}, []string{"Incident management", "Logging and monitoring"}},
 	{AuditAppendOnly, "Control evidence is append-only and tamper-evident",
-		"Triggers refuse UPDATE, DELETE and TRUNCATE of control-evidence records for every role that cannot disable them, and no runtime role holds a table privilege. A superuser or the table owner can disable a trigger, so each record also carries a hash over its content and the previous record's hash: `leasectl audit` (AUDIT-EVIDENCE-CHAIN) reports a record deleted, altered or reordered, and the chain head printed by each evidence report lets a later report show that records were removed from the end.",
+		"Triggers refuse UPDATE, DELETE and TRUNCATE of control-evidence records for every role that cannot disable them, and no runtime role holds a table privilege. A superuser or the table owner can disable a trigger, so each record also carries a hash over its content and the previous record's hash: `leasectl audit` (AUDIT-EVIDENCE-CHAIN) reports a record deleted, altered or reordered with the hashes left as they were. The chain is unkeyed and kept in the same database, so the table owner with the triggers off can rewrite a record and recompute every later hash, or delete the newest records, and the audit passes; each evidence report prints its period's record count, first and last id and chain head, and reporting the same period again shows such a change against an earlier exported report.",
 		[]string{"CC7.2", "CC8.1"}, []string{"Logging and monitoring", "Change management"}},
 	{AuditConfiguration, "The live database is audited against the contract",
 		"`leasectl audit` checks the live catalogs against the contract and exits non-zero on any finding; its result is part of the evidence report.",
@@ -275,7 +282,7 @@ var evidenceSectionTable = []EvidenceSection{
 		"The bundle's current migration version and when it was applied.",
 		[]string{ChangeMigrations}},
 	{SectionMigrations, "Migration history",
-		"Every migration applied or reverted in the period that the evidence holds, with the operator's reason (from the evidence-chain migration on); a database migrated down to 0 and up again has lost the records before, unless they were exported (`leasectl migrate down --to 0 --evidence-export`).",
+		"Every migration applied or reverted in the period that the evidence holds, with the operator's reason (from the evidence-chain migration on); a database migrated down to 0 and up again has lost the records before, unless they were exported (`leasectl migrate down --to 0 --discard-evidence --evidence-export PATH`).",
 		[]string{ChangeMigrations, AuditAppendOnly}},
 	{SectionDeployments, "Deployment versions",
 		"Every deployment version recorded with `leasectl deployment record`, with reason and role.",
@@ -289,6 +296,9 @@ var evidenceSectionTable = []EvidenceSection{
 	{SectionEnablement, "Renewal enablement history",
 		"Every change of a queue's renewal switch with reason and role.",
 		[]string{ChangeEnablement, AuditAppendOnly}},
+	{SectionDisposal, "Disposal",
+		"What the retention purge (job_data_purged) and erasure (job_payload_erased) disposed of in the period, summed per queue and kind, and erasures per queue and job status: counts only, never a job id or an erasure's reason; and every retention policy change (retention_policy_changed) with old and new values, reason and role. A job_record count is a job whose row was deleted with its payload, outcome ledger and result documents, which are not counted apart; a payload count is a payload deleted with the job's result documents cleared. Lease outcome tallies older than 30 days are deleted without a record; control evidence is never purged.",
+		[]string{PrivacyDisposal, PrivacyTelemetry, AuditAppendOnly}},
 	{SectionOutcomes, "Aggregate lease outcomes",
 		"Reclaims, stale renewals and stale releases per queue over the report window (queue '*' holds the stale calls not charged to a queue), from bounded tallies kept for 30 days only (the report warns when its period starts earlier).",
 		[]string{IntegrityOutcomes, IntegrityFencing, AvailabilityHealth}},

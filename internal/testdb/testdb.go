@@ -258,14 +258,22 @@ func (d *DB) CreateLogin(ctx context.Context, runtimeRole string) (string, error
 	// Names and password are generated here from [a-z0-9_] only.
 	// Like the runbook's logins, each has its statements and its idle time
 	// in a transaction bounded (generously: tests hold transactions open on
-	// purpose), so leasectl audit finds nothing unbounded.
+	// purpose), so leasectl audit finds nothing unbounded. Roles are
+	// cluster-wide: the role and its settings commit together, so another
+	// test's audit never sees the login without its bounds.
 	sql := fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s' IN ROLE %s", name, password, runtimeRole)
 	settings := fmt.Sprintf("ALTER ROLE %s SET statement_timeout = '5min'", name)
 	idle := fmt.Sprintf("ALTER ROLE %s SET idle_in_transaction_session_timeout = '5min'", name)
-	for _, stmt := range []string{sql, settings, idle} {
-		if _, err := d.srv.admin.Exec(ctx, stmt); err != nil {
-			return "", fmt.Errorf("create a login role in %s: %w", runtimeRole, err)
+	err := pgx.BeginFunc(ctx, d.srv.admin, func(tx pgx.Tx) error {
+		for _, stmt := range []string{sql, settings, idle} {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("create a login role in %s: %w", runtimeRole, err)
 	}
 	d.mu.Lock()
 	d.logins = append(d.logins, name)
