@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/mightyetl/leasefence/audit"
 	"github.com/mightyetl/leasefence/evidence"
+	"github.com/mightyetl/leasefence/internal/textfmt"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
@@ -88,8 +88,8 @@ func runEvidence(ctx context.Context, env *cliEnv, args []string) int {
 	var periodErr *evidence.PeriodError
 	switch {
 	case errors.As(err, &periodErr):
-		return env.usageError("evidence: --until (%s) must be later than --since (%s)", formatTime(periodErr.Until),
-			formatTime(periodErr.Since))
+		return env.usageError("evidence: --until (%s) must be later than --since (%s)", textfmt.Time(periodErr.Until),
+			textfmt.Time(periodErr.Since))
 	case errors.As(err, &readErr):
 		return env.fail(readErr.Read, readErr.Err)
 	case err != nil:
@@ -138,7 +138,7 @@ func renderEvidenceMarkdown(report evidence.Report) string {
 		w("Histories and outcome totals cover everything the database keeps.\n")
 	}
 	if from, short := report.Period.OutcomesCoverFrom(); short {
-		w("Outcome tallies are kept 30 days: the outcome totals cover %s on only.\n", formatTime(from))
+		w("Outcome tallies are kept 30 days: the outcome totals cover %s on only.\n", textfmt.Time(from))
 	}
 	w("The report holds no payload, claim token, owner id, idempotency key or job id.\n")
 	for _, section := range report.Sections {
@@ -168,14 +168,14 @@ func renderEvidenceMarkdown(report evidence.Report) string {
 					queue = *r.Queue
 				}
 				w("| %d | %s | %s | %s | %s | %s | %s | %s |\n", r.ID, r.RecordedAt, r.Kind, markdownCell(queue),
-					markdownCode(compactJSON(r.PreviousValues)), markdownCode(compactJSON(r.NewValues)),
+					markdownCode(textfmt.CompactJSON(r.PreviousValues)), markdownCode(textfmt.CompactJSON(r.NewValues)),
 					markdownCell(r.Reason), markdownCell(r.ChangedByRole))
 			}
 		case []evidence.Policy:
 			w("| queue | lease | renewal interval | max claim lifetime | renewal enabled | changed at | changed by |\n|---|---|---|---|---|---|---|\n")
 			for _, p := range data {
-				w("| %s | %s | %s | %s | %s | %s | %s |\n", markdownCell(p.Queue), formatDuration(p.Durations.Lease),
-					formatDuration(p.Durations.RenewalInterval), formatDuration(p.Durations.MaxClaimLifetime),
+				w("| %s | %s | %s | %s | %s | %s | %s |\n", markdownCell(p.Queue), textfmt.Duration(p.Durations.Lease),
+					textfmt.Duration(p.Durations.RenewalInterval), textfmt.Duration(p.Durations.MaxClaimLifetime),
 					formatBool(p.RenewalEnabled), p.ChangedAt, markdownCell(p.ChangedByRole))
 			}
 		case []evidence.Outcome:
@@ -223,14 +223,4 @@ func renderEvidenceMarkdown(report evidence.Report) string {
 		w("| %s | %s | %s | %s |\n", c.ID, c.Title, strings.Join(c.TrustServicesCriteria, ", "), strings.Join(c.CSAPAreas, ", "))
 	}
 	return b.String()
-}
-
-// compactJSON prints a JSON value on one line.
-func compactJSON(raw json.RawMessage) string {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return string(raw)
-	}
-	out, _ := json.Marshal(v)
-	return string(out)
 }

@@ -467,8 +467,8 @@ func TestEvidenceShowsOperatorTextAsTextNotMarkup(t *testing.T) {
 
 	// An operator login whose role name is markup with an escape sequence
 	// and a right-to-left override in it, and a reason full of the same.
-	role := "op<b>|[x](y)\x1b[2J\u202e" + randomName(2)
-	password := randomName(8)
+	role := "op<b>|[x](y)\x1b[2J\u202e" + uuid.NewString()[:4]
+	password := strings.ReplaceAll(uuid.NewString(), "-", "")
 	_, err := admin.Exec(ctx, "CREATE ROLE "+pgx.Identifier{role}.Sanitize()+" LOGIN PASSWORD '"+password+
 		"' IN ROLE durable_job_operator")
 	require.NoError(t, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mightyetl/leasefence/goclient"
+	"github.com/mightyetl/leasefence/internal/textfmt"
 )
 
 const healthUsage = `Usage:
@@ -68,19 +69,19 @@ func runHealth(ctx context.Context, env *cliEnv, args []string) int {
 	tw := newTable(env.stdout)
 	printf(tw, "QUEUE\tRUNNING\tEXPIRING SOON\tAWAITING RECLAIM\tRECLAIMS 1H\tSTALE 1H\tOLDEST LEASE\n")
 	for _, h := range health {
-		printf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", visible(h.Queue), h.RunningJobs, h.ExpiringWithinInterval,
+		printf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", textfmt.Visible(h.Queue), h.RunningJobs, h.ExpiringWithinInterval,
 			h.ExpiredAwaitingReclaim, h.ReclaimsLastHour, h.StaleRenewalsLastHour, oldestLease(h))
 	}
 	_ = tw.Flush()
 	if len(health) > 0 {
-		printf(env.stdout, "read at %s (database time)\n", formatTime(health[0].DatabaseTime))
+		printf(env.stdout, "read at %s (database time)\n", textfmt.Time(health[0].DatabaseTime))
 	}
 	return exitOK
 }
 
 func toHealthJSON(h goclient.QueueLeaseHealth) healthJSON {
-	out := healthJSON{visible(h.Queue), h.RunningJobs, h.ExpiringWithinInterval, h.ExpiredAwaitingReclaim,
-		h.ReclaimsLastHour, h.StaleRenewalsLastHour, nil, formatTime(h.DatabaseTime)}
+	out := healthJSON{textfmt.Visible(h.Queue), h.RunningJobs, h.ExpiringWithinInterval, h.ExpiredAwaitingReclaim,
+		h.ReclaimsLastHour, h.StaleRenewalsLastHour, nil, textfmt.Time(h.DatabaseTime)}
 	if h.OldestLeaseAge != nil {
 		age := seconds(*h.OldestLeaseAge)
 		out.OldestLeaseAgeSeconds = &age
