@@ -1,4 +1,4 @@
-package main
+package audit
 
 import (
 	"testing"
@@ -62,8 +62,8 @@ func TestAuditInstallChecksFindEachBreak(t *testing.T) {
 			for _, sql := range statements {
 				execSQL(t, pool, sql)
 			}
-			text, report := runAuditBoth(t, db.URL)
-			requireCode(t, exitFindings, text)
+			text, report := runAudit(t, db.URL)
+			require.False(t, text.passed, text.stdout)
 			require.False(t, report.Passed)
 			require.Equal(t, tc.want, findingIDs(text.stdout), text.stdout)
 			for _, line := range tc.lines {
@@ -81,8 +81,8 @@ func TestAuditFindsAssumableDefinerOwners(t *testing.T) {
 	pool := db.Pool(t)
 	execSQL(t, pool, `ALTER ROLE durable_job_audit_owner LOGIN`)
 	execSQL(t, pool, `CREATE ROLE lf_sneaky LOGIN IN ROLE durable_job_renewal_owner, durable_job_claim_owner`)
-	text, report := runAuditBoth(t, db.URL)
-	requireCode(t, exitFindings, text)
+	text, report := runAudit(t, db.URL)
+	require.False(t, text.passed, text.stdout)
 	require.False(t, report.Passed)
 	require.Equal(t, []string{controls.CheckDefinerOwners, controls.CheckAccessReview}, findingIDs(text.stdout), text.stdout)
 	require.Contains(t, text.stdout, "AUDIT-ACCESS-REVIEW: login lf_sneaky holds definer owner role durable_job_claim_owner")
