@@ -139,7 +139,7 @@ func TestRunWithoutTheAuditorRoleCannotReadTheVersion(t *testing.T) {
 	require.Equal(t, 4, report.Findings)
 }
 
-func TestRunFindsEveryBrokenCheck(t *testing.T) {
+func TestAuditFindsEveryBrokenCheck(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name  string

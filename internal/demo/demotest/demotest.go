@@ -1,6 +1,3 @@
-// Package demotest holds the checks that the tests of internal/demo and of
-// cmd/leasectl's demo command share: what a demo run left in the database,
-// and what it printed. Only tests import it.
 package demotest
 
 import (
@@ -43,15 +40,24 @@ func (l *LockedBuffer) String() string {
 
 // Job is one demo job as the private tables hold it (read as superuser).
 type Job struct {
-	ID         int64
-	Status     string
-	Attempt    int32
+	// ID is the job_record_id.
+	ID int64
+	// Status is the job_status (QUEUED, RUNNING, SUCCEEDED, ...).
+	Status string
+	// Attempt is the attempt_number.
+	Attempt int32
+	// Generation is the lease_fencing_generation: one per claim.
 	Generation int64
-	Renewals   int64
-	Owner      *string
-	CreatedAt  time.Time
-	ClaimedAt  *time.Time
-	ChangedAt  time.Time
+	// Renewals is the lease_renewal_count of the current claim.
+	Renewals int64
+	// Owner is the lease_owner_id (a secret the demo must never print).
+	Owner *string
+	// CreatedAt is when the job was enqueued.
+	CreatedAt time.Time
+	// ClaimedAt is when the current claim was made, if any.
+	ClaimedAt *time.Time
+	// ChangedAt is when the status last changed.
+	ChangedAt time.Time
 }
 
 // Jobs returns the jobs of queue.
