@@ -79,9 +79,18 @@ func runHealth(ctx context.Context, env *cliEnv, args []string) int {
 	return exitOK
 }
 
+// toHealthJSON is one queue's health as JSON output shows it; the oldest
+// lease age is null when no lease is running.
 func toHealthJSON(h goclient.QueueLeaseHealth) healthJSON {
-	out := healthJSON{textfmt.Visible(h.Queue), h.RunningJobs, h.ExpiringWithinInterval, h.ExpiredAwaitingReclaim,
-		h.ReclaimsLastHour, h.StaleRenewalsLastHour, nil, textfmt.Time(h.DatabaseTime)}
+	out := healthJSON{
+		Queue:                  textfmt.Visible(h.Queue),
+		RunningJobs:            h.RunningJobs,
+		ExpiringWithinInterval: h.ExpiringWithinInterval,
+		ExpiredAwaitingReclaim: h.ExpiredAwaitingReclaim,
+		ReclaimsLastHour:       h.ReclaimsLastHour,
+		StaleRenewalsLastHour:  h.StaleRenewalsLastHour,
+		DatabaseTime:           textfmt.Time(h.DatabaseTime),
+	}
 	if h.OldestLeaseAge != nil {
 		age := seconds(*h.OldestLeaseAge)
 		out.OldestLeaseAgeSeconds = &age
