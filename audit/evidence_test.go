@@ -38,7 +38,7 @@ func TestDirectPolicyChangeIsRecordedAndAChangeAroundTheTriggersIsAFinding(t *te
 		UPDATE durable_jobs.queue_lease_policy SET renewal_enabled = true WHERE queue_name = 'direct_q'; COMMIT`)
 	text, _ = runAudit(t, db.URL)
 	require.False(t, text.passed, text.stdout)
-	require.Equal(t, []string{controls.CheckPolicyEvidence}, findingIDs(text.stdout), text.stdout)
+	require.Equal(t, []string{controls.CheckPolicyEvidence}, text.ids, text.stdout)
 	require.Contains(t, text.stdout, "AUDIT-POLICY-MATCHES-EVIDENCE: queue 'direct_q': policy differs from what its last evidence record says\n")
 }
 
@@ -105,7 +105,7 @@ func TestAuditFindsDeletedAlteredAndReorderedEvidence(t *testing.T) {
 				if tc.name == "first deleted" {
 					want = []string{controls.CheckPolicyEvidence, controls.CheckEvidenceChain}
 				}
-				require.Equal(t, want, findingIDs(text.stdout), text.stdout)
+				require.Equal(t, want, text.ids, text.stdout)
 				require.Contains(t, text.stdout, tc.want)
 			}
 		})

@@ -21,9 +21,11 @@ import (
 // name.
 
 // audited is one audit as leasectl audit prints it: the finding lines
-// ("ID: finding"), and whether it passed.
+// ("ID: finding"), the checks that have findings in check order, and
+// whether it passed.
 type audited struct {
 	stdout string
+	ids    []string
 	passed bool
 }
 
@@ -37,30 +39,19 @@ func runAudit(t *testing.T, databaseURL string) (audited, Report) {
 	require.NoError(t, err)
 	require.Len(t, report.Checks, len(Checks()))
 	var b strings.Builder
+	var ids []string
 	for _, c := range report.Checks {
 		require.Equal(t, len(c.Findings) == 0, c.Passed, c.ID)
+		if !c.Passed {
+			ids = append(ids, c.ID)
+		}
 		for _, f := range c.Findings {
 			b.WriteString(c.ID + ": " + f + "\n")
 		}
 	}
 	require.Equal(t, strings.Count(b.String(), "\n"), report.Findings)
 	require.Equal(t, report.Findings == 0, report.Passed)
-	return audited{stdout: b.String(), passed: report.Passed}, report
-}
-
-// findingIDs returns the check identifiers that start the finding lines,
-// in order, without repeats.
-func findingIDs(lines string) []string {
-	var ids []string
-	seen := map[string]bool{}
-	for _, line := range strings.Split(lines, "\n") {
-		id, _, ok := strings.Cut(line, ": ")
-		if ok && strings.HasPrefix(id, "AUDIT-") && !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
-	return ids
+	return audited{stdout: b.String(), ids: ids, passed: report.Passed}, report
 }
 
 // execSQL runs SQL as the superuser of the test database.
@@ -130,7 +121,7 @@ func TestRunWithoutTheAuditorRoleCannotReadTheVersion(t *testing.T) {
 	db := testdb.New(t)
 	text, report := runAudit(t, plainLoginURL(t, db, "lf_plain_"+randomSuffix(t)))
 	require.Equal(t, []string{controls.CheckMigrationVersion, controls.CheckFunctionDrift, controls.CheckPolicyEvidence,
-		controls.CheckEvidenceChain}, findingIDs(text.stdout))
+		controls.CheckEvidenceChain}, text.ids)
 	require.Contains(t, text.stdout, "AUDIT-POLICY-MATCHES-EVIDENCE: cannot tell: this login cannot execute durable_jobs.policy_evidence_mismatches(); grant it durable_job_auditor")
 	require.Contains(t, text.stdout, "AUDIT-EVIDENCE-CHAIN: cannot tell: this login cannot execute durable_jobs.control_evidence_chain(); grant it durable_job_auditor")
 	require.Contains(t, text.stdout, "AUDIT-MIGRATION-VERSION: this login can read neither")
@@ -284,7 +275,7 @@ func TestAuditFindsEveryBrokenCheck(t *testing.T) {
 			}
 			text, _ := runAudit(t, db.URL)
 			require.False(t, text.passed)
-			require.Equal(t, tc.want, findingIDs(text.stdout), text.stdout)
+			require.Equal(t, tc.want, text.ids, text.stdout)
 			for _, line := range tc.lines {
 				require.Contains(t, text.stdout, line)
 			}
@@ -312,7 +303,7 @@ func TestRunOfAnEmptyDatabaseReportsTheMissingBundle(t *testing.T) {
 	db := testdb.NewEmpty(t)
 	text, _ := runAudit(t, db.URL)
 	require.Equal(t, []string{controls.CheckRenewalPayload, controls.CheckEvidenceAppendOnly, controls.CheckMigrationVersion,
-		controls.CheckFunctionDrift}, findingIDs(text.stdout))
+		controls.CheckFunctionDrift}, text.ids)
 	require.Contains(t, text.stdout, "AUDIT-MIGRATION-VERSION: schema durable_jobs does not exist: the bundle is not applied")
 }
 
@@ -321,7 +312,7 @@ func TestRunAsAuditorWithDisabledTriggersSeesTheTriggersButCannotProbe(t *testin
 	db := testdb.New(t)
 	execSQL(t, db.Pool(t), `ALTER TABLE durable_jobs.control_evidence_record DISABLE TRIGGER control_evidence_record_append_only`)
 	text, _ := runAudit(t, db.LoginURL(t, "durable_job_auditor"))
-	require.Equal(t, []string{controls.CheckEvidenceAppendOnly, controls.CheckEvidenceTrigger}, findingIDs(text.stdout))
+	require.Equal(t, []string{controls.CheckEvidenceAppendOnly, controls.CheckEvidenceTrigger}, text.ids)
 	require.Contains(t, text.stdout, "no enabled BEFORE UPDATE row trigger")
 	require.NotContains(t, text.stdout, "trial")
 }

@@ -65,7 +65,7 @@ func TestAuditInstallChecksFindEachBreak(t *testing.T) {
 			text, report := runAudit(t, db.URL)
 			require.False(t, text.passed, text.stdout)
 			require.False(t, report.Passed)
-			require.Equal(t, tc.want, findingIDs(text.stdout), text.stdout)
+			require.Equal(t, tc.want, text.ids, text.stdout)
 			for _, line := range tc.lines {
 				require.Contains(t, text.stdout, line)
 			}
@@ -84,7 +84,7 @@ func TestAuditFindsAssumableDefinerOwners(t *testing.T) {
 	text, report := runAudit(t, db.URL)
 	require.False(t, text.passed, text.stdout)
 	require.False(t, report.Passed)
-	require.Equal(t, []string{controls.CheckDefinerOwners, controls.CheckAccessReview}, findingIDs(text.stdout), text.stdout)
+	require.Equal(t, []string{controls.CheckDefinerOwners, controls.CheckAccessReview}, text.ids, text.stdout)
 	require.Contains(t, text.stdout, "AUDIT-ACCESS-REVIEW: login lf_sneaky holds definer owner role durable_job_claim_owner")
 	require.Contains(t, text.stdout, "AUDIT-DEFINER-OWNERS: definer owner durable_job_audit_owner can log in\n")
 	require.Contains(t, text.stdout, "AUDIT-DEFINER-OWNERS: definer owner durable_job_claim_owner has members: lf_sneaky\n")

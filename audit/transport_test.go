@@ -36,7 +36,7 @@ func TestAuditServerLogSecretsFindsSettingsThatLogBindParameters(t *testing.T) {
 	execSQL(t, admin, `ALTER ROLE `+producer+` IN DATABASE `+db.Name+` SET log_parameter_max_length_on_error = 64`)
 	text, _ := runAudit(t, db.URL)
 	require.False(t, text.passed, text.stdout)
-	require.Equal(t, []string{controls.CheckServerLogSecrets}, findingIDs(text.stdout))
+	require.Equal(t, []string{controls.CheckServerLogSecrets}, text.ids)
 	for _, want := range []string{
 		"AUDIT-SERVER-LOG-SECRETS: login " + worker + ": log_statement = all with log_parameter_max_length = -1 writes its bind parameters (claim tokens, payloads) to the server log",
 		"AUDIT-SERVER-LOG-SECRETS: login " + producer + ": log_statement = all with log_parameter_max_length = -1",
@@ -75,7 +75,7 @@ func TestAuditUnencryptedSessionsFindsRuntimeTCPSessionsWithoutTLS(t *testing.T)
 	// A superuser sees every session.
 	text, _ := runAudit(t, db.URL)
 	require.False(t, text.passed, text.stdout)
-	require.Equal(t, []string{controls.CheckUnencryptedSessions}, findingIDs(text.stdout))
+	require.Equal(t, []string{controls.CheckUnencryptedSessions}, text.ids)
 	require.Contains(t, text.stdout, "AUDIT-UNENCRYPTED-SESSIONS: login "+worker+" has 1 TCP session(s) without TLS\n")
 
 	// A login without pg_read_all_stats sees only its own sessions.
@@ -109,7 +109,7 @@ func TestAuditRuntimeLoginTimeoutsFindsUnboundedLogins(t *testing.T) {
 	}
 	text, _ = runAudit(t, db.URL)
 	require.False(t, text.passed, text.stdout)
-	require.Equal(t, []string{controls.CheckLoginTimeouts}, findingIDs(text.stdout))
+	require.Equal(t, []string{controls.CheckLoginTimeouts}, text.ids)
 	for _, login := range []string{worker, producer} {
 		for _, name := range []string{"statement_timeout", "idle_in_transaction_session_timeout"} {
 			require.Contains(t, text.stdout, "AUDIT-RUNTIME-LOGIN-TIMEOUTS: login "+login+": "+name+" is 0 (no limit)")

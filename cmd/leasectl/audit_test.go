@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -62,25 +61,6 @@ func execSQL(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) {
 	require.NoError(t, err, sql)
 }
 
-// plainLoginURL makes a login role without any runtime role, dropped after
-// the test's databases are.
-func plainLoginURL(t *testing.T, db *testdb.DB, name string) string {
-	t.Helper()
-	admin := db.Pool(t)
-	execSQL(t, admin, fmt.Sprintf(`CREATE ROLE %s LOGIN PASSWORD 'plain-login-pw'`, name))
-	t.Cleanup(func() {
-		p, err := pgxpool.New(context.Background(), testdb.AdminURL(t, "postgres"))
-		if err == nil {
-			_, _ = p.Exec(context.Background(), "DROP ROLE IF EXISTS "+name)
-			p.Close()
-		}
-	})
-	u, err := url.Parse(db.URL)
-	require.NoError(t, err)
-	u.User = url.UserPassword(name, "plain-login-pw")
-	return u.String()
-}
-
 func TestAuditPassesOnAFreshBundle(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
@@ -121,39 +101,6 @@ func waitForNoLoginSessions(t *testing.T, admin *pgxpool.Pool) {
 		require.False(t, time.Now().After(deadline), "%d login session(s) still open on the test database", n)
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-func TestAuditWithoutAuditorRoleCannotReadTheVersion(t *testing.T) {
-	t.Parallel()
-	db := testdb.New(t)
-	text, report := runAuditBoth(t, plainLoginURL(t, db, "lf_plain_"+randomSuffix(t)))
-	requireCode(t, exitFindings, text)
-	require.Equal(t, []string{controls.CheckMigrationVersion, controls.CheckFunctionDrift, controls.CheckPolicyEvidence,
-		controls.CheckEvidenceChain}, findingIDs(text.stdout))
-	require.Contains(t, text.stdout, "AUDIT-POLICY-MATCHES-EVIDENCE: cannot tell: this login cannot execute durable_jobs.policy_evidence_mismatches(); grant it durable_job_auditor")
-	require.Contains(t, text.stdout, "AUDIT-EVIDENCE-CHAIN: cannot tell: this login cannot execute durable_jobs.control_evidence_chain(); grant it durable_job_auditor")
-	require.Contains(t, text.stdout, "AUDIT-MIGRATION-VERSION: this login can read neither")
-	require.Contains(t, text.stdout, "AUDIT-FUNCTION-DRIFT: this login can read neither")
-	require.Contains(t, text.stdout, "grant it durable_job_auditor")
-	require.Equal(t, 4, report.Findings)
-}
-
-// randomSuffix returns a short name suffix unique to this run.
-func randomSuffix(t *testing.T) string {
-	t.Helper()
-	var s string
-	require.NoError(t, testdbAdmin(t).QueryRow(context.Background(),
-		`SELECT substr(md5(random()::text), 1, 10)`).Scan(&s))
-	return s
-}
-
-// testdbAdmin is a superuser pool on the shared server's postgres database.
-func testdbAdmin(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	p, err := pgxpool.New(context.Background(), testdb.AdminURL(t, "postgres"))
-	require.NoError(t, err)
-	t.Cleanup(p.Close)
-	return p
 }
 
 // The findings of every check are tested in audit; here, one broken guard

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -17,7 +16,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mightyetl/leasefence/internal/demo/demotest"
@@ -41,15 +39,6 @@ func requireDemoError(t *testing.T, r result, prefix string) {
 	require.True(t, strings.HasPrefix(r.stderr, "error: demo: "+prefix), "stderr:\n%s", r.stderr)
 	require.NotContains(t, strings.ToLower(r.output()), "postgres://")
 	require.NotContains(t, strings.ToLower(r.output()), "password")
-}
-
-// demoJobCount returns the number of jobs in the demo's queues of db.
-func demoJobCount(t *testing.T, admin *pgxpool.Pool) int {
-	t.Helper()
-	var n int
-	require.NoError(t, admin.QueryRow(context.Background(),
-		`SELECT count(*) FROM durable_jobs.job_record WHERE queue_name LIKE 'demo.%'`).Scan(&n))
-	return n
 }
 
 func TestDemoPlaysTheStoriesAndPrintsHealthEvidenceAndTheTimelinePath(t *testing.T) {
@@ -98,28 +87,8 @@ func TestDemoInterruptedStopsAndRemovesItsCluster(t *testing.T) {
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 
-	// Read until the first story is under way: the cluster is running, the
-	// bundle applied and a worker holds a claim.
-	upLine := regexp.MustCompile(`PostgreSQL is up on 127\.0\.0\.1:(\d+) .*\(its files: (\S+), removed at the end\)`)
-	var port, folder string
-	var seen strings.Builder
 	lines := bufio.NewScanner(stdout)
-	for lines.Scan() {
-		line := lines.Text()
-		seen.WriteString(line + "\n")
-		if m := upLine.FindStringSubmatch(line); m != nil {
-			port, folder = m[1], m[2]
-		}
-		if strings.Contains(line, "] worker-a claimed job") {
-			break
-		}
-	}
-	require.NotEmpty(t, folder, "no startup line in:\n%s\nstderr:\n%s", seen.String(), stderr.String())
-	for _, want := range []string{"Starting a throwaway PostgreSQL", "Applying the migration bundle", "Bundle applied"} {
-		require.Contains(t, seen.String(), want, "progress is printed while PostgreSQL starts and the bundle is applied")
-	}
-	_, err = os.Stat(folder)
-	require.NoError(t, err, "the cluster's folder exists while the demo runs")
+	port, folder, seen := demotest.UntilFirstClaim(t, lines)
 
 	require.NoError(t, cmd.Process.Signal(os.Interrupt))
 	// Read the rest before Wait, which closes the pipe.
@@ -132,13 +101,7 @@ func TestDemoInterruptedStopsAndRemovesItsCluster(t *testing.T) {
 	require.Equal(t, exitError, exitErr.ExitCode(), seen.String())
 	require.Equal(t, "error: demo: interrupted; everything it started was stopped and removed\n", stderr.String())
 
-	_, err = os.Stat(folder)
-	require.True(t, os.IsNotExist(err), "the cluster's folder %s is removed (stat: %v)", folder, err)
-	conn, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second)
-	if err == nil {
-		conn.Close()
-	}
-	require.Error(t, err, "nothing listens on the cluster's port any more")
+	demotest.ClusterGone(t, port, folder)
 }
 
 func TestDemoUsageErrorsAndHelp(t *testing.T) {
@@ -173,7 +136,7 @@ func TestDemoRefusesARoleThatMayNotCreateRoles(t *testing.T) {
 	requireDemoError(t, r, "check privileges: the --database-url role may not create roles")
 	require.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
 	require.Contains(t, r.stdout, "Connected to an existing database")
-	require.Zero(t, demoJobCount(t, admin))
+	require.Zero(t, demotest.JobCount(t, admin))
 }
 
 func TestDemoStopsWhenItsLoginsMayNotConnect(t *testing.T) {

@@ -7,11 +7,9 @@ import (
 	"image"
 	"image/png"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -326,43 +324,19 @@ func TestRunInterruptedStopsAndRemovesItsCluster(t *testing.T) {
 		done <- Run(ctx, Options{HTMLPath: filepath.Join(t.TempDir(), "timeline.html"), Out: pw})
 		pw.Close()
 	}()
-	upLine := regexp.MustCompile(`PostgreSQL is up on 127\.0\.0\.1:(\d+) .*\(its files: (\S+), removed at the end\)`)
-	var port, folder string
-	var seen strings.Builder
 	lines := bufio.NewScanner(pr)
-	for lines.Scan() {
-		line := lines.Text()
-		seen.WriteString(line + "\n")
-		if m := upLine.FindStringSubmatch(line); m != nil {
-			port, folder = m[1], m[2]
-		}
-		if strings.Contains(line, "] worker-a claimed job") {
-			break
-		}
-	}
-	require.NotEmpty(t, folder, "no startup line in:\n%s", seen.String())
-	for _, want := range []string{"Starting a throwaway PostgreSQL", "Applying the migration bundle", "Bundle applied"} {
-		require.Contains(t, seen.String(), want, "progress is printed while PostgreSQL starts and the bundle is applied")
-	}
-	_, err := os.Stat(folder)
-	require.NoError(t, err, "the cluster's folder exists while the demo runs")
+	port, folder, _ := demotest.UntilFirstClaim(t, lines)
 
 	cancel()
 	go func() { _, _ = io.Copy(io.Discard, pr) }() // the rest of the narration
-	err = <-done
+	err := <-done
 	var runErr *Error
 	require.ErrorAs(t, err, &runErr)
 	require.ErrorIs(t, err, ErrInterrupted)
 	require.Equal(t, "story 1", runErr.Step)
 	require.Equal(t, "story 1: interrupted", err.Error())
 
-	_, err = os.Stat(folder)
-	require.True(t, os.IsNotExist(err), "the cluster's folder %s is removed (stat: %v)", folder, err)
-	conn, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second)
-	if err == nil {
-		conn.Close()
-	}
-	require.Error(t, err, "nothing listens on the cluster's port any more")
+	demotest.ClusterGone(t, port, folder)
 }
 
 func TestDemoRefusesADatabaseAtAnotherBundleVersion(t *testing.T) {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mightyetl/leasefence/internal/demo/demotest"
@@ -28,15 +27,6 @@ import (
 // (per database, so no other test sees it). Each one ends within a few
 // seconds, long before the full run of TestDemoStoriesHoldInTheDatabase...
 
-// demoJobCount returns the number of jobs in the demo's queues of db.
-func demoJobCount(t *testing.T, admin *pgxpool.Pool) int {
-	t.Helper()
-	var n int
-	require.NoError(t, admin.QueryRow(context.Background(),
-		`SELECT count(*) FROM durable_jobs.job_record WHERE queue_name LIKE 'demo.%'`).Scan(&n))
-	return n
-}
-
 func TestDemoRefusesARoleThatMayNotCreateRoles(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
@@ -44,7 +34,7 @@ func TestDemoRefusesARoleThatMayNotCreateRoles(t *testing.T) {
 	r := play(t, Options{DatabaseURL: db.LoginURL(t, "durable_job_operator")})
 	requireFailed(t, r, "check privileges", "the --database-url role may not create roles")
 	require.Contains(t, r.out, "Connected to an existing database")
-	require.Zero(t, demoJobCount(t, admin))
+	require.Zero(t, demotest.JobCount(t, admin))
 }
 
 func TestDemoRefusesARoleThatCannotReadTheBundleVersion(t *testing.T) {
@@ -154,7 +144,7 @@ func TestDemoStopsAtTheFirstStoryWhenTheProducerCannotEnqueue(t *testing.T) {
 	requireFailed(t, r, "story 1", "permission denied for function enqueue_job (SQLSTATE 42501)")
 	require.Contains(t, r.out, "Story 1:")
 	require.NotContains(t, r.out, "Story 2:")
-	require.Zero(t, demoJobCount(t, admin))
+	require.Zero(t, demotest.JobCount(t, admin))
 	demotest.NoRoles(t, admin, demotest.RunID(t, r.out))
 	require.Contains(t, r.out, "The HTML timeline of the run so far could not be written: open "+dir+
 		`/missing\u001b[2J\xff/timeline.html: no such file or directory`)

@@ -1,8 +1,11 @@
 package demotest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"net"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -161,4 +164,56 @@ func SelfContainedHTML(t *testing.T, page string) {
 		"<object", "<embed", "@import", "@font-face", "url(", "src=", "href="} {
 		require.NotContains(t, lower, banned)
 	}
+}
+
+// JobCount returns the number of jobs in the queues of every demo run.
+func JobCount(t *testing.T, admin *pgxpool.Pool) int {
+	t.Helper()
+	var n int
+	require.NoError(t, admin.QueryRow(context.Background(),
+		`SELECT count(*) FROM durable_jobs.job_record WHERE queue_name LIKE 'demo.%'`).Scan(&n))
+	return n
+}
+
+// upLine is the narration's line that says the throwaway cluster is up.
+var upLine = regexp.MustCompile(`PostgreSQL is up on 127\.0\.0\.1:(\d+) .*\(its files: (\S+), removed at the end\)`)
+
+// UntilFirstClaim reads the narration of a run on a throwaway cluster until
+// the first story is under way (the cluster is running, the bundle applied
+// and worker-a holds a claim), checks that it told each of those steps, and
+// returns the cluster's port and folder and the lines it read. lines is
+// left after worker-a's claim; the caller reads the rest.
+func UntilFirstClaim(t *testing.T, lines *bufio.Scanner) (port, folder string, seen *strings.Builder) {
+	t.Helper()
+	seen = &strings.Builder{}
+	for lines.Scan() {
+		line := lines.Text()
+		seen.WriteString(line + "\n")
+		if m := upLine.FindStringSubmatch(line); m != nil {
+			port, folder = m[1], m[2]
+		}
+		if strings.Contains(line, "] worker-a claimed job") {
+			break
+		}
+	}
+	require.NotEmpty(t, folder, "no startup line in:\n%s", seen.String())
+	for _, want := range []string{"Starting a throwaway PostgreSQL", "Applying the migration bundle", "Bundle applied"} {
+		require.Contains(t, seen.String(), want, "progress is printed while PostgreSQL starts and the bundle is applied")
+	}
+	_, err := os.Stat(folder)
+	require.NoError(t, err, "the cluster's folder exists while the demo runs")
+	return port, folder, seen
+}
+
+// ClusterGone fails unless the throwaway cluster's folder is removed and
+// nothing listens on its port any more.
+func ClusterGone(t *testing.T, port, folder string) {
+	t.Helper()
+	_, err := os.Stat(folder)
+	require.True(t, os.IsNotExist(err), "the cluster's folder %s is removed (stat: %v)", folder, err)
+	conn, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second)
+	if err == nil {
+		conn.Close()
+	}
+	require.Error(t, err, "nothing listens on the cluster's port any more")
 }
