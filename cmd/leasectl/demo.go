@@ -92,9 +92,10 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) int {
 			return env.fail("demo: connect to database", err)
 		}
 	}
-	// The demo's logins connect the way every leasectl command does, and a
-	// refusal is told without the login's or the database's name.
+	// The demo connects the way every leasectl command does, and a failed
+	// connection is told without the login's or the database's name.
 	opts.Connect = connectPool
+	opts.ConnectError = connectError
 	opts.Health = func(ctx context.Context, connString string) error {
 		if code := runHealth(ctx, env, []string{"--database-url", connString}); code != exitOK {
 			return errors.New("leasectl health failed (see above)")

@@ -125,6 +125,9 @@ func TestDemoUsageErrorsAndHelp(t *testing.T) {
 		requireCode(t, exitError, r)
 		require.True(t, strings.HasPrefix(r.stderr, "error: demo: connect to database: "), r.stderr)
 		require.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
+		// As every command: the login and the database are not named.
+		require.NotContains(t, r.stderr, "nobody")
+		require.NotContains(t, r.stderr, "nothing")
 	}
 }
 

@@ -76,6 +76,11 @@ type Options struct {
 	// to pgxpool.New followed by a ping; leasectl passes its own, which
 	// tells a refusal without the login's name.
 	Connect func(ctx context.Context, connString string) (*pgxpool.Pool, error)
+	// ConnectError rewrites the error of a connection to DatabaseURL (or
+	// the throwaway cluster) that could not be made. Defaults to the error
+	// as it is, which names the login and the database; leasectl passes
+	// the rewrite its other commands use, which names neither.
+	ConnectError func(error) error
 	// Health, when set, prints lease health after the stories, given a
 	// connection string of the demo's operator login; an error stops the
 	// demo. leasectl passes its health command. Defaults to no health
@@ -112,6 +117,9 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if opts.Connect == nil {
 		opts.Connect = connectPool
+	}
+	if opts.ConnectError == nil {
+		opts.ConnectError = func(err error) error { return err }
 	}
 	d := &demo{opts: opts, out: opts.Out}
 	err := d.play(ctx)
@@ -296,6 +304,9 @@ func (d *demo) connect(ctx context.Context) error {
 	cfg.ConnConfig.RuntimeParams["search_path"] = demoSearchPath
 	d.admin = newPool(ctx, cfg, 4)
 	d.addCleanup(func(context.Context) error { d.admin.Close(); return nil })
+	if err := d.admin.Ping(ctx); err != nil {
+		return interrupted(ctx, d.opts.ConnectError(err))
+	}
 	var version string
 	local := time.Now()
 	if err := d.admin.QueryRow(ctx, `SELECT pg_catalog.current_setting('server_version'), pg_catalog.clock_timestamp(),
