@@ -30,11 +30,11 @@ FAILED       := $(COVERAGE_DIR)/failed-steps
 # goclient/... by its own tests, cmd/leasectl over the leasectl binary its
 # tests run, and each of GATED_PACKAGES by its own tests alone (what the CLI's
 # tests reach of them does not count): the figures they reached when the
-# gates were set were audit 93.4, evidence 95.2, internal/demo 95.3 and
+# gates were set were audit 94.3, evidence 95.2, internal/demo 94.9 to 95.3 and
 # internal/textfmt 100.
 GOCLIENT_MIN := 100
 LEASECTL_MIN := 95
-AUDIT_MIN    := 93
+AUDIT_MIN    := 94
 EVIDENCE_MIN := 95
 DEMO_MIN     := 94
 TEXTFMT_MIN  := 100

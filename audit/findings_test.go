@@ -339,6 +339,10 @@ func TestRunThatCannotReadACatalogNamesTheCheck(t *testing.T) {
 		{controls.CheckEvidenceAppendOnly, []string{`REVOKE SELECT ON pg_catalog.pg_trigger FROM PUBLIC`}},
 		{controls.CheckEvidenceAppendOnly, []string{`REVOKE EXECUTE ON FUNCTION pg_catalog.has_table_privilege(oid, text) FROM PUBLIC`}},
 		{controls.CheckMigrationVersion, []string{`REVOKE EXECUTE ON FUNCTION pg_catalog.has_schema_privilege(text, text) FROM PUBLIC`}},
+		{controls.CheckFunctionDrift, []string{`REVOKE EXECUTE ON FUNCTION pg_catalog.pg_get_functiondef(oid) FROM PUBLIC`}},
+		{controls.CheckDefinerOwners, []string{`REVOKE SELECT ON pg_catalog.pg_auth_members FROM PUBLIC`}},
+		{controls.CheckServerLogSecrets, []string{`REVOKE SELECT ON pg_catalog.pg_db_role_setting FROM PUBLIC`}},
+		{controls.CheckUnencryptedSessions, []string{`REVOKE SELECT ON pg_catalog.pg_stat_activity FROM PUBLIC`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.check, func(t *testing.T) {
