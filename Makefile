@@ -26,9 +26,19 @@ GO_TEST_FLAGS := -race -count=1 -timeout 12m
 GOTESTSUM    := go tool gotestsum --format pkgname-and-test-fails --format-icons text
 FAILED       := $(COVERAGE_DIR)/failed-steps
 
-# Statement coverage gates, in percent.
+# Statement coverage gates, in percent. goclient is measured over
+# goclient/... by its own tests, cmd/leasectl over the leasectl binary its
+# tests run, and each of GATED_PACKAGES by its own tests alone (what the CLI's
+# tests reach of them does not count): the figures they reached when the
+# gates were set were audit 94.3, evidence 95.2, internal/demo 94.9 to 95.3 and
+# internal/textfmt 100.
 GOCLIENT_MIN := 100
 LEASECTL_MIN := 95
+AUDIT_MIN    := 94
+EVIDENCE_MIN := 95
+DEMO_MIN     := 94
+TEXTFMT_MIN  := 100
+GATED_PACKAGES := ./audit ./evidence ./internal/demo ./internal/textfmt
 
 # What make deps checks and installs (Debian package names).
 # chromium renders the demo's HTML timeline in its test; faketime moves the
@@ -84,14 +94,19 @@ test: deps tools
 	$(MAKE) --no-print-directory lint || echo "make lint" >>$(FAILED)
 	@# Each step below runs even when an earlier one failed, so one run shows
 	@# every problem; a failed step is noted in $(FAILED) and fails make at the end.
-	@# Every package except goclient. cmd/leasectl's tests build the binary
-	@# with -cover, run it with GOCOVERDIR, and write the merged profile to
-	@# LEASECTL_COVERPROFILE (the hook for the leasectl gate below).
+	@# Every package except goclient and the gated ones. cmd/leasectl's tests
+	@# build the binary with -cover, run it with GOCOVERDIR, and write the
+	@# merged profile to LEASECTL_COVERPROFILE (the hook for the leasectl gate
+	@# below).
 	LEASECTL_COVERPROFILE=$(CURDIR)/$(COVERAGE_DIR)/leasectl.out \
 	LEASEFENCE_SQL_COVERAGE_REPORT=$(CURDIR)/$(COVERAGE_DIR)/sql.txt \
 	  $(GOTESTSUM) --jsonfile $(COVERAGE_DIR)/tests-all.json -- $(GO_TEST_FLAGS) \
-	  $$(go list ./... | grep -v '^$(MODULE)/goclient\(/\|$$\)') \
-	  || echo "go test of every package but goclient" >>$(FAILED)
+	  $$(go list ./... | grep -v '^$(MODULE)/goclient\(/\|$$\)' | grep -vxF "$$(go list $(GATED_PACKAGES))") \
+	  || echo "go test of every package but goclient and the gated ones" >>$(FAILED)
+	@# The gated packages, each measured by its own tests.
+	$(GOTESTSUM) --jsonfile $(COVERAGE_DIR)/tests-gated.json -- $(GO_TEST_FLAGS) \
+	  -coverprofile=$(COVERAGE_DIR)/packages.out $(GATED_PACKAGES) \
+	  || echo "go test of $(GATED_PACKAGES)" >>$(FAILED)
 	@# goclient on its own, measured over all of goclient/... by its own tests.
 	@if [ -d goclient ]; then \
 	  echo "go test $(GO_TEST_FLAGS) -coverpkg=./goclient/... -coverprofile=$(COVERAGE_DIR)/goclient.out ./goclient/..."; \
@@ -125,6 +140,11 @@ test: deps tools
 	    echo "cmd/leasectl coverage gate (no profile)" >>$(FAILED); \
 	  fi; \
 	fi
+	@for gate in audit:$(AUDIT_MIN) evidence:$(EVIDENCE_MIN) internal/demo:$(DEMO_MIN) internal/textfmt:$(TEXTFMT_MIN); do \
+	  pkg=$${gate%:*}; \
+	  $(TOOLS_DIR)/covergate -profile $(COVERAGE_DIR)/packages.out -name $$pkg -min $${gate#*:} \
+	    -prefix $(MODULE)/$$pkg || echo "$$pkg coverage gate" >>$(FAILED); \
+	done
 	@if [ -s $(COVERAGE_DIR)/sql.txt ]; then cat $(COVERAGE_DIR)/sql.txt; \
 	else echo "SQL coverage: no report (TestSQLCoverageAndLint did not get that far)"; fi
 	@if [ -s $(FAILED) ]; then echo "=== make test failed in:"; sed 's/^/  /' $(FAILED); fi

@@ -195,7 +195,7 @@ func (j Job) LogValue() slog.Value {
 // JobStatus is a job's lifecycle status as the database names it.
 type JobStatus string
 
-// The job statuses (CONTRACT.md, Lifecycle).
+// The job statuses (docs/sql-api.md, job_lifecycle_state).
 const (
 	StatusQueued         JobStatus = "QUEUED"
 	StatusRunning        JobStatus = "RUNNING"

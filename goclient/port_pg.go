@@ -11,7 +11,7 @@ import (
 )
 
 // This file and its siblings named port_*.go are the only places SQL text
-// appears in goclient. Each statement calls one function of CONTRACT.md.
+// appears in goclient. Each statement calls one function of docs/sql-api.md.
 const (
 	sqlEnqueueJob  = `SELECT durable_jobs.enqueue_job($1, $2, $3, $4, $5)`
 	sqlEnqueueJobs = `SELECT durable_jobs.enqueue_jobs($1, $2, $3, $4, $5)`

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mightyetl/leasefence/audit"
+	"github.com/mightyetl/leasefence/internal/textfmt"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
@@ -121,10 +122,10 @@ func runAccess(ctx context.Context, env *cliEnv, args []string) int {
 			attributes = "-"
 		}
 		if len(l.Roles) == 0 {
-			printf(tw, "%s\t%s\t-\t-\t-\n", visible(l.Login), attributes)
+			printf(tw, "%s\t%s\t-\t-\t-\n", textfmt.Visible(l.Login), attributes)
 		}
 		for _, r := range l.Roles {
-			printf(tw, "%s\t%s\t%s\t%s\t%s\n", visible(l.Login), attributes, r.Role, visible(r.GrantedTo), visible(r.Grantor))
+			printf(tw, "%s\t%s\t%s\t%s\t%s\n", textfmt.Visible(l.Login), attributes, r.Role, textfmt.Visible(r.GrantedTo), textfmt.Visible(r.Grantor))
 		}
 	}
 	_ = tw.Flush()
@@ -134,7 +135,7 @@ func runAccess(ctx context.Context, env *cliEnv, args []string) int {
 	rows := 0
 	for _, l := range append([]accessLoginJSON{{Login: "PUBLIC", Privileges: report.Public}}, report.Logins...) {
 		for _, p := range l.Privileges {
-			printf(tw, "%s\t%s\t%s\t%s\n", visible(l.Login), visible(p.Privilege), visible(p.On), visible(p.GrantedTo))
+			printf(tw, "%s\t%s\t%s\t%s\n", textfmt.Visible(l.Login), textfmt.Visible(p.Privilege), textfmt.Visible(p.On), textfmt.Visible(p.GrantedTo))
 			rows++
 		}
 	}
@@ -152,7 +153,7 @@ func readAccess(ctx context.Context, tx pgx.Tx) (accessReportJSON, error) {
 	if err := tx.QueryRow(ctx, `SELECT pg_catalog.clock_timestamp()`).Scan(&asOf); err != nil {
 		return accessReportJSON{}, err
 	}
-	report := accessReportJSON{AsOf: formatTime(asOf), Logins: []accessLoginJSON{}}
+	report := accessReportJSON{AsOf: textfmt.Time(asOf), Logins: []accessLoginJSON{}}
 	rows, _ := tx.Query(ctx, `
 		SELECT l.rolname::text, l.rolsuper, l.rolbypassrls, l.rolcreaterole
 		FROM pg_catalog.pg_roles l WHERE l.rolcanlogin ORDER BY l.rolname`)

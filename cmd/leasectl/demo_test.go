@@ -5,310 +5,74 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"image"
-	"image/png"
-	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mightyetl/leasefence/internal/demo/demotest"
 	"github.com/mightyetl/leasefence/internal/testdb"
 )
 
-// demoJob is one demo job as the private tables hold it (read as superuser).
-type demoJob struct {
-	ID         int64
-	Status     string
-	Attempt    int32
-	Generation int64
-	Renewals   int64
-	Owner      *string
-	CreatedAt  time.Time
-	ClaimedAt  *time.Time
-	ChangedAt  time.Time
-}
+// These tests run "leasectl demo" as a process: its flags, its exit codes
+// and one-line errors, its signals (Ctrl-C, SIGHUP), the connection of its
+// logins, and one whole run as a user sees it. What the demo does in the
+// database is tested in internal/demo.
 
-// demoJobs returns the jobs of queue.
-func demoJobs(t *testing.T, pool *pgxpool.Pool, queue string) []demoJob {
+// demoLoginLifetime is how long the demo's login passwords stay valid
+// (internal/demo).
+const demoLoginLifetime = 5 * time.Minute
+
+// requireDemoError requires exit 1 and a first stderr line starting
+// "error: demo: <prefix>", and nothing on stderr that names a password or URL.
+func requireDemoError(t *testing.T, r result, prefix string) {
 	t.Helper()
-	rows, err := pool.Query(context.Background(), `SELECT job_record_id, job_status::text, attempt_number,
-		lease_fencing_generation, lease_renewal_count, lease_owner_id, created_at, lease_claimed_at, status_changed_at
-		FROM durable_jobs.job_record WHERE queue_name = $1 ORDER BY job_record_id`, queue)
-	require.NoError(t, err)
-	jobs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[demoJob])
-	require.NoError(t, err)
-	return jobs
+	requireCode(t, exitError, r)
+	require.True(t, strings.HasPrefix(r.stderr, "error: demo: "+prefix), "stderr:\n%s", r.stderr)
+	require.NotContains(t, strings.ToLower(r.output()), "postgres://")
+	require.NotContains(t, strings.ToLower(r.output()), "password")
 }
 
-// demoLedger returns the outcome ledger of job as "STATUS/generation".
-func demoLedger(t *testing.T, pool *pgxpool.Pool, job int64) []string {
-	t.Helper()
-	rows, err := pool.Query(context.Background(), `SELECT outcome_status::text || '/' || lease_fencing_generation
-		FROM durable_jobs.job_outcome_ledger WHERE job_record_id = $1 ORDER BY job_outcome_record_id`, job)
-	require.NoError(t, err)
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	return out
-}
-
-// demoTargetRows returns the target rows of job in the schema of demo run
-// (kept with --keep) as "writer/generation".
-func demoTargetRows(t *testing.T, pool *pgxpool.Pool, run string, job int64) []string {
-	t.Helper()
-	rows, err := pool.Query(context.Background(), `SELECT written_by || '/' || lease_fencing_generation
-		FROM leasefence_demo_`+run+`.target WHERE job_record_id = $1 ORDER BY lease_fencing_generation`, job)
-	require.NoError(t, err)
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	return out
-}
-
-// demoTally returns the committed tally of outcome for queue.
-func demoTally(t *testing.T, pool *pgxpool.Pool, queue, outcome string) int64 {
-	t.Helper()
-	var n int64
-	require.NoError(t, pool.QueryRow(context.Background(), `SELECT COALESCE(sum(outcome_count), 0)::bigint
-		FROM durable_jobs.lease_outcome_tally WHERE queue_name = $1 AND outcome_kind = $2`, queue, outcome).Scan(&n))
-	return n
-}
-
-func TestDemoStoriesHoldInTheDatabaseAndLeaveOtherDataAlone(t *testing.T) {
+func TestDemoPlaysTheStoriesAndPrintsHealthEvidenceAndTheTimelinePath(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	db := testdb.New(t)
 	admin := db.Pool(t)
-
-	// Data the demo must leave alone: a job of another queue, and the
-	// default policy.
-	producer := db.LoginPool(t, "durable_job_producer")
-	var otherJob int64
-	require.NoError(t, producer.QueryRow(ctx,
-		`SELECT durable_jobs.enqueue_job('billing.invoices', '{"invoice": 7}'::jsonb)`).Scan(&otherJob))
-	var defaultPolicyBefore string
-	require.NoError(t, admin.QueryRow(ctx, `SELECT row_to_json(p)::text FROM durable_jobs.queue_lease_policy p
-		WHERE queue_name = '*'`).Scan(&defaultPolicyBefore))
-
-	htmlPath := filepath.Join(t.TempDir(), "timeline.html")
-	began := time.Now()
-	r := leasectl(t, "demo", "--database-url", db.URL, "--html", htmlPath, "--keep")
+	// No --html: the timeline goes to the OS temp folder.
+	tmp := t.TempDir()
+	r := leasectlEnv(t, []string{"TMPDIR=" + tmp}, "demo", "--database-url", db.URL)
 	requireCode(t, exitOK, r, "leasectl demo")
-	require.Less(t, time.Since(began), time.Minute, "the demo must finish in under a minute")
+	require.Empty(t, r.stderr)
+	run := demotest.RunID(t, r.stdout)
 
-	// The run's queues, found in the database.
-	rows, err := admin.Query(ctx, `SELECT DISTINCT split_part(queue_name, '.', 2) FROM durable_jobs.job_record
-		WHERE queue_name LIKE 'demo.%'`)
-	require.NoError(t, err)
-	runs, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	require.Len(t, runs, 1, "one demo run, one set of queues")
-	run := runs[0]
-	q1, q2, q3 := "demo."+run+".long-job", "demo."+run+".frozen-worker", "demo."+run+".cancel"
-
-	// Story 1: one owner through renewals, completed once.
-	jobs1 := demoJobs(t, admin, q1)
-	require.Len(t, jobs1, 1)
-	j1 := jobs1[0]
-	require.Equal(t, "SUCCEEDED", j1.Status)
-	require.EqualValues(t, 1, j1.Generation, "one claim: never reclaimed")
-	require.EqualValues(t, 1, j1.Attempt)
-	require.GreaterOrEqual(t, j1.Renewals, int64(3))
-	require.NotNil(t, j1.ClaimedAt)
-	require.GreaterOrEqual(t, j1.ChangedAt.Sub(*j1.ClaimedAt), 4*demoLeaseDuration,
-		"the job ran four times its original lease")
-	require.Equal(t, []string{"SUCCEEDED/1"}, demoLedger(t, admin, j1.ID))
-	require.Equal(t, []string{"worker-a/1"}, demoTargetRows(t, admin, run, j1.ID))
-
-	// Story 2: reclaimed only after expiry, completed by the second worker;
-	// the frozen worker's target row is absent.
-	jobs2 := demoJobs(t, admin, q2)
-	require.Len(t, jobs2, 1)
-	j2 := jobs2[0]
-	require.Equal(t, "SUCCEEDED", j2.Status)
-	require.EqualValues(t, 2, j2.Generation)
-	require.EqualValues(t, 2, j2.Attempt)
-	require.NotNil(t, j2.ClaimedAt)
-	require.GreaterOrEqual(t, j2.ClaimedAt.Sub(j2.CreatedAt), demoLeaseDuration,
-		"the second claim came no sooner than one lease after the job was made")
-	require.Equal(t, []string{"SUCCEEDED/2"}, demoLedger(t, admin, j2.ID), "completed once, by generation 2")
-	require.Equal(t, []string{"worker-b/2"}, demoTargetRows(t, admin, run, j2.ID), "the frozen worker's write was rolled back")
-	require.GreaterOrEqual(t, demoTally(t, admin, q2, "reclaim"), int64(1))
-
-	// Story 3: cancelled while running; the worker wrote nothing.
-	jobs3 := demoJobs(t, admin, q3)
-	require.Len(t, jobs3, 1)
-	j3 := jobs3[0]
-	require.Equal(t, "CANCELLED", j3.Status)
-	require.EqualValues(t, 1, j3.Generation)
-	require.Empty(t, demoLedger(t, admin, j3.ID))
-	require.Empty(t, demoTargetRows(t, admin, run, j3.ID))
-	require.GreaterOrEqual(t, demoTally(t, admin, q3, "stale_renewal"), int64(1), "the heartbeat saw the cancel as stale")
-
-	// The demo's own policies, and nothing else changed.
-	var demoPolicies int
-	require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM durable_jobs.queue_lease_policy
-		WHERE queue_name = ANY($1) AND lease_duration = '3 s' AND renewal_interval = '1 s'`,
-		[]string{q1, q2, q3}).Scan(&demoPolicies))
-	require.Equal(t, 3, demoPolicies)
-	var defaultPolicyAfter, otherStatus string
-	require.NoError(t, admin.QueryRow(ctx, `SELECT row_to_json(p)::text FROM durable_jobs.queue_lease_policy p
-		WHERE queue_name = '*'`).Scan(&defaultPolicyAfter))
-	require.Equal(t, defaultPolicyBefore, defaultPolicyAfter)
-	require.NoError(t, admin.QueryRow(ctx, `SELECT job_status::text FROM durable_jobs.job_record WHERE job_record_id = $1`,
-		otherJob).Scan(&otherStatus))
-	require.Equal(t, "QUEUED", otherStatus)
-	var leftRoles int
-	require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM pg_catalog.pg_roles WHERE rolname LIKE $1`,
-		"leasefence_demo_"+run+"_%").Scan(&leftRoles))
-	require.Zero(t, leftRoles, "the demo drops the login roles it made")
-	// --keep kept its schema, which only its admin may create objects in,
-	// and nothing of the demo is in public.
-	var schemaOwner string
-	var othersMayCreate bool
-	require.NoError(t, admin.QueryRow(ctx, `SELECT nspowner::regrole::text, EXISTS (SELECT 1 FROM aclexplode(nspacl) a
-		WHERE a.grantee <> nspowner AND a.privilege_type = 'CREATE') FROM pg_namespace WHERE nspname = $1`,
-		"leasefence_demo_"+run).Scan(&schemaOwner, &othersMayCreate))
-	adminCfg, err := pgconn.ParseConfig(db.URL)
-	require.NoError(t, err)
-	require.Equal(t, adminCfg.User, schemaOwner, "the schema is the demo admin's")
-	require.False(t, othersMayCreate)
-	var inPublic int
-	require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM pg_class WHERE relnamespace = 'public'::regnamespace
-		AND relname LIKE 'leasefence_demo%'`).Scan(&inPublic))
-	require.Zero(t, inPublic)
-	require.Contains(t, r.stdout, "kept (--keep) its schema leasefence_demo_"+run)
-
-	// What it printed: the stories, the health table, the evidence and the
-	// timeline's path.
-	for _, want := range []string{"Story 1:", "Story 2:", "Story 3:", "LF001", "AWAITING RECLAIM", q2,
-		"Evidence of this run", "leasectl audit: passed", htmlPath, "demo finished in"} {
+	// The health table of leasectl health, as the demo's operator login,
+	// the evidence summary, the timeline's path and the time it took.
+	htmlPath := filepath.Join(tmp, "leasefence-demo-"+run+".html")
+	for _, want := range []string{"Story 1:", "Story 2:", "Story 3:",
+		"Lease health (leasectl health, as the demo's operator login):\nQUEUE  ", "AWAITING RECLAIM", "demo." + run + ".frozen-worker",
+		"Evidence of this run", "leasectl audit: passed",
+		"Lease timeline (self-contained HTML, open it in a browser): " + htmlPath, "\ndemo finished in "} {
 		require.Contains(t, r.stdout, want)
 	}
-	require.Empty(t, r.stderr)
-
 	html, err := os.ReadFile(htmlPath)
 	require.NoError(t, err)
-	requireSelfContainedHTML(t, string(html))
-	for _, want := range []string{"<svg", "Story 1", "Story 2", "Story 3", "reclaimed", "LF001", "cancelled"} {
-		require.Contains(t, string(html), want)
-	}
+	demotest.SelfContainedHTML(t, string(html))
 
-	// No owner id, payload value, password or URL in the output or the page.
-	var secrets []string
-	for _, j := range append(append(jobs1, jobs2...), jobs3...) {
-		require.NotNil(t, j.Owner)
-		secrets = append(secrets, *j.Owner)
-	}
-	rows, err = admin.Query(ctx, `SELECT e.value FROM durable_jobs.job_payload_record p
-		JOIN durable_jobs.job_record j USING (job_record_id), jsonb_each_text(p.job_payload) AS e
-		WHERE j.queue_name = ANY($1) AND length(e.value) >= 6`, []string{q1, q2, q3})
-	require.NoError(t, err)
-	payloadValues, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	require.NotEmpty(t, payloadValues)
-	secrets = append(secrets, payloadValues...)
-	for _, s := range secrets {
-		require.NotContains(t, r.output(), s)
-		require.NotContains(t, string(html), s)
-	}
+	// Without --keep nothing of the run is left but its evidence; and
+	// nothing printed names a password or a URL.
+	demotest.NoRoles(t, admin, run)
+	demotest.NoSchema(t, admin)
+	demotest.NoData(t, admin, run)
 	for _, s := range []string{"postgres://", "password", "@example.invalid"} {
 		require.NotContains(t, strings.ToLower(r.output()), s)
-		require.NotContains(t, strings.ToLower(string(html)), s)
 	}
-
-	// The page renders in a real browser and is not blank.
-	requireRendersInChromium(t, htmlPath)
-}
-
-// requireSelfContainedHTML checks that a page fetches nothing: no URL, no
-// script, stylesheet link, image, frame, font or CSS import.
-func requireSelfContainedHTML(t *testing.T, page string) {
-	t.Helper()
-	lower := strings.ToLower(page)
-	for _, banned := range []string{"http://", "https://", "//cdn", "<script", "<link", "<img", "<iframe",
-		"<object", "<embed", "@import", "@font-face", "url(", "src=", "href="} {
-		require.NotContains(t, lower, banned)
-	}
-}
-
-// requireRendersInChromium screenshots the page with headless Chromium and
-// checks that the picture has content: a good share of pixels that are not
-// the background, and several distinct colours.
-func requireRendersInChromium(t *testing.T, htmlPath string) {
-	t.Helper()
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatalf("chromium is not installed: run make deps (apt-get install chromium)")
-	}
-	dir := t.TempDir()
-	shot := filepath.Join(dir, "timeline.png")
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+filepath.Join(dir, "profile"), "--screenshot="+shot, "--window-size=1200,900",
-		"file://"+htmlPath)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "chromium: %s", out)
-	f, err := os.Open(shot)
-	require.NoError(t, err, "chromium wrote no screenshot: %s", out)
-	defer f.Close()
-	img, err := png.Decode(f)
-	require.NoError(t, err)
-	share, colours := pictureContent(img)
-	require.Greater(t, share, 0.03, "the screenshot is nearly blank (%.1f%% non-background pixels)", share*100)
-	require.GreaterOrEqual(t, colours, 8, "the screenshot has only %d distinct colours", colours)
-}
-
-// pictureContent returns the share of pixels that differ clearly from the
-// most common colour (the background), and the number of distinct colours
-// (4 bits per channel) that each cover at least 0.05% of the picture.
-func pictureContent(img image.Image) (share float64, colours int) {
-	b := img.Bounds()
-	counts := map[[3]uint8]int{}
-	total := 0
-	for y := b.Min.Y; y < b.Max.Y; y++ {
-		for x := b.Min.X; x < b.Max.X; x++ {
-			r, g, bl, _ := img.At(x, y).RGBA()
-			counts[[3]uint8{uint8(r >> 12), uint8(g >> 12), uint8(bl >> 12)}]++
-			total++
-		}
-	}
-	var background [3]uint8
-	for c, n := range counts {
-		if n > counts[background] {
-			background = c
-		}
-	}
-	other := 0
-	for c, n := range counts {
-		d := 0
-		for i := range c {
-			d += abs(int(c[i]) - int(background[i]))
-		}
-		if d > 1 {
-			other += n
-		}
-		if n*2000 >= total {
-			colours++
-		}
-	}
-	return float64(other) / float64(total), colours
-}
-
-func abs(n int) int {
-	if n < 0 {
-		return -n
-	}
-	return n
 }
 
 func TestDemoInterruptedStopsAndRemovesItsCluster(t *testing.T) {
@@ -319,32 +83,12 @@ func TestDemoInterruptedStopsAndRemovesItsCluster(t *testing.T) {
 	cmd.Env = cleanEnv()
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	var stderr lockedBuffer // read below while the process may still write to it
+	var stderr demotest.LockedBuffer // read below while the process may still write to it
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 
-	// Read until the first story is under way: the cluster is running, the
-	// bundle applied and a worker holds a claim.
-	upLine := regexp.MustCompile(`PostgreSQL is up on 127\.0\.0\.1:(\d+) .*\(its files: (\S+), removed at the end\)`)
-	var port, folder string
-	var seen strings.Builder
 	lines := bufio.NewScanner(stdout)
-	for lines.Scan() {
-		line := lines.Text()
-		seen.WriteString(line + "\n")
-		if m := upLine.FindStringSubmatch(line); m != nil {
-			port, folder = m[1], m[2]
-		}
-		if strings.Contains(line, "] worker-a claimed job") {
-			break
-		}
-	}
-	require.NotEmpty(t, folder, "no startup line in:\n%s\nstderr:\n%s", seen.String(), stderr.String())
-	for _, want := range []string{"Starting a throwaway PostgreSQL", "Applying the migration bundle", "Bundle applied"} {
-		require.Contains(t, seen.String(), want, "progress is printed while PostgreSQL starts and the bundle is applied")
-	}
-	_, err = os.Stat(folder)
-	require.NoError(t, err, "the cluster's folder exists while the demo runs")
+	port, folder, seen := demotest.UntilFirstClaim(t, lines)
 
 	require.NoError(t, cmd.Process.Signal(os.Interrupt))
 	// Read the rest before Wait, which closes the pipe.
@@ -357,13 +101,7 @@ func TestDemoInterruptedStopsAndRemovesItsCluster(t *testing.T) {
 	require.Equal(t, exitError, exitErr.ExitCode(), seen.String())
 	require.Equal(t, "error: demo: interrupted; everything it started was stopped and removed\n", stderr.String())
 
-	_, err = os.Stat(folder)
-	require.True(t, os.IsNotExist(err), "the cluster's folder %s is removed (stat: %v)", folder, err)
-	conn, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second)
-	if err == nil {
-		conn.Close()
-	}
-	require.Error(t, err, "nothing listens on the cluster's port any more")
+	demotest.ClusterGone(t, port, folder)
 }
 
 func TestDemoUsageErrorsAndHelp(t *testing.T) {
@@ -387,74 +125,153 @@ func TestDemoUsageErrorsAndHelp(t *testing.T) {
 		requireCode(t, exitError, r)
 		require.True(t, strings.HasPrefix(r.stderr, "error: demo: connect to database: "), r.stderr)
 		require.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
+		// As every command: the login and the database are not named.
+		require.NotContains(t, r.stderr, "nobody")
+		require.NotContains(t, r.stderr, "nothing")
 	}
 }
 
-func TestDemoRefusesADatabaseAtAnotherBundleVersion(t *testing.T) {
+func TestDemoRefusesARoleThatMayNotCreateRoles(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	admin := db.Pool(t)
-	_, err := admin.Exec(context.Background(), `UPDATE `+"public.leasefence_schema_version"+` SET version = 1`)
-	require.NoError(t, err)
-	r := leasectl(t, "demo", "--database-url", db.URL)
-	requireCode(t, exitError, r)
-	require.Contains(t, r.stderr, "error: demo: apply the migration bundle: the database is at bundle version 1")
-	var jobs int
-	require.NoError(t, admin.QueryRow(context.Background(), `SELECT count(*) FROM durable_jobs.job_record`).Scan(&jobs))
-	require.Zero(t, jobs, "nothing was played")
+	r := leasectl(t, "demo", "--database-url", db.LoginURL(t, "durable_job_operator"))
+	requireDemoError(t, r, "check privileges: the --database-url role may not create roles")
+	require.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
+	require.Contains(t, r.stdout, "Connected to an existing database")
+	require.Zero(t, demotest.JobCount(t, admin))
 }
 
-func TestDemoTimelineEscapesTextAndDrawsEveryJob(t *testing.T) {
+func TestDemoStopsWhenItsLoginsMayNotConnect(t *testing.T) {
 	t.Parallel()
-	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	events := []demoEvent{
-		{At: at(0), Story: 2, Job: 7, Actor: "producer", Kind: evEnqueued, Text: "enqueued job 7"},
-		{At: at(100), Story: 2, Job: 7, Actor: "worker-a", Kind: evClaimed, Until: at(3100), Text: "claimed job 7"},
-		{At: at(1100), Story: 2, Job: 7, Actor: "worker-a", Kind: evRenewed, Until: at(4100), Text: "renewed job 7"},
-		{At: at(1500), Story: 2, Job: 7, Actor: "worker-a", Kind: evFrozen, Text: "freezes <script>alert(1)</script>"},
-		{At: at(4100), Story: 2, Job: 7, Actor: "database", Kind: evExpired, Text: "lease expired"},
-		{At: at(4150), Story: 2, Job: 7, Actor: "worker-b", Kind: evReclaimed, Until: at(7150), Text: "reclaimed job 7"},
-		{At: at(4700), Story: 2, Job: 7, Actor: "worker-b", Kind: evCompleted, Text: "completed job 7"},
-		{At: at(4800), Story: 2, Job: 7, Actor: "worker-a", Kind: evRefused, Text: "refused with LF001"},
-		{At: at(5000), Story: 3, Job: 8, Actor: "worker-c", Kind: evClaimed, Until: at(8000), Text: "claimed job 8"},
-		{At: at(6000), Story: 3, Job: 8, Actor: "operator", Kind: evCancelled, Text: "cancels job 8"},
-		{At: at(6300), Story: 3, Job: 8, Actor: "worker-c", Kind: evHandlerStopped, Text: "stops its handler"},
-	}
-	html, err := renderTimeline(timelinePage{Title: "t & <b>", Where: "w", Policy: "p"}, events,
-		map[int]string{2: "frozen", 3: "cancel"}, map[int64]string{7: "SUCCEEDED by worker-b"})
+	ctx := context.Background()
+	db := testdb.New(t)
+	admin := db.Pool(t)
+	adminURL, name := demotest.Admin(t, db, admin, "SUPERUSER")
+	_, err := admin.Exec(ctx, "REVOKE CONNECT ON DATABASE "+db.Name+" FROM PUBLIC")
 	require.NoError(t, err)
-	page := string(html)
-	requireSelfContainedHTML(t, page)
-	require.NotContains(t, page, "<script>alert")
-	require.Contains(t, page, "&lt;script&gt;alert(1)&lt;/script&gt;")
-	require.Contains(t, page, "t &amp; &lt;b&gt;")
-	require.Equal(t, 2, strings.Count(page, "<svg"), "one chart per job")
-	require.Less(t, strings.Index(page, "Story 2 · job 7"), strings.Index(page, "Story 3 · job 8"))
-	require.Contains(t, page, `fill-opacity="0.4"`, "the frozen worker's unrenewed span is pale")
-	require.Contains(t, page, "SUCCEEDED by worker-b")
-	require.NotContains(t, page, "ZgotmplZ", "no value was refused by the template's escaper")
-	for _, label := range []string{"lease expired", "reclaimed", "LF001 refused, rolled back", "cancelled", "handler stopped"} {
-		require.Contains(t, page, ">"+label+"<", label)
+
+	// The keyword/value form of the URL: the demo's logins replace its user
+	// and password.
+	u, err := url.Parse(adminURL)
+	require.NoError(t, err)
+	password, _ := u.User.Password()
+	conn := fmt.Sprintf("host=%s port=%s dbname=%s user=%s password=%s", u.Hostname(), u.Port(),
+		strings.TrimPrefix(u.Path, "/"), u.User.Username(), password)
+	for key, values := range u.Query() {
+		conn += " " + key + "=" + values[0]
 	}
-	require.Equal(t, fmt.Sprint(len(events)), fmt.Sprint(strings.Count(page, `<td class="time">`)), "every event is in the tables")
+	r := leasectl(t, "demo", "--database-url", conn)
+	requireDemoError(t, r, "create the demo's login roles and target table: the server refused the connection "+
+		"(SQLSTATE 42501: the login may not connect to the database)")
+	require.NotContains(t, r.output(), db.Name)
+	require.NotContains(t, r.output(), password)
+
+	// It made its schema, target table and login roles, then dropped
+	// them all.
+	require.Contains(t, r.stdout, "Creating login roles for a worker, a producer and an operator")
+	demotest.NoSchema(t, admin)
+	demotest.NoLoginsGrantedBy(t, admin, name)
 }
 
-func TestDemoLoginConnStringReplacesUserAndPassword(t *testing.T) {
+// demoLogin is one login role of a demo run as the catalog has it.
+type demoLogin struct {
+	Name       string
+	Password   string
+	ValidUntil *time.Time
+}
+
+func TestDemoLoginsExpireTheirPasswordsAreNeverSentAndSIGHUPCleansUp(t *testing.T) {
 	t.Parallel()
-	for _, base := range []string{
-		"postgres://admin:secret@db.internal:6432/jobs?sslmode=disable",
-		"host=db.internal port=6432 dbname=jobs user=admin password=secret sslmode=disable",
-	} {
-		conn := loginConnString(base, "leasefence_demo_ab12cd_worker", "0123abcd")
-		cfg, err := pgconn.ParseConfig(conn)
-		require.NoError(t, err, base)
-		require.Equal(t, "leasefence_demo_ab12cd_worker", cfg.User, base)
-		require.Equal(t, "0123abcd", cfg.Password, base)
-		require.Equal(t, "db.internal", cfg.Host, base)
-		require.EqualValues(t, 6432, cfg.Port, base)
-		require.Equal(t, "jobs", cfg.Database, base)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// A cluster of the test's own, whose server log records every DDL
+	// statement of the database as it was sent (log_statement = ddl).
+	cluster, db := testdb.OwnCluster(t)
+	admin := db.Pool(t)
+	_, err := admin.Exec(ctx, "ALTER DATABASE "+db.Name+" SET log_statement = 'ddl'")
+	require.NoError(t, err)
+	logStart := fileSize(t, cluster.LogPath())
+
+	cmd := exec.CommandContext(ctx, leasectlBin, "demo", "--database-url", db.URL, "--html", filepath.Join(t.TempDir(), "t.html"))
+	cmd.Env = cleanEnv()
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr demotest.LockedBuffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+
+	// While worker-a holds the first story's job, the logins exist.
+	var seen strings.Builder
+	var run string
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() {
+		line := lines.Text()
+		seen.WriteString(line + "\n")
+		if m := regexp.MustCompile(`^Queues demo\.([0-9a-f]+)\.long-job, `).FindStringSubmatch(line); m != nil {
+			run = m[1]
+		}
+		if run != "" && strings.Contains(line, "] worker-a claimed job") {
+			break
+		}
 	}
-	require.Equal(t, "user='leasefence_demo_ab12cd_worker' password='0123abcd'", loginConnString("", "leasefence_demo_ab12cd_worker", "0123abcd"),
-		"with no URL the PG* variables give the rest")
+	require.NotEmpty(t, run, "no queue line in:\n%s\nstderr:\n%s", seen.String(), stderr.String())
+	var dbNow time.Time
+	require.NoError(t, admin.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&dbNow))
+	rows, err := admin.Query(ctx, `SELECT rolname::text, COALESCE(rolpassword, ''), rolvaliduntil FROM pg_authid
+		WHERE rolname LIKE $1 ORDER BY rolname`, "leasefence_demo_"+run+"_%")
+	require.NoError(t, err)
+	logins, err := pgx.CollectRows(rows, pgx.RowToStructByPos[demoLogin])
+	require.NoError(t, err)
+	require.Len(t, logins, 3)
+	verifier := regexp.MustCompile(`^SCRAM-SHA-256\$4096:[A-Za-z0-9+/]{22}==\$[A-Za-z0-9+/]{43}=:[A-Za-z0-9+/]{43}=$`)
+	for _, l := range logins {
+		require.Regexp(t, verifier, l.Password, l.Name)
+		require.NotNil(t, l.ValidUntil, "%s has no VALID UNTIL", l.Name)
+		require.True(t, l.ValidUntil.After(dbNow) && l.ValidUntil.Before(dbNow.Add(demoLoginLifetime)),
+			"%s is valid until %s, want within %s of %s", l.Name, l.ValidUntil, demoLoginLifetime, dbNow)
+	}
+
+	// The terminal goes away: SIGHUP cleans up as Ctrl-C does.
+	require.NoError(t, cmd.Process.Signal(syscall.SIGHUP))
+	for lines.Scan() {
+		seen.WriteString(lines.Text() + "\n")
+	}
+	waitErr := cmd.Wait()
+	var exitErr *exec.ExitError
+	require.True(t, errors.As(waitErr, &exitErr), "the demo exits non-zero: %v\n%s", waitErr, seen.String())
+	require.Equal(t, exitError, exitErr.ExitCode(), seen.String())
+	require.Equal(t, "error: demo: interrupted; everything it started was stopped and removed\n", stderr.String())
+	demotest.NoRoles(t, admin, run)
+	demotest.NoSchema(t, admin)
+	demotest.NoData(t, admin, run)
+
+	// The server log shows each CREATE ROLE as sent: with a verifier and
+	// VALID UNTIL, and no password of any other form anywhere.
+	log := readFrom(t, cluster.LogPath(), logStart)
+	for _, l := range logins {
+		require.Contains(t, log, fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s' VALID UNTIL '", l.Name, l.Password))
+	}
+	passwords := regexp.MustCompile(`(?i)PASSWORD\s+'([^']*)'`).FindAllStringSubmatch(log, -1)
+	require.Len(t, passwords, 3, "the log has the three CREATE ROLE statements:\n%s", log)
+	for _, m := range passwords {
+		require.Regexp(t, verifier, m[1])
+	}
+	require.Contains(t, log, "DROP ROLE IF EXISTS leasefence_demo_"+run+"_worker")
+}
+
+// fileSize returns the size of the file at path.
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	return info.Size()
+}
+
+// readFrom returns the file at path from byte offset on.
+func readFrom(t *testing.T, path string, offset int64) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(b[offset:])
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/mightyetl/leasefence/audit"
 	"github.com/mightyetl/leasefence/evidence"
+	"github.com/mightyetl/leasefence/internal/textfmt"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
@@ -100,8 +100,8 @@ func runEvidence(ctx context.Context, env *cliEnv, args []string) int {
 	var periodErr *evidence.PeriodError
 	switch {
 	case errors.As(err, &periodErr):
-		return env.usageError("evidence: --until (%s) must be later than --since (%s)", formatTime(periodErr.Until),
-			formatTime(periodErr.Since))
+		return env.usageError("evidence: --until (%s) must be later than --since (%s)", textfmt.Time(periodErr.Until),
+			textfmt.Time(periodErr.Since))
 	case errors.As(err, &readErr):
 		return env.fail(readErr.Read, readErr.Err)
 	case err != nil:
@@ -150,7 +150,7 @@ func renderEvidenceMarkdown(report evidence.Report) string {
 		w("Histories and outcome totals cover everything the database keeps.\n")
 	}
 	if from, short := report.Period.OutcomesCoverFrom(); short {
-		w("Outcome tallies are kept 30 days: the outcome totals cover %s on only.\n", formatTime(from))
+		w("Outcome tallies are kept 30 days: the outcome totals cover %s on only.\n", textfmt.Time(from))
 	}
 	w("Database %s (system identifier %s).\n", markdownCell(report.Database.Name), report.Database.SystemIdentifier)
 	if c := report.Chain; c.RecordCount > 0 {
@@ -209,8 +209,8 @@ func renderEvidenceMarkdown(report evidence.Report) string {
 		case []evidence.Policy:
 			w("| queue | lease | renewal interval | max claim lifetime | renewal enabled | changed at | changed by |\n|---|---|---|---|---|---|---|\n")
 			for _, p := range data {
-				w("| %s | %s | %s | %s | %s | %s | %s |\n", markdownCell(p.Queue), formatDuration(p.Durations.Lease),
-					formatDuration(p.Durations.RenewalInterval), formatDuration(p.Durations.MaxClaimLifetime),
+				w("| %s | %s | %s | %s | %s | %s | %s |\n", markdownCell(p.Queue), textfmt.Duration(p.Durations.Lease),
+					textfmt.Duration(p.Durations.RenewalInterval), textfmt.Duration(p.Durations.MaxClaimLifetime),
 					formatBool(p.RenewalEnabled), p.ChangedAt, markdownCell(p.ChangedByRole))
 			}
 		case []evidence.Outcome:
@@ -277,17 +277,7 @@ func writeRecords(b *strings.Builder, records []evidence.Record) {
 		"|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range records {
 		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.ID, r.RecordedAt, r.Kind, orDash(r.Queue),
-			markdownCode(compactJSON(r.PreviousValues)), markdownCode(compactJSON(r.NewValues)),
+			markdownCode(textfmt.CompactJSON(r.PreviousValues)), markdownCode(textfmt.CompactJSON(r.NewValues)),
 			markdownCell(r.Reason), orDash(r.Ticket), orDash(r.Approver), markdownCell(r.ChangedByRole))
 	}
-}
-
-// compactJSON prints a JSON value on one line.
-func compactJSON(raw json.RawMessage) string {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return string(raw)
-	}
-	out, _ := json.Marshal(v)
-	return string(out)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/mightyetl/leasefence/evidence"
 	"github.com/mightyetl/leasefence/internal/controls"
 	"github.com/mightyetl/leasefence/internal/testdb"
+	"github.com/mightyetl/leasefence/internal/textfmt"
 	"github.com/stretchr/testify/require"
 )
 
@@ -104,5 +105,5 @@ func formatTimeRFC(t *testing.T, value string) string {
 	t.Helper()
 	at, err := time.Parse(time.RFC3339Nano, value)
 	require.NoError(t, err)
-	return formatTime(at)
+	return textfmt.Time(at)
 }

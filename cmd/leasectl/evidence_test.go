@@ -474,8 +474,8 @@ func TestEvidenceShowsOperatorTextAsTextNotMarkup(t *testing.T) {
 
 	// An operator login whose role name is markup with an escape sequence
 	// and a right-to-left override in it, and a reason full of the same.
-	role := "op<b>|[x](y)\x1b[2J\u202e" + randomName(2)
-	password := randomName(8)
+	role := "op<b>|[x](y)\x1b[2J\u202e" + uuid.NewString()[:4]
+	password := strings.ReplaceAll(uuid.NewString(), "-", "")
 	// Roles are cluster-wide: the login and its bounds commit together, so
 	// another test's audit never sees it unbounded.
 	quoted := pgx.Identifier{role}.Sanitize()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mightyetl/leasefence/goclient"
+	"github.com/mightyetl/leasefence/internal/textfmt"
 )
 
 const healthUsage = `Usage:
@@ -72,19 +73,29 @@ func runHealth(ctx context.Context, env *cliEnv, args []string) int {
 	tw := newTable(env.stdout)
 	printf(tw, "QUEUE\tRUNNING\tEXPIRING SOON\tAWAITING RECLAIM\tRECLAIMS 1H\tSTALE 1H\tSTALE RELEASES 1H\tOLDEST LEASE\n")
 	for _, h := range health {
-		printf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", visible(h.Queue), h.RunningJobs, h.ExpiringWithinInterval,
+		printf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", textfmt.Visible(h.Queue), h.RunningJobs, h.ExpiringWithinInterval,
 			h.ExpiredAwaitingReclaim, h.ReclaimsLastHour, h.StaleRenewalsLastHour, h.StaleReleasesLastHour, oldestLease(h))
 	}
 	_ = tw.Flush()
 	if len(health) > 0 {
-		printf(env.stdout, "read at %s (database time)\n", formatTime(health[0].DatabaseTime))
+		printf(env.stdout, "read at %s (database time)\n", textfmt.Time(health[0].DatabaseTime))
 	}
 	return exitOK
 }
 
+// toHealthJSON is one queue's health as JSON output shows it; the oldest
+// lease age is null when no lease is running.
 func toHealthJSON(h goclient.QueueLeaseHealth) healthJSON {
-	out := healthJSON{visible(h.Queue), h.RunningJobs, h.ExpiringWithinInterval, h.ExpiredAwaitingReclaim,
-		h.ReclaimsLastHour, h.StaleRenewalsLastHour, h.StaleReleasesLastHour, nil, formatTime(h.DatabaseTime)}
+	out := healthJSON{
+		Queue:                  textfmt.Visible(h.Queue),
+		RunningJobs:            h.RunningJobs,
+		ExpiringWithinInterval: h.ExpiringWithinInterval,
+		ExpiredAwaitingReclaim: h.ExpiredAwaitingReclaim,
+		ReclaimsLastHour:       h.ReclaimsLastHour,
+		StaleRenewalsLastHour:  h.StaleRenewalsLastHour,
+		StaleReleasesLastHour:  h.StaleReleasesLastHour,
+		DatabaseTime:           textfmt.Time(h.DatabaseTime),
+	}
 	if h.OldestLeaseAge != nil {
 		age := seconds(*h.OldestLeaseAge)
 		out.OldestLeaseAgeSeconds = &age

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/mightyetl/leasefence/internal/textfmt"
 )
 
 const jobsUsage = `Usage:
@@ -104,7 +106,7 @@ func optionalTime(t *time.Time) string {
 	if t == nil {
 		return "-"
 	}
-	return formatTime(*t)
+	return textfmt.Time(*t)
 }
 
 // optionalText prints s, or "-" when there is none.
@@ -169,7 +171,7 @@ func jobsList(ctx context.Context, env *cliEnv, args []string) int {
 	for _, j := range jobs {
 		printf(tw, "%d\t%s\t%s\t%d/%d\t%d\t%s\t%d\t%s\t%s\n", j.ID, j.Queue, j.Status, j.Attempt, j.MaxAttempts,
 			j.FencingGeneration, optionalTime(j.LeaseExpiresAt), j.RenewalCount, optionalText(j.FailureReasonCode),
-			formatTime(j.StatusChangedAt))
+			textfmt.Time(j.StatusChangedAt))
 	}
 	_ = tw.Flush()
 	if next != nil {
@@ -266,9 +268,9 @@ func jobsOne(ctx context.Context, env *cliEnv, action string, args []string) int
 		{"lease expires", optionalTime(job.LeaseExpiresAt)},
 		{"renewals", strconv.FormatInt(job.RenewalCount, 10)},
 		{"failure reason", optionalText(job.FailureReasonCode)},
-		{"run after", formatTime(job.RunAfter)},
-		{"created", formatTime(job.CreatedAt)},
-		{"status changed", formatTime(job.StatusChangedAt)},
+		{"run after", textfmt.Time(job.RunAfter)},
+		{"created", textfmt.Time(job.CreatedAt)},
+		{"status changed", textfmt.Time(job.StatusChangedAt)},
 	} {
 		printf(tw, "%s:\t%s\n", field[0], field[1])
 	}

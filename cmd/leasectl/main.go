@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/mightyetl/leasefence/internal/textfmt"
 )
 
 // Exit codes of leasectl.
@@ -141,22 +143,16 @@ func formatError(doing string, err error) string {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		var b strings.Builder
-		fmt.Fprintf(&b, "error: %s: %s (SQLSTATE %s)\n", doing, oneLine(pgErr.Message), pgErr.Code)
+		fmt.Fprintf(&b, "error: %s: %s (SQLSTATE %s)\n", doing, textfmt.OneLine(pgErr.Message), pgErr.Code)
 		if pgErr.Detail != "" {
-			fmt.Fprintf(&b, "DETAIL: %s\n", oneLine(pgErr.Detail))
+			fmt.Fprintf(&b, "DETAIL: %s\n", textfmt.OneLine(pgErr.Detail))
 		}
 		if pgErr.Hint != "" {
-			fmt.Fprintf(&b, "HINT: %s\n", oneLine(pgErr.Hint))
+			fmt.Fprintf(&b, "HINT: %s\n", textfmt.OneLine(pgErr.Hint))
 		}
 		return b.String()
 	}
-	return fmt.Sprintf("error: %s: %s\n", doing, oneLine(err.Error()))
-}
-
-// oneLine joins a multi-line text into one line, with its control and
-// bidirectional characters shown as escapes (see visible).
-func oneLine(s string) string {
-	return visible(strings.Join(strings.Fields(s), " "))
+	return fmt.Sprintf("error: %s: %s\n", doing, textfmt.OneLine(err.Error()))
 }
 
 // newFlagSet returns a flag set for a subcommand that reports errors to

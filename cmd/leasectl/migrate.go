@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/mightyetl/leasefence/internal/textfmt"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
@@ -339,7 +340,7 @@ func lockMigrations(ctx context.Context, conn *pgx.Conn, timeout time.Duration) 
 	}
 	return fmt.Errorf("the migration lock (advisory lock %d) was not free within %s: held by %s; "+
 		"wait for that session, or end it with pg_terminate_backend(pid), and try again", migrationLockKey,
-		formatDuration(timeout), cmp.Or(strings.Join(who, ", "), "another session"))
+		textfmt.Duration(timeout), cmp.Or(strings.Join(who, ", "), "another session"))
 }
 
 // optionalInt is an integer flag that remembers whether it was given.
@@ -399,7 +400,7 @@ func exportEvidence(ctx context.Context, conn *pgx.Conn, path string, version in
 	if err := conn.QueryRow(ctx, `SELECT pg_catalog.clock_timestamp(), pg_catalog.current_database()`).Scan(&at, &out.Database); err != nil {
 		return err
 	}
-	out.ExportedAt = formatTime(at)
+	out.ExportedAt = textfmt.Time(at)
 	rows, _ := conn.Query(ctx, `SELECT pg_catalog.to_jsonb(e)::text FROM durable_jobs.control_evidence_record e ORDER BY e.evidence_record_id`)
 	records, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/mightyetl/leasefence/goclient"
+	"github.com/mightyetl/leasefence/internal/textfmt"
 )
 
 const policyUsage = `Usage:
@@ -64,7 +65,7 @@ type policyJSON struct {
 
 func toPolicyJSON(p goclient.LeasePolicy) policyJSON {
 	return policyJSON{p.Queue, seconds(p.LeaseDuration), seconds(p.RenewalInterval), seconds(p.MaxClaimLifetime),
-		p.RenewalEnabled, formatTime(p.ChangedAt), p.ChangedByRole}
+		p.RenewalEnabled, textfmt.Time(p.ChangedAt), p.ChangedByRole}
 }
 
 // printPolicies prints policies as a table or JSON.
@@ -80,9 +81,9 @@ func printPolicies(env *cliEnv, asJSON bool, policies []goclient.LeasePolicy) {
 	tw := newTable(env.stdout)
 	printf(tw, "QUEUE\tLEASE\tRENEWAL INTERVAL\tMAX CLAIM LIFETIME\tRENEWAL ENABLED\tCHANGED AT\tCHANGED BY\n")
 	for _, p := range policies {
-		printf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", visible(p.Queue), formatDuration(p.LeaseDuration),
-			formatDuration(p.RenewalInterval), formatDuration(p.MaxClaimLifetime), formatBool(p.RenewalEnabled),
-			formatTime(p.ChangedAt), visible(p.ChangedByRole))
+		printf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", textfmt.Visible(p.Queue), textfmt.Duration(p.LeaseDuration),
+			textfmt.Duration(p.RenewalInterval), textfmt.Duration(p.MaxClaimLifetime), formatBool(p.RenewalEnabled),
+			textfmt.Time(p.ChangedAt), textfmt.Visible(p.ChangedByRole))
 	}
 	_ = tw.Flush()
 }
@@ -181,8 +182,8 @@ func policySet(ctx context.Context, env *cliEnv, args []string) int {
 		return exitOK
 	}
 	printf(env.stdout, "lease policy of queue %s set: lease %s, renewal interval %s, max claim lifetime %s, renewal enabled %s\n",
-		*queue, formatDuration(change.LeaseDuration), formatDuration(change.RenewalInterval),
-		formatDuration(change.MaxClaimLifetime), formatBool(change.RenewalEnabled))
+		*queue, textfmt.Duration(change.LeaseDuration), textfmt.Duration(change.RenewalInterval),
+		textfmt.Duration(change.MaxClaimLifetime), formatBool(change.RenewalEnabled))
 	return exitOK
 }
 

@@ -11,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/mightyetl/leasefence/internal/textfmt"
 )
 
 const retentionUsage = `Usage:
@@ -85,12 +87,12 @@ func intervalDuration(iv pgtype.Interval) time.Duration {
 }
 
 // formatRetention prints a retention period: whole days as "30d", anything
-// else the way formatDuration does.
+// else the way textfmt.Duration does.
 func formatRetention(d time.Duration) string {
 	if d > 0 && d%(24*time.Hour) == 0 {
 		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
 	}
-	return formatDuration(d)
+	return textfmt.Duration(d)
 }
 
 // parseRetention reads a retention flag: "30d" (whole days) or a Go
@@ -148,7 +150,7 @@ func readRetentionPolicies(ctx context.Context, s *session) ([]retentionPolicy, 
 		pd, rd := intervalDuration(payload), intervalDuration(record)
 		p.PayloadRetention, p.RecordRetention = formatRetention(pd), formatRetention(rd)
 		p.PayloadSeconds, p.RecordSeconds = seconds(pd), seconds(rd)
-		p.ChangedAtText = formatTime(p.ChangedAt)
+		p.ChangedAtText = textfmt.Time(p.ChangedAt)
 		return p, nil
 	})
 }

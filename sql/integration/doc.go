@@ -1,6 +1,6 @@
 // Package sqlintegration holds Go integration tests of leasefence's SQL
-// bundle: the lease contract in CONTRACT.md, exercised through its function
-// calls only, against a real PostgreSQL server.
+// bundle: the lease contract of docs/sql-api.md, exercised through its
+// function calls only, against a real PostgreSQL server.
 //
 // # Overview
 //

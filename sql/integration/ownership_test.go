@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Seed requirement 1: an execution that lasts three times the original lease
+// An execution that lasts three times the original lease
 // stays with its worker while the worker renews; a second worker polling all
 // along never gets the job.
 func TestHealthyRenewalsKeepExecutionLongerThanLeaseSinglyOwned(t *testing.T) {
@@ -108,7 +108,7 @@ func TestHealthyRenewalsKeepExecutionLongerThanLeaseSinglyOwned(t *testing.T) {
 	requireNothingClaimable(t, f.ctx, rival, f.queue, "worker-b", "a completed job is never claimed again")
 }
 
-// Seed requirement 2: replicas that claim at the same instant, each from its
+// Replicas that claim at the same instant, each from its
 // own session, never share a job, and while the winners renew nobody else
 // gets their jobs, past the original expiry too.
 func TestReplicasClaimingAtOnceNeverShareALiveClaim(t *testing.T) {
@@ -212,7 +212,7 @@ func firstKey(m map[int64]claim) int64 {
 	return 0
 }
 
-// Seed requirement 3: a worker that stops renewing loses its job only after
+// A worker that stops renewing loses its job only after
 // the database's clock passes the expiry; then the next claim is attempt 2,
 // fencing generation 2, with a new token, and the reclaim is counted.
 func TestStoppedRenewalIsReclaimedOnlyAfterDatabaseObservedExpiry(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Seed requirement 16: the owner of the renewal functions holds no privilege
+// The owner of the renewal functions holds no privilege
 // of any kind on the payload table or its columns, so the renewal path
 // cannot read a payload whatever its SQL does.
 func TestRenewalOwnerHasNoPrivilegeOnPayloads(t *testing.T) {
@@ -66,7 +66,7 @@ var regulatedValues = []string{
 	"4111-1111-1111-1111",
 }
 
-// Seed requirement 16: with regulated personal data in the payload, renewal
+// With regulated personal data in the payload, renewal
 // works, and no column any renewal returns (single, batch, stale, disabled)
 // nor any payload-blind read carries one of the values.
 func TestRenewalWithRegulatedPayloadNeverReturnsIt(t *testing.T) {
@@ -156,7 +156,7 @@ func TestRenewalWithRegulatedPayloadNeverReturnsIt(t *testing.T) {
 	require.Equal(t, int64(4), f.state(t, jobID).RenewalCount, "three single renewals and one batch renewal were counted")
 }
 
-// Seed requirement 16 with the terminal path: when a worker's terminal
+// Payload separation on the terminal path: when a worker's terminal
 // write is refused (LF001), its own target write in the same transaction
 // is rolled back with it, so a stale worker leaves no database-owned effect.
 func TestStaleTerminalWriteRollsBackTheWorkersTargetWrite(t *testing.T) {

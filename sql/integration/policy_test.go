@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Seed requirement 10: the database refuses a renewal interval that is zero,
+// The database refuses a renewal interval that is zero,
 // negative, equal to the lease or leaves too small a safety margin (more
 // than a third of the lease), with LF002 and nothing changed; the bounds
 // themselves are accepted.

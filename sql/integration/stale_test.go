@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Seed requirement 4: once the database's clock passes the expiry, the token
+// Once the database's clock passes the expiry, the token
 // can neither renew nor retry, fail or complete, even though nobody has
 // reclaimed the job yet.
 func TestExpiredTokenCannotRenewRetryFailOrComplete(t *testing.T) {
@@ -198,7 +198,7 @@ func renewalWaitsOnTransition(t *testing.T, tr transition) {
 	rf.requireEndedAndPreserved(t, tr)
 }
 
-// Seed requirement 5: cancellation before renewal makes the renewal stale
+// Cancellation before renewal makes the renewal stale
 // and keeps CANCELLED, also when the renewal waits on the cancel's lock.
 func TestCancelBeforeRenewalMakesRenewalStaleAndKeepsCancelled(t *testing.T) {
 	t.Parallel()
@@ -206,7 +206,7 @@ func TestCancelBeforeRenewalMakesRenewalStaleAndKeepsCancelled(t *testing.T) {
 	t.Run("renewal waits on the open cancel", func(t *testing.T) { renewalWaitsOnTransition(t, cancelTransition) })
 }
 
-// Seed requirement 6: success before renewal makes the renewal stale and
+// Success before renewal makes the renewal stale and
 // keeps SUCCEEDED, also when the renewal waits on the worker's open
 // target-plus-success transaction.
 func TestSuccessBeforeRenewalMakesRenewalStaleAndKeepsSucceeded(t *testing.T) {
@@ -215,7 +215,7 @@ func TestSuccessBeforeRenewalMakesRenewalStaleAndKeepsSucceeded(t *testing.T) {
 	t.Run("renewal waits on the open success", func(t *testing.T) { renewalWaitsOnTransition(t, completeTransition) })
 }
 
-// Seed requirement 6, the reverse order: the heartbeat's renewal holds the
+// Success and renewal in the reverse order: the heartbeat's renewal holds the
 // row lock; the worker's success waits for it, and succeeds once the renewal
 // commits. Neither overwrites the other.
 func TestCompleteWaitingOnRenewalSucceedsAfterRenewalCommits(t *testing.T) {
@@ -247,7 +247,7 @@ func TestCompleteWaitingOnRenewalSucceedsAfterRenewalCommits(t *testing.T) {
 	require.Equal(t, "SUCCEEDED", rf.state(t, c.JobID).Status, "the stale renewal kept SUCCEEDED")
 }
 
-// Seed requirement 7: retry or failure before renewal cannot be turned back
+// Retry or failure before renewal cannot be turned back
 // into RUNNING, whether it committed before the renewal or the renewal waited
 // on it.
 func TestRetryOrFailureBeforeRenewalCannotRevertToRunning(t *testing.T) {

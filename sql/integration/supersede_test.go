@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Seed requirement 8: after a reclaim, the superseded token cannot extend
+// After a reclaim, the superseded token cannot extend
 // the replacement claimant's lease or write a terminal state; only the new
 // token renews.
 func TestSupersededTokenCannotExtendReplacementLease(t *testing.T) {
@@ -44,7 +44,7 @@ func TestSupersededTokenCannotExtendReplacementLease(t *testing.T) {
 	require.Equal(t, "SUCCEEDED", f.state(t, jobID).Status)
 }
 
-// Seed requirement 8, renewal against reclaim in two sessions: whatever the
+// Renewal against reclaim in two sessions: whatever the
 // order, at most one live claim exists and after a reclaim the old token is
 // stale.
 func TestRenewalAndReclaimRaceLeavesAtMostOneLiveClaim(t *testing.T) {

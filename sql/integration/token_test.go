@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Seed requirement 15: a stolen, foreign, guessed or replayed claim value
+// A stolen, foreign, guessed or replayed claim value
 // cannot extend another owner's claim, another job's claim or a successor
 // claim, from any session or login role. Every such renewal is stale, every
 // such terminal write is LF001, and the victim's lease does not move.

@@ -1,6 +1,7 @@
 -- 01_schema: the objects of the bundle exist with the names, shapes,
 -- constraints, comments, signatures, owners and hardening that
--- docs/sql-api.md promises. Catalog checks only; nothing here writes a job.
+-- docs/sql-api.md and sql/doc.go promise. Catalog checks only; nothing here
+-- writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 SELECT plan(178);

@@ -1,5 +1,5 @@
 -- 02_privileges: each runtime role executes exactly the functions listed
--- with it in CONTRACT.md and touches no table, sequence or column; PUBLIC
+-- with it in docs/sql-api.md (Roles) and touches no table, sequence or column; PUBLIC
 -- executes nothing; the definer owners hold column privileges only, the
 -- renewal owner none on payloads; no bundle role can log in or escalate.
 BEGIN;
@@ -103,7 +103,7 @@ SELECT set_eq(
     format($$SELECT p.proname::text FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace
              AND has_function_privilege(%L, p.oid, 'EXECUTE')$$, r.role_name),
     format($$SELECT e.function_name::text FROM expected_execute e WHERE %L = ANY (e.runtime_roles)$$, r.role_name),
-    r.role_name || ' executes exactly the functions CONTRACT.md lists for it and nothing else in the schema')
+    r.role_name || ' executes exactly the functions docs/sql-api.md lists for it and nothing else in the schema')
 FROM runtime_role r ORDER BY r.role_name;
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p

@@ -1,5 +1,5 @@
--- 10_bad_input: the Bad input table of CONTRACT.md, function by function and
--- argument by argument. Malformed or NULL input raises LF003 (LF002 from
+-- 10_bad_input: the input rules of docs/sql-api.md (each function's section
+-- and the SQLSTATEs table), function by function and argument by argument. Malformed or NULL input raises LF003 (LF002 from
 -- set_queue_lease_policy) before anything else, so it wins over a stale
 -- claim, and writes nothing; each boundary value just inside the limits is
 -- accepted; an id that does not exist (0, negative) is unknown, not

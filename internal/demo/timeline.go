@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"bytes"
@@ -205,7 +205,7 @@ func clockTime(t time.Time) string { return t.UTC().Format("15:04:05.000") }
 // ---------------------------------------------------------------------------
 // The HTML timeline.
 
-//go:embed demo_timeline.html.tmpl
+//go:embed timeline.html.tmpl
 var timelineTemplateText string
 
 // timelineTemplate renders timelinePage. html/template escapes every text

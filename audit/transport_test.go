@@ -1,4 +1,4 @@
-package main
+package audit
 
 import (
 	"context"
@@ -34,9 +34,9 @@ func TestAuditServerLogSecretsFindsSettingsThatLogBindParameters(t *testing.T) {
 	execSQL(t, admin, `ALTER ROLE durable_job_worker SET log_parameter_max_length = 0`)
 	execSQL(t, admin, `ALTER ROLE `+producer+` SET log_min_duration_statement = '250ms'`)
 	execSQL(t, admin, `ALTER ROLE `+producer+` IN DATABASE `+db.Name+` SET log_parameter_max_length_on_error = 64`)
-	text, _ := runAuditBoth(t, db.URL)
-	requireCode(t, exitFindings, text)
-	require.Equal(t, []string{controls.CheckServerLogSecrets}, findingIDs(text.stdout))
+	text, _ := runAudit(t, db.URL)
+	require.False(t, text.passed, text.stdout)
+	require.Equal(t, []string{controls.CheckServerLogSecrets}, text.ids)
 	for _, want := range []string{
 		"AUDIT-SERVER-LOG-SECRETS: login " + worker + ": log_statement = all with log_parameter_max_length = -1 writes its bind parameters (claim tokens, payloads) to the server log",
 		"AUDIT-SERVER-LOG-SECRETS: login " + producer + ": log_statement = all with log_parameter_max_length = -1",
@@ -52,14 +52,14 @@ func TestAuditServerLogSecretsFindsSettingsThatLogBindParameters(t *testing.T) {
 		execSQL(t, admin, `ALTER ROLE `+login+` SET log_parameter_max_length_on_error = 0`)
 	}
 	execSQL(t, admin, `ALTER ROLE `+producer+` IN DATABASE `+db.Name+` RESET log_parameter_max_length_on_error`)
-	text, _ = runAuditBoth(t, db.URL)
-	requireCode(t, exitOK, text)
+	text, _ = runAudit(t, db.URL)
+	require.True(t, text.passed, text.stdout)
 
 	// log_statement = none for the login also works, whatever its length.
 	execSQL(t, admin, `ALTER ROLE `+worker+` RESET log_parameter_max_length`)
 	execSQL(t, admin, `ALTER ROLE `+worker+` SET log_statement = 'none'`)
-	text, _ = runAuditBoth(t, db.URL)
-	requireCode(t, exitOK, text)
+	text, _ = runAudit(t, db.URL)
+	require.True(t, text.passed, text.stdout)
 	require.False(t, strings.Contains(text.stdout, "AUDIT-SERVER-LOG-SECRETS"))
 }
 
@@ -73,18 +73,18 @@ func TestAuditUnencryptedSessionsFindsRuntimeTCPSessionsWithoutTLS(t *testing.T)
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
 
 	// A superuser sees every session.
-	text, _ := runAuditBoth(t, db.URL)
-	requireCode(t, exitFindings, text)
-	require.Equal(t, []string{controls.CheckUnencryptedSessions}, findingIDs(text.stdout))
+	text, _ := runAudit(t, db.URL)
+	require.False(t, text.passed, text.stdout)
+	require.Equal(t, []string{controls.CheckUnencryptedSessions}, text.ids)
 	require.Contains(t, text.stdout, "AUDIT-UNENCRYPTED-SESSIONS: login "+worker+" has 1 TCP session(s) without TLS\n")
 
 	// A login without pg_read_all_stats sees only its own sessions.
 	auditor := db.LoginURL(t, "durable_job_auditor")
-	text, _ = runAuditBoth(t, auditor)
-	requireCode(t, exitOK, text)
+	text, _ = runAudit(t, auditor)
+	require.True(t, text.passed, text.stdout)
 	execSQL(t, db.Pool(t), `GRANT pg_read_all_stats TO `+loginName(t, auditor))
-	text, _ = runAuditBoth(t, auditor)
-	requireCode(t, exitFindings, text)
+	text, _ = runAudit(t, auditor)
+	require.False(t, text.passed, text.stdout)
 	require.Contains(t, text.stdout, "AUDIT-UNENCRYPTED-SESSIONS: login "+worker+" has 1 TCP session(s) without TLS\n")
 }
 
@@ -100,16 +100,16 @@ func TestAuditRuntimeLoginTimeoutsFindsUnboundedLogins(t *testing.T) {
 	worker := loginName(t, db.LoginURL(t, "durable_job_worker"))
 	producer := loginName(t, db.LoginURL(t, "durable_job_producer"))
 	auditor := loginName(t, db.LoginURL(t, "durable_job_auditor"))
-	text, _ := runAuditBoth(t, db.URL)
-	requireCode(t, exitOK, text) // testdb's logins carry the limits
+	text, _ := runAudit(t, db.URL)
+	require.True(t, text.passed, text.stdout) // testdb's logins carry the limits
 
 	for _, login := range []string{worker, producer, auditor} {
 		execSQL(t, admin, `ALTER ROLE `+login+` RESET statement_timeout`)
 		execSQL(t, admin, `ALTER ROLE `+login+` RESET idle_in_transaction_session_timeout`)
 	}
-	text, _ = runAuditBoth(t, db.URL)
-	requireCode(t, exitFindings, text)
-	require.Equal(t, []string{controls.CheckLoginTimeouts}, findingIDs(text.stdout))
+	text, _ = runAudit(t, db.URL)
+	require.False(t, text.passed, text.stdout)
+	require.Equal(t, []string{controls.CheckLoginTimeouts}, text.ids)
 	for _, login := range []string{worker, producer} {
 		for _, name := range []string{"statement_timeout", "idle_in_transaction_session_timeout"} {
 			require.Contains(t, text.stdout, "AUDIT-RUNTIME-LOGIN-TIMEOUTS: login "+login+": "+name+" is 0 (no limit)")
@@ -120,6 +120,6 @@ func TestAuditRuntimeLoginTimeoutsFindsUnboundedLogins(t *testing.T) {
 	// The database's limits reach every login of it.
 	execSQL(t, admin, `ALTER DATABASE `+db.Name+` SET statement_timeout = '2min'`)
 	execSQL(t, admin, `ALTER DATABASE `+db.Name+` SET idle_in_transaction_session_timeout = '1min'`)
-	text, _ = runAuditBoth(t, db.URL)
-	requireCode(t, exitOK, text)
+	text, _ = runAudit(t, db.URL)
+	require.True(t, text.passed, text.stdout)
 }

@@ -1,4 +1,4 @@
-package main
+package audit
 
 import (
 	"testing"
@@ -62,10 +62,10 @@ func TestAuditInstallChecksFindEachBreak(t *testing.T) {
 			for _, sql := range statements {
 				execSQL(t, pool, sql)
 			}
-			text, report := runAuditBoth(t, db.URL)
-			requireCode(t, exitFindings, text)
+			text, report := runAudit(t, db.URL)
+			require.False(t, text.passed, text.stdout)
 			require.False(t, report.Passed)
-			require.Equal(t, tc.want, findingIDs(text.stdout), text.stdout)
+			require.Equal(t, tc.want, text.ids, text.stdout)
 			for _, line := range tc.lines {
 				require.Contains(t, text.stdout, line)
 			}
@@ -81,10 +81,10 @@ func TestAuditFindsAssumableDefinerOwners(t *testing.T) {
 	pool := db.Pool(t)
 	execSQL(t, pool, `ALTER ROLE durable_job_audit_owner LOGIN`)
 	execSQL(t, pool, `CREATE ROLE lf_sneaky LOGIN IN ROLE durable_job_renewal_owner, durable_job_claim_owner`)
-	text, report := runAuditBoth(t, db.URL)
-	requireCode(t, exitFindings, text)
+	text, report := runAudit(t, db.URL)
+	require.False(t, text.passed, text.stdout)
 	require.False(t, report.Passed)
-	require.Equal(t, []string{controls.CheckDefinerOwners, controls.CheckAccessReview}, findingIDs(text.stdout), text.stdout)
+	require.Equal(t, []string{controls.CheckDefinerOwners, controls.CheckAccessReview}, text.ids, text.stdout)
 	require.Contains(t, text.stdout, "AUDIT-ACCESS-REVIEW: login lf_sneaky holds definer owner role durable_job_claim_owner")
 	require.Contains(t, text.stdout, "AUDIT-DEFINER-OWNERS: definer owner durable_job_audit_owner can log in\n")
 	require.Contains(t, text.stdout, "AUDIT-DEFINER-OWNERS: definer owner durable_job_claim_owner has members: lf_sneaky\n")
