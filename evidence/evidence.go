@@ -214,9 +214,10 @@ type PolicyDurations struct {
 
 // Outcome is one aggregate lease outcome.
 type Outcome struct {
-	// Queue is the queue ("*" for stale renewals of unknown jobs).
+	// Queue is the queue ("*" for stale calls not charged to a queue: see
+	// lease_outcome_totals in docs/sql-api.md).
 	Queue string `json:"queue"`
-	// Outcome is stale_renewal or reclaim.
+	// Outcome is stale_renewal, stale_release or reclaim.
 	Outcome string `json:"outcome"`
 	// Count is how often it happened in the period.
 	Count int64 `json:"count"`

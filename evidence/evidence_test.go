@@ -187,3 +187,34 @@ func TestReportDisposalSumsPurgesAndErasuresAndRefusesAMalformedPurgeRecord(t *t
 	require.Equal(t, int64(12), *c.LastID)
 	require.Equal(t, Chain{RecordCount: 0}, chainOf(nil))
 }
+
+// A period with a job and a stale renewal in it: the outcome and job status
+// sections count them, as the period's totals (from Since minus from Until).
+func TestBuildCountsTheOutcomesAndJobStatusesOfThePeriod(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	admin := db.Pool(t)
+	_, err := admin.Exec(ctx, `SELECT durable_jobs.enqueue_job('ev.counts', '{}'::jsonb, NULL, NULL, 3)`)
+	require.NoError(t, err)
+	var renewed string
+	require.NoError(t, admin.QueryRow(ctx, `SELECT renewal_outcome FROM durable_jobs.renew_job_lease(
+		(SELECT max(job_record_id) FROM durable_jobs.job_record), gen_random_uuid(), 'guesser-1')`).Scan(&renewed))
+	require.Equal(t, "stale", renewed)
+
+	report, err := Build(ctx, db.LoginPool(t, "durable_job_auditor"),
+		Options{SinceBack: time.Hour, Until: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	var outcomes []Outcome
+	var statuses []Status
+	for _, s := range report.Sections {
+		switch s.ID {
+		case controls.SectionOutcomes:
+			outcomes = s.Data.([]Outcome)
+		case controls.SectionJobStatus:
+			statuses = s.Data.([]Status)
+		}
+	}
+	require.Contains(t, outcomes, Outcome{Queue: "*", Outcome: "stale_renewal", Count: 1})
+	require.Contains(t, statuses, Status{Queue: "ev.counts", Status: "QUEUED", Count: 1})
+}
