@@ -475,11 +475,14 @@ func (h *heartbeat) endLocked(l *Lease, cause error) bool {
 	return true
 }
 
-// loseLocked ends l as an ownership loss and counts it.
+// loseLocked ends l as an ownership loss and counts it. The loss is counted
+// before the lease's context is cancelled, so whoever wakes on that context
+// (the handler, a test, a shutdown) already sees it in the Observer.
 func (h *heartbeat) loseLocked(l *Lease, cause LossCause, err error) {
-	if h.endLocked(l, err) {
+	if l.state != leaseEnded {
 		h.obs.OwnershipLost(l.claim.queue, cause)
 	}
+	h.endLocked(l, err)
 }
 
 // close stops the heartbeat: every live lease ends (ErrClosed) and its claim
