@@ -17,12 +17,14 @@ var RuntimeRoles = []string{
 }
 
 // DefinerOwnerRoles are the bundle's NOLOGIN roles that own one
-// function family each. Nothing but the bundle may act as one of them: they
-// have no login and no members.
+// function family each, and durable_job_evidence_owner, which owns the
+// evidence table and its guard. Nothing but the bundle may act as one of
+// them: they have no login and no members.
 var DefinerOwnerRoles = []string{
 	"durable_job_producer_owner", "durable_job_claim_owner", "durable_job_renewal_owner",
 	"durable_job_terminal_owner", "durable_job_policy_owner", "durable_job_audit_owner",
 	"durable_job_retention_owner", // created by the retention migration
+	"durable_job_evidence_owner",  // created by migration 014
 }
 
 // migrationPrefix is run at the start of every migration, inside its
