@@ -39,15 +39,32 @@ func checkDefinerOwners(ctx context.Context, pool DB) ([]string, error) {
 // durable_jobs.control_evidence_record.
 var evidenceTriggers = []string{"control_evidence_record_append_only", "control_evidence_record_no_truncate"}
 
-// checkEvidenceTrigger: both append-only triggers of the evidence table
-// exist, are enabled (tgenabled O or A: they fire in every session), and
-// execute durable_jobs.refuse_evidence_change(), owned by the table's owner
-// (the installer). The function body is compared by AUDIT-FUNCTION-DRIFT.
-// It reports nothing when the table is missing (AUDIT-EVIDENCE-APPEND-ONLY
-// says so).
+// checkEvidenceTrigger: the evidence table is owned by
+// sqlbundle.EvidenceOwnerRole (migration 014), a role nothing else uses,
+// which has no elevated attribute (its login and members are
+// AUDIT-DEFINER-OWNERS'); both append-only triggers of the table exist, are
+// enabled (tgenabled O or A: they fire in every session), and execute
+// durable_jobs.refuse_evidence_change(), owned by the table's owner. The
+// function body is compared by AUDIT-FUNCTION-DRIFT. It reports nothing
+// when the table is missing (AUDIT-EVIDENCE-APPEND-ONLY says so).
 func checkEvidenceTrigger(ctx context.Context, pool DB) ([]string, error) {
 	tableOID, err := relationOID(ctx, pool, "durable_jobs", "control_evidence_record")
 	if err != nil || tableOID == 0 {
+		return nil, err
+	}
+	findings, err := collectStrings(ctx, pool, `
+		SELECT CASE WHEN r.rolname::text <> $2::text
+		            THEN 'table durable_jobs.control_evidence_record is owned by ' || pg_catalog.quote_ident(r.rolname) ||
+		                 ', not by ' || $2::text || ', the role that owns nothing else'
+		            ELSE pg_catalog.quote_ident(r.rolname) || ', the owner of durable_jobs.control_evidence_record, has ' ||
+		                 pg_catalog.concat_ws(', ', CASE WHEN r.rolsuper THEN 'SUPERUSER' END,
+		                     CASE WHEN r.rolcreaterole THEN 'CREATEROLE' END, CASE WHEN r.rolcreatedb THEN 'CREATEDB' END,
+		                     CASE WHEN r.rolbypassrls THEN 'BYPASSRLS' END, CASE WHEN r.rolreplication THEN 'REPLICATION' END) END
+		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_roles r ON r.oid = c.relowner
+		WHERE c.oid = $1::oid
+		  AND (r.rolname::text <> $2::text OR r.rolsuper OR r.rolcreaterole OR r.rolcreatedb OR r.rolbypassrls OR r.rolreplication)`,
+		tableOID, sqlbundle.EvidenceOwnerRole)
+	if err != nil {
 		return nil, err
 	}
 	type trigger struct {
@@ -69,7 +86,6 @@ func checkEvidenceTrigger(ctx context.Context, pool DB) ([]string, error) {
 		byName[t.Name] = t
 	}
 	const table = "durable_jobs.control_evidence_record"
-	var findings []string
 	for _, name := range evidenceTriggers {
 		t, ok := byName[name]
 		if !ok {

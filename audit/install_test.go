@@ -35,6 +35,16 @@ func TestAuditInstallChecksFindEachBreak(t *testing.T) {
 			return []string{`ALTER FUNCTION durable_jobs.refuse_evidence_change() OWNER TO ` + elevatedRole(t, "")}
 		}, []string{controls.CheckEvidenceTrigger, controls.CheckFunctionDrift},
 			[]string{"AUDIT-EVIDENCE-TRIGGER: function durable_jobs.refuse_evidence_change() of trigger control_evidence_record_append_only is owned by lf_elevated_"}},
+		{"evidence table and guard given back to the installer, as before migration 014", func(*testing.T) []string {
+			return []string{`ALTER TABLE durable_jobs.control_evidence_record OWNER TO CURRENT_USER`,
+				`ALTER FUNCTION durable_jobs.refuse_evidence_change() OWNER TO CURRENT_USER`}
+		}, []string{controls.CheckEvidenceTrigger, controls.CheckFunctionDrift},
+			[]string{"AUDIT-EVIDENCE-TRIGGER: table durable_jobs.control_evidence_record is owned by postgres, not by durable_job_evidence_owner, the role that owns nothing else\n"}},
+		{"evidence table owned by another role", func(t *testing.T) []string {
+			return []string{`ALTER TABLE durable_jobs.control_evidence_record OWNER TO ` + elevatedRole(t, "")}
+		}, []string{controls.CheckEvidenceTrigger},
+			[]string{"AUDIT-EVIDENCE-TRIGGER: table durable_jobs.control_evidence_record is owned by lf_elevated_",
+				"AUDIT-EVIDENCE-TRIGGER: function durable_jobs.refuse_evidence_change() of trigger control_evidence_record_append_only is owned by durable_job_evidence_owner, not by lf_elevated_"}},
 		{"guard trigger replaced and one dropped", func(*testing.T) []string {
 			return []string{
 				`CREATE FUNCTION durable_jobs.stray_refuse() RETURNS trigger LANGUAGE plpgsql
@@ -73,18 +83,23 @@ func TestAuditInstallChecksFindEachBreak(t *testing.T) {
 	}
 }
 
-// A definer owner with LOGIN, and one with a member, are findings. Roles
-// are cluster-wide, so this runs on a cluster of its own.
+// A definer owner with LOGIN, and one with a member, are findings, and so
+// are a member and elevated attributes of the evidence table's owner
+// (migration 014). Roles are cluster-wide, so this runs on a cluster of its
+// own.
 func TestAuditFindsAssumableDefinerOwners(t *testing.T) {
 	t.Parallel()
 	_, db := testdb.OwnCluster(t)
 	pool := db.Pool(t)
 	execSQL(t, pool, `ALTER ROLE durable_job_audit_owner LOGIN`)
-	execSQL(t, pool, `CREATE ROLE lf_sneaky LOGIN IN ROLE durable_job_renewal_owner, durable_job_claim_owner`)
+	execSQL(t, pool, `ALTER ROLE durable_job_evidence_owner CREATEDB BYPASSRLS`)
+	execSQL(t, pool, `CREATE ROLE lf_sneaky LOGIN IN ROLE durable_job_renewal_owner, durable_job_claim_owner, durable_job_evidence_owner`)
 	text, report := runAudit(t, db.URL)
 	require.False(t, text.passed, text.stdout)
 	require.False(t, report.Passed)
-	require.Equal(t, []string{controls.CheckDefinerOwners, controls.CheckAccessReview}, text.ids, text.stdout)
+	require.Equal(t, []string{controls.CheckDefinerOwners, controls.CheckEvidenceTrigger, controls.CheckAccessReview}, text.ids, text.stdout)
+	require.Contains(t, text.stdout, "AUDIT-DEFINER-OWNERS: definer owner durable_job_evidence_owner has members: lf_sneaky\n")
+	require.Contains(t, text.stdout, "AUDIT-EVIDENCE-TRIGGER: durable_job_evidence_owner, the owner of durable_jobs.control_evidence_record, has CREATEDB, BYPASSRLS\n")
 	require.Contains(t, text.stdout, "AUDIT-ACCESS-REVIEW: login lf_sneaky holds definer owner role durable_job_claim_owner")
 	require.Contains(t, text.stdout, "AUDIT-DEFINER-OWNERS: definer owner durable_job_audit_owner can log in\n")
 	require.Contains(t, text.stdout, "AUDIT-DEFINER-OWNERS: definer owner durable_job_claim_owner has members: lf_sneaky\n")

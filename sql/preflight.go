@@ -17,13 +17,21 @@ var RuntimeRoles = []string{
 }
 
 // DefinerOwnerRoles are the bundle's NOLOGIN roles that own one
-// function family each. Nothing but the bundle may act as one of them: they
-// have no login and no members.
+// function family each, and durable_job_evidence_owner, which owns the
+// evidence table and its guard. Nothing but the bundle may act as one of
+// them: they have no login and no members.
 var DefinerOwnerRoles = []string{
 	"durable_job_producer_owner", "durable_job_claim_owner", "durable_job_renewal_owner",
 	"durable_job_terminal_owner", "durable_job_policy_owner", "durable_job_audit_owner",
 	"durable_job_retention_owner", // created by the retention migration
+	EvidenceOwnerRole,             // created by migration 014
 }
+
+// EvidenceOwnerRole owns durable_jobs.control_evidence_record, its identity
+// sequence and its append-only guard (migration 014): NOLOGIN, without
+// members, owning nothing else, so that no login acts as the evidence
+// table's owner, who could disable its triggers.
+const EvidenceOwnerRole = "durable_job_evidence_owner"
 
 // migrationPrefix is run at the start of every migration, inside its
 // transaction, before the migration's own SQL. It pins search_path, so

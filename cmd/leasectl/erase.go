@@ -38,8 +38,9 @@ func runErase(ctx context.Context, env *cliEnv, args []string) int {
 			return env.usageError("erase: --%s is required", name)
 		}
 	}
-	// The database checks this reason for control characters only
-	// (erase_job_payload predates the personal-data check).
+	// Refused here first, with exit 2, also against a database older than
+	// migration 014, which checked this reason for control characters only
+	// (erase_job_payload refuses it with LF002 since).
 	if looksPersonalOrSecret(*reason) {
 		return env.usageError("erase: --reason %s", personalReasonProblem)
 	}

@@ -206,12 +206,13 @@ func TestMigrateFailuresSayWhatFailed(t *testing.T) {
 	require.Equal(t, int32(0), versionOf(t, pool))
 }
 
-func TestMigrateDownDropRolesDropsOnlyTheBundlesTenRoles(t *testing.T) {
+func TestMigrateDownDropRolesDropsOnlyTheBundlesRoles(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	_, db := testdb.OwnCluster(t)
 	pool := db.Pool(t)
 	require.Contains(t, bundleRoles(t, pool), "durable_job_renewal_owner")
+	require.Contains(t, bundleRoles(t, pool), "durable_job_evidence_owner", "migration 014's owner of the evidence table")
 	// Roles of the operators' own that share the prefix: a worker login of
 	// one region and a reporting role that owns a table.
 	_, err := pool.Exec(ctx, `CREATE ROLE durable_job_worker_eu LOGIN IN ROLE durable_job_worker;
@@ -232,7 +233,7 @@ func TestMigrateDownDropRolesDropsOnlyTheBundlesTenRoles(t *testing.T) {
 	require.False(t, schemaExists(t, pool))
 	require.Contains(t, bundleRoles(t, pool), "durable_job_renewal_owner")
 
-	// Once no database uses them, down --to 0 --drop-roles drops the ten.
+	// Once no database uses them, down --to 0 --drop-roles drops the twelve.
 	// (This cluster is the test's own, so opening its template is harmless.)
 	_, err = pool.Exec(ctx, `ALTER DATABASE `+testdb.TemplateName+` WITH ALLOW_CONNECTIONS true`)
 	require.NoError(t, err)
@@ -245,15 +246,15 @@ func TestMigrateDownDropRolesDropsOnlyTheBundlesTenRoles(t *testing.T) {
 	r = leasectl(t, "migrate", "down", "--to", "0", "--drop-roles", "--database-url", db.URL)
 	requireCode(t, exitOK, r)
 	require.Contains(t, r.stdout, "already at version 0")
-	require.Contains(t, r.stdout, "dropped 11 roles: [durable_job_audit_owner durable_job_auditor durable_job_claim_owner "+
-		"durable_job_operator durable_job_policy_owner durable_job_producer durable_job_producer_owner "+
+	require.Contains(t, r.stdout, "dropped 12 roles: [durable_job_audit_owner durable_job_auditor durable_job_claim_owner "+
+		"durable_job_evidence_owner durable_job_operator durable_job_policy_owner durable_job_producer durable_job_producer_owner "+
 		"durable_job_renewal_owner durable_job_retention_owner durable_job_terminal_owner durable_job_worker]\n")
 	require.Equal(t, operatorRoles, bundleRoles(t, pool), "the operators' own roles are left alone")
 	var owner string
 	require.NoError(t, pool.QueryRow(ctx, `SELECT relowner::regrole::text FROM pg_class WHERE oid = 'public.report'::regclass`).Scan(&owner))
 	require.Equal(t, "durable_job_reporting", owner)
 
-	// A second run finds none of the ten and drops nothing.
+	// A second run finds none of the twelve and drops nothing.
 	r = leasectl(t, "migrate", "down", "--to", "0", "--drop-roles", "--database-url", db.URL)
 	requireCode(t, exitOK, r)
 	require.Contains(t, r.stdout, "dropped 0 roles: []\n")

@@ -212,8 +212,9 @@ func retentionSet(ctx context.Context, env *cliEnv, args []string) int {
 			return env.usageError("retention set: --%s is required", name)
 		}
 	}
-	// The database checks this reason for control characters only
-	// (set_queue_retention_policy predates the personal-data check).
+	// Refused here first, with exit 2, also against a database older than
+	// migration 014, which checked this reason for control characters only
+	// (set_queue_retention_policy refuses it with LF002 since).
 	if looksPersonalOrSecret(*reason) {
 		return env.usageError("retention set: --reason %s", personalReasonProblem)
 	}

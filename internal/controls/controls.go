@@ -109,7 +109,7 @@ const (
 	CheckObjectDependencies = "AUDIT-OBJECT-DEPENDENCIES"
 	// CheckDefinerOwners: the definer owner roles cannot log in and have no members.
 	CheckDefinerOwners = "AUDIT-DEFINER-OWNERS"
-	// CheckEvidenceTrigger: the evidence triggers are enabled and run the installer's guard.
+	// CheckEvidenceTrigger: the evidence table has its own owner, and its triggers are enabled and run that owner's guard.
 	CheckEvidenceTrigger = "AUDIT-EVIDENCE-TRIGGER"
 	// CheckFunctionDrift: every function is what its recorded version installs.
 	CheckFunctionDrift = "AUDIT-FUNCTION-DRIFT"
@@ -242,8 +242,8 @@ var auditCheckTable = []AuditCheck{
 	{CheckDefinerOwners, "Definer owners cannot be assumed",
 		"The definer owner roles (durable_job_*_owner) are NOLOGIN and have no members, so no login can SET ROLE to one and write its tables directly.",
 		[]string{AccessDefinerRoles, AuditConfiguration}},
-	{CheckEvidenceTrigger, "Evidence guard is the installer's",
-		"Both append-only triggers of durable_jobs.control_evidence_record exist, fire in every session (enabled O or A) and execute durable_jobs.refuse_evidence_change(), owned by the table's owner.",
+	{CheckEvidenceTrigger, "Evidence table and guard have an owner of their own",
+		"durable_jobs.control_evidence_record is owned by durable_job_evidence_owner, which has no elevated attribute; both append-only triggers of the table exist, fire in every session (enabled O or A) and execute durable_jobs.refuse_evidence_change(), owned by the table's owner.",
 		[]string{AuditAppendOnly, AuditConfiguration}},
 	{CheckFunctionDrift, "Functions are what their version installs",
 		"Every function in schema durable_jobs has the definition, owner and EXECUTE grants that the bundle's manifest records for the database's migration version: none replaced by hand, none missing, none extra.",

@@ -21,7 +21,7 @@ var bundleRoles = []string{
 	"durable_job_producer", "durable_job_worker", "durable_job_operator", "durable_job_auditor",
 	"durable_job_producer_owner", "durable_job_claim_owner", "durable_job_renewal_owner",
 	"durable_job_terminal_owner", "durable_job_policy_owner", "durable_job_audit_owner",
-	"durable_job_retention_owner",
+	"durable_job_retention_owner", "durable_job_evidence_owner",
 }
 
 // pgDump runs the server's own pg_dump on the database behind url and drops

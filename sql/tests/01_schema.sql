@@ -4,7 +4,7 @@
 -- writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(178);
+SELECT plan(179);
 
 -- Schema, type, tables -------------------------------------------------------
 
@@ -29,6 +29,15 @@ SELECT sequences_are('durable_jobs',
     ARRAY['job_record_job_record_id_seq', 'job_outcome_ledger_job_outcome_record_id_seq',
           'control_evidence_record_evidence_record_id_seq'],
     'the only sequences are the identity sequences of the three id columns');
+-- Migration 014: the evidence table and its sequence have an owner of their
+-- own; every other table and sequence is the installer's (the schema's owner).
+SELECT is_empty(
+    $$SELECT c.oid::regclass::text, c.relowner::regrole::text FROM pg_class c
+      WHERE c.relnamespace = 'durable_jobs'::regnamespace AND c.relkind IN ('r', 'S')
+        AND c.relowner <> CASE WHEN c.relname IN ('control_evidence_record', 'control_evidence_record_evidence_record_id_seq')
+                               THEN 'durable_job_evidence_owner'::regrole::oid
+                               ELSE (SELECT n.nspowner FROM pg_namespace n WHERE n.nspname = 'durable_jobs') END$$,
+    'control evidence and its sequence are owned by durable_job_evidence_owner, every other table and sequence by the installer');
 
 SELECT columns_are('durable_jobs', 'job_record',
     ARRAY['job_record_id', 'queue_name', 'job_status', 'idempotency_key_digest', 'run_after', 'max_attempts',

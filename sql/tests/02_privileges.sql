@@ -4,7 +4,7 @@
 -- renewal owner none on payloads; no bundle role can log in or escalate.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(475);
+SELECT plan(477);
 
 -- Which runtime role may execute which function. record_deployment_version
 -- is not a runtime function: only the role that applied the bundle runs it.
@@ -315,6 +315,22 @@ SELECT is_empty(
         AND has_any_column_privilege(d.role_name, c.oid, 'UPDATE')
         AND c.relname = 'control_evidence_record'$$,
     'no definer owner can update control evidence');
+-- Migration 014: the evidence table's owner is a role of its own, which
+-- holds what an owner holds; no bundle role but it can change the evidence
+-- at table level, and no runtime role can act as it.
+SELECT set_eq(
+    $$SELECT r.rolname::text FROM pg_roles r
+      WHERE r.rolname LIKE 'durable\_job\_%'
+        AND (has_table_privilege(r.oid, 'durable_jobs.control_evidence_record', 'UPDATE')
+             OR has_table_privilege(r.oid, 'durable_jobs.control_evidence_record', 'DELETE')
+             OR has_table_privilege(r.oid, 'durable_jobs.control_evidence_record', 'TRUNCATE')
+             OR pg_has_role(r.oid, (SELECT c.relowner FROM pg_class c
+                                    WHERE c.oid = 'durable_jobs.control_evidence_record'::regclass), 'MEMBER'))$$,
+    $$VALUES ('durable_job_evidence_owner')$$,
+    'of the bundle''s roles only durable_job_evidence_owner, the evidence table''s owner, holds UPDATE, DELETE or TRUNCATE on it or acts as its owner');
+SELECT is_empty(
+    $$SELECT r.role_name FROM runtime_role r WHERE pg_has_role(r.role_name, 'durable_job_evidence_owner', 'MEMBER')$$,
+    'no runtime role is a member of durable_job_evidence_owner');
 
 -- Roles: NOLOGIN, no superuser or escalation attribute, the intended memberships ------
 

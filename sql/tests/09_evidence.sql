@@ -155,8 +155,12 @@ SELECT throws_ok($$DELETE FROM durable_jobs.control_evidence_record WHERE queue_
                  'DELETE of one queue''s evidence is refused with LF004');
 SELECT throws_ok($$TRUNCATE durable_jobs.control_evidence_record$$, 'LF004', NULL,
                  'TRUNCATE of control evidence is refused with LF004, even for the superuser');
--- The same, acting as the table's owner (the role that applied the bundle).
+-- The same, acting as the table's owner (durable_job_evidence_owner since
+-- migration 014). It holds no USAGE on the schema (21_evidence_owner); this
+-- transaction grants it, to show that even then the triggers refuse it.
 DO $$ BEGIN
+    EXECUTE format('GRANT USAGE ON SCHEMA durable_jobs TO %I',
+                   (SELECT relowner::regrole::text FROM pg_class WHERE oid = 'durable_jobs.control_evidence_record'::regclass));
     EXECUTE format('SET LOCAL ROLE %I',
                    (SELECT relowner::regrole::text FROM pg_class WHERE oid = 'durable_jobs.control_evidence_record'::regclass));
 END $$;
