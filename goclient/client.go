@@ -341,7 +341,9 @@ func (c Config) terms(job Job) (leaseTerms, *ConfigurationRejectedError) {
 type Client struct {
 	// pool is the caller's pool; every call except renewals uses it.
 	pool *pgxpool.Pool
-	cfg  Config
+	// admin runs the operator and auditor calls over pool.
+	admin *Admin
+	cfg   Config
 	// heartbeatPool is the client's own pool for renewals, never shared
 	// with handlers, sized MaxInFlightRenewals.
 	heartbeatPool *pgxpool.Pool
@@ -385,8 +387,19 @@ func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 	if port == nil {
 		port = NewPgRenewalPort(heartbeatPool, cfg.AttemptTimeout)
 	}
-	c := &Client{pool: pool, cfg: cfg, heartbeatPool: heartbeatPool, renewals: port, closed: make(chan struct{})}
-	c.hb = newHeartbeat(c)
+	c := &Client{pool: pool, admin: &Admin{pool: pool}, cfg: cfg, heartbeatPool: heartbeatPool, renewals: port,
+		closed: make(chan struct{})}
+	c.hb = newHeartbeat(heartbeatConfig{
+		port:          port,
+		observer:      cfg.Observer,
+		clock:         cfg.Clock,
+		scheduler:     cfg.Scheduler,
+		margin:        cfg.SafetyMargin,
+		maxInFlight:   cfg.MaxInFlightRenewals,
+		commitTimeout: cfg.CommitTimeout,
+		releasePool:   pool,
+		closePool:     heartbeatPool,
+	})
 	return c, nil
 }
 
