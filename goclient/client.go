@@ -347,7 +347,6 @@ type Client struct {
 	// heartbeatPool is the client's own pool for renewals, never shared
 	// with handlers, sized MaxInFlightRenewals.
 	heartbeatPool *pgxpool.Pool
-	renewals      RenewalPort
 	hb            *heartbeat
 
 	closeOnce sync.Once
@@ -387,8 +386,7 @@ func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 	if port == nil {
 		port = NewPgRenewalPort(heartbeatPool, cfg.AttemptTimeout)
 	}
-	c := &Client{pool: pool, admin: &Admin{pool: pool}, cfg: cfg, heartbeatPool: heartbeatPool, renewals: port,
-		closed: make(chan struct{})}
+	c := &Client{pool: pool, admin: &Admin{pool: pool}, cfg: cfg, heartbeatPool: heartbeatPool, closed: make(chan struct{})}
 	c.hb = newHeartbeat(heartbeatConfig{
 		port:          port,
 		observer:      cfg.Observer,
