@@ -354,13 +354,17 @@ func TestDatabaseCollectorTakesAnyLeaseHealthReader(t *testing.T) {
 type fixedReader struct{ rows []goclient.QueueLeaseHealth }
 
 // LeaseHealth returns r's rows.
-func (r fixedReader) LeaseHealth(context.Context) ([]goclient.QueueLeaseHealth, error) { return r.rows, nil }
+func (r fixedReader) LeaseHealth(context.Context) ([]goclient.QueueLeaseHealth, error) {
+	return r.rows, nil
+}
 
 // readerFunc is a LeaseHealthReader made of a function.
 type readerFunc func(context.Context) ([]goclient.QueueLeaseHealth, error)
 
 // LeaseHealth calls f.
-func (f readerFunc) LeaseHealth(ctx context.Context) ([]goclient.QueueLeaseHealth, error) { return f(ctx) }
+func (f readerFunc) LeaseHealth(ctx context.Context) ([]goclient.QueueLeaseHealth, error) {
+	return f(ctx)
+}
 
 // Any producer login may enqueue into a queue name nobody has made a
 // policy for, so the collector's series are bounded whatever producers
