@@ -171,7 +171,7 @@ const (
 	MsgAttemptTimeoutTooLong   = "attempt timeout must be shorter than the renewal interval"
 	MsgInsufficientMargin      = "renewal interval plus attempt timeout plus safety margin must not exceed the lease duration"
 	MsgMaxInFlightNegative     = "max in-flight renewals must not be negative"
-	MsgConcurrencyNotPositive  = "concurrency must be greater than zero"
+	MsgConcurrencyNegative     = "concurrency must not be negative"
 	MsgNoHandler               = "exactly one of Handler and TxHandler must be set"
 	MsgPollIntervalNotPositive = "poll interval must not be negative"
 	MsgShutdownTimeoutNegative = "shutdown timeout must not be negative"
