@@ -54,7 +54,7 @@ func (r *refusing) Submit(task func()) error {
 	return nil
 }
 
-// Requirement 14: after a run with every kind of outcome, a scrape holds
+// After a run with every kind of outcome, a scrape holds
 // only the documented metrics, labels and label values, and no job id,
 // token, owner id, payload, SQL or error text.
 func TestPrometheusScrapeHasOnlyBoundedLabels(t *testing.T) {
