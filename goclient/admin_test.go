@@ -142,16 +142,19 @@ func TestClientAdminCallsAnswerAsAdmin(t *testing.T) {
 	}
 	require.Equal(t, viaAdmin, viaClient)
 
-	cancelled, err := client.Cancel(ctx, id)
-	require.NoError(t, err)
-	require.True(t, cancelled)
-	cancelled, err = admin.Cancel(ctx, id)
-	require.NoError(t, err)
-	require.False(t, cancelled, "already cancelled, through the Client")
-	replayed, err := admin.Replay(ctx, id)
-	require.NoError(t, err)
-	require.True(t, replayed)
-	replayed, err = client.Replay(ctx, id)
-	require.NoError(t, err)
-	require.False(t, replayed, "already queued again, through the Admin")
+	// Each change made through one is seen through the other.
+	for _, step := range []struct {
+		call func(context.Context, int64) (bool, error)
+		want bool
+		why  string
+	}{
+		{client.Cancel, true, "cancelled through the Client"},
+		{admin.Cancel, false, "already cancelled, through the Client"},
+		{admin.Replay, true, "replayed through the Admin"},
+		{client.Replay, false, "already queued again, through the Admin"},
+	} {
+		changed, err := step.call(ctx, id)
+		require.NoError(t, err, step.why)
+		require.Equal(t, step.want, changed, step.why)
+	}
 }
