@@ -323,11 +323,10 @@ type data struct {
 // A failed read returns a *ReadError naming it, an audit check that could
 // not run an *audit.CheckError, and an empty period a *PeriodError.
 func Build(ctx context.Context, pool *pgxpool.Pool, opts Options) (Report, error) {
-	client, err := goclient.New(pool)
+	client, err := goclient.NewAdmin(pool) // reads only: no heartbeat, no pool of its own
 	if err != nil {
 		return Report{}, err
 	}
-	defer func() { _ = client.Close() }()
 	d := data{}
 	if err := pool.QueryRow(ctx, `SELECT pg_catalog.clock_timestamp(), pg_catalog.current_database(),
 		(SELECT s.system_identifier::text FROM pg_catalog.pg_control_system() s)`).

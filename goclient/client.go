@@ -171,7 +171,7 @@ const (
 	MsgAttemptTimeoutTooLong   = "attempt timeout must be shorter than the renewal interval"
 	MsgInsufficientMargin      = "renewal interval plus attempt timeout plus safety margin must not exceed the lease duration"
 	MsgMaxInFlightNegative     = "max in-flight renewals must not be negative"
-	MsgConcurrencyNotPositive  = "concurrency must be greater than zero"
+	MsgConcurrencyNegative     = "concurrency must not be negative"
 	MsgNoHandler               = "exactly one of Handler and TxHandler must be set"
 	MsgPollIntervalNotPositive = "poll interval must not be negative"
 	MsgShutdownTimeoutNegative = "shutdown timeout must not be negative"
@@ -341,11 +341,12 @@ func (c Config) terms(job Job) (leaseTerms, *ConfigurationRejectedError) {
 type Client struct {
 	// pool is the caller's pool; every call except renewals uses it.
 	pool *pgxpool.Pool
-	cfg  Config
+	// admin runs the operator and auditor calls over pool.
+	admin *Admin
+	cfg   Config
 	// heartbeatPool is the client's own pool for renewals, never shared
 	// with handlers, sized MaxInFlightRenewals.
 	heartbeatPool *pgxpool.Pool
-	renewals      RenewalPort
 	hb            *heartbeat
 
 	closeOnce sync.Once
@@ -385,8 +386,18 @@ func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 	if port == nil {
 		port = NewPgRenewalPort(heartbeatPool, cfg.AttemptTimeout)
 	}
-	c := &Client{pool: pool, cfg: cfg, heartbeatPool: heartbeatPool, renewals: port, closed: make(chan struct{})}
-	c.hb = newHeartbeat(c)
+	c := &Client{pool: pool, admin: &Admin{pool: pool}, cfg: cfg, heartbeatPool: heartbeatPool, closed: make(chan struct{})}
+	c.hb = newHeartbeat(heartbeatConfig{
+		port:          port,
+		observer:      cfg.Observer,
+		clock:         cfg.Clock,
+		scheduler:     cfg.Scheduler,
+		margin:        cfg.SafetyMargin,
+		maxInFlight:   cfg.MaxInFlightRenewals,
+		commitTimeout: cfg.CommitTimeout,
+		releasePool:   pool,
+		closePool:     heartbeatPool,
+	})
 	return c, nil
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/mightyetl/leasefence/goclient"
 )
 
-// Requirement 10: unsafe settings are refused at construction with exact
+// Unsafe settings are refused at construction with exact
 // messages: negative, equal-to-lease and insufficient-margin intervals, and
 // attempt timeouts that do not fit inside the interval. (A zero lease or
 // interval is no bound: the claim's policy decides, and each claim's lease

@@ -32,8 +32,18 @@
 //
 // Producers (role durable_job_producer) call Enqueue (or EnqueueMany for up
 // to MaxBatchJobs jobs of one queue in one call), Cancel and State on a
-// client of their own; operators (durable_job_operator) call Replay and the
-// policy and evidence calls.
+// client of their own. Operators (durable_job_operator) and auditors
+// (durable_job_auditor) claim nothing and need no Client: an Admin has
+// Replay, Cancel, State, the policy and evidence calls and the health and
+// totals reads, with no heartbeat, no goroutine and no pool of its own:
+//
+//	pool, err := goclient.NewPool(ctx, auditorURL, 0)
+//	admin, err := goclient.NewAdmin(pool) // nothing to Close but the pool
+//	health, err := admin.LeaseHealth(ctx) // one statement on pool
+//
+// A Client has the same calls (it delegates them to an Admin over its
+// pool), so a worker's program can read health too; prommetrics'
+// DatabaseCollector takes anything with LeaseHealth.
 //
 // # State Model
 //

@@ -12,7 +12,7 @@ import (
 	"github.com/mightyetl/leasefence/internal/testdb"
 )
 
-// Requirement 12 and 18: when the connection to the database is cut (every
+// When the connection to the database is cut (every
 // connection reset and new ones refused) or stalls (connections open, no
 // byte forwarded), the heartbeat retries inside its trust deadline, never
 // reports a success the database did not commit, and then fails closed
@@ -74,7 +74,7 @@ func TestConnectionCutRetriesThenFailsClosed(t *testing.T) {
 	}
 }
 
-// Requirement 18: a server restart while a renewal is inside its UPDATE is
+// A server restart while a renewal is inside its UPDATE is
 // a failed attempt, never a success; every renewal the client counts is one
 // the database committed.
 func TestServerRestartMidRenewalIsFailure(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 const (
@@ -153,7 +155,7 @@ func (l *Lease) Stop() {
 // LossReleased.
 func (l *Lease) Release(ctx context.Context) (bool, error) {
 	live := l.end(ErrLeaseReleased)
-	released, err := releaseClaim(ctx, l.hb.c.pool, l.claim)
+	released, err := releaseClaim(ctx, l.hb.releasePool, l.claim)
 	if live {
 		l.hb.obs.OwnershipLost(l.claim.queue, releaseCause(err == nil && !released))
 	}
@@ -178,16 +180,42 @@ func releaseCause(stale bool) LossCause {
 	return LossReleased
 }
 
+// heartbeatConfig is everything a heartbeat needs, given when it is made:
+// the heartbeat holds no reference to the Client that made it.
+type heartbeatConfig struct {
+	// port renews the claims.
+	port RenewalPort
+	// observer is told about renewals, losses and the scheduler.
+	observer Observer
+	// clock is the application's wall clock, for the clock offset signal.
+	clock Clock
+	// scheduler runs each renewal attempt.
+	scheduler Scheduler
+	// margin is the safety margin taken off every granted lease.
+	margin time.Duration
+	// maxInFlight bounds the renewal calls open at once.
+	maxInFlight int
+	// commitTimeout bounds the commit of the releases at close.
+	commitTimeout time.Duration
+	// releasePool is the caller's pool, on which a Lease's Release runs.
+	releasePool *pgxpool.Pool
+	// closePool is the heartbeat's own pool, on which close releases the
+	// claims it still keeps.
+	closePool *pgxpool.Pool
+}
+
 // heartbeat schedules the renewals of one client on its own goroutine and
 // timers, never on a handler's.
 type heartbeat struct {
-	c           *Client
-	port        RenewalPort
-	obs         Observer
-	clock       Clock
-	sched       Scheduler
-	margin      time.Duration
-	maxInFlight int
+	port          RenewalPort
+	obs           Observer
+	clock         Clock
+	sched         Scheduler
+	margin        time.Duration
+	maxInFlight   int
+	commitTimeout time.Duration
+	releasePool   *pgxpool.Pool
+	closePool     *pgxpool.Pool
 
 	// attempts is cancelled by close, so an open attempt ends at once.
 	attempts       context.Context
@@ -205,18 +233,20 @@ type heartbeat struct {
 }
 
 // newHeartbeat starts the heartbeat's scheduling goroutine.
-func newHeartbeat(c *Client) *heartbeat {
+func newHeartbeat(cfg heartbeatConfig) *heartbeat {
 	h := &heartbeat{
-		c:           c,
-		port:        c.renewals,
-		obs:         c.cfg.Observer,
-		clock:       c.cfg.Clock,
-		sched:       c.cfg.Scheduler,
-		margin:      c.cfg.SafetyMargin,
-		maxInFlight: c.cfg.MaxInFlightRenewals,
-		live:        make(map[*Lease]struct{}),
-		wake:        make(chan struct{}, 1),
-		loopDone:    make(chan struct{}),
+		port:          cfg.port,
+		obs:           cfg.observer,
+		clock:         cfg.clock,
+		sched:         cfg.scheduler,
+		margin:        cfg.margin,
+		maxInFlight:   cfg.maxInFlight,
+		commitTimeout: cfg.commitTimeout,
+		releasePool:   cfg.releasePool,
+		closePool:     cfg.closePool,
+		live:          make(map[*Lease]struct{}),
+		wake:          make(chan struct{}, 1),
+		loopDone:      make(chan struct{}),
 	}
 	h.attempts, h.cancelAttempts = context.WithCancel(context.Background())
 	go h.run()
@@ -503,9 +533,9 @@ func (h *heartbeat) close() {
 	h.cancelAttempts()
 	h.tasks.Wait()
 	// The release's implicit transaction commits within the commit timeout.
-	ctx, cancel := context.WithTimeout(context.Background(), timeout+h.c.cfg.CommitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+h.commitTimeout)
 	defer cancel()
-	for i, stale := range releaseClaims(ctx, h.c.heartbeatPool, abandoned) {
+	for i, stale := range releaseClaims(ctx, h.closePool, abandoned) {
 		h.obs.OwnershipLost(abandoned[i].queue, releaseCause(stale))
 	}
 }

@@ -32,7 +32,7 @@ func runWorker(t *testing.T, w *goclient.Worker) (stop func() error) {
 	return stop
 }
 
-// Requirement 1 and 2: a job that runs three times its original lease
+// A job that runs three times its original lease
 // stays singly owned while its renewals succeed; a second replica polling
 // the queue the whole time never gets it.
 func TestJobRunningThreeLeasesStaysSinglyOwned(t *testing.T) {
@@ -97,7 +97,7 @@ func TestJobRunningThreeLeasesStaysSinglyOwned(t *testing.T) {
 	require.Empty(t, rec.lost)
 }
 
-// Requirement 11: a handler that hogs its goroutine (a CPU loop that never
+// A handler that hogs its goroutine (a CPU loop that never
 // yields or looks at its context) and one that holds the client pool's only
 // connection in a long statement cannot delay the heartbeat, which has its
 // own goroutines, timers and connections.
@@ -146,7 +146,7 @@ func TestHandlerHoggingGoroutineStillRenews(t *testing.T) {
 	}
 }
 
-// Requirement 9: an application wall clock off by hours changes nothing:
+// An application wall clock off by hours changes nothing:
 // the trust deadline comes from the database's lease_expires_at -
 // database_time on the monotonic clock, and the skew only shows in the clock
 // offset signal.
@@ -184,7 +184,7 @@ func TestSkewedApplicationClockChangesNothing(t *testing.T) {
 	}
 }
 
-// Requirement 3 and 4: a claim nobody renews is reclaimed only once the
+// A claim nobody renews is reclaimed only once the
 // database says it expired; the old token then cannot renew or finish.
 func TestUnrenewedClaimIsReclaimedOnlyAfterDatabaseExpiry(t *testing.T) {
 	t.Parallel()

@@ -207,22 +207,3 @@ func (c *Client) countStale(claim Claim, err error) error {
 	}
 	return err
 }
-
-// Cancel cancels a job that is not terminal yet (a running job's claim
-// becomes stale at once). It returns false for a terminal or unknown job.
-// Needs the durable_job_producer role.
-func (c *Client) Cancel(ctx context.Context, jobID int64) (bool, error) {
-	return cancelJob(ctx, c.pool, jobID)
-}
-
-// Replay puts one FAILED or CANCELLED job back to QUEUED with its attempts
-// starting again; false for any other job. Needs the durable_job_operator role.
-func (c *Client) Replay(ctx context.Context, jobID int64) (bool, error) {
-	return replayJob(ctx, c.pool, jobID)
-}
-
-// State returns the payload-blind lifecycle state of a job, or
-// ErrJobNotFound. Needs the durable_job_producer role.
-func (c *Client) State(ctx context.Context, jobID int64) (JobState, error) {
-	return jobState(ctx, c.pool, jobID)
-}

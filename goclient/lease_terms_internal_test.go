@@ -18,7 +18,7 @@ func termsJob(lease, interval time.Duration) Job {
 }
 
 // Each claim's lease is checked with the configuration's rules and exact
-// messages (requirement 10: zero, equal-to-lease and insufficient-margin
+// messages (those of Config.Validate: zero, equal-to-lease and insufficient-margin
 // intervals included), the refusal naming the queue and both values.
 func TestClaimTermsAreCheckedWithTheConfigurationRules(t *testing.T) {
 	t.Parallel()

@@ -10,7 +10,8 @@ import (
 )
 
 // This file is the admin port: the operator and auditor calls (lease policy,
-// deployment evidence, lease health and control evidence). Like port_pg.go,
+// deployment evidence, lease health and control evidence), methods of
+// Admin that a Client delegates to (admin.go). Like port_pg.go,
 // it is one of the port_*.go files, the only places SQL text appears in
 // goclient. Every call here is payload-blind: the functions it calls never
 // return a payload, claim token, owner id, idempotency key or job id, so
@@ -144,8 +145,8 @@ type MigrationVersion struct {
 // change and its reason are recorded as control evidence by the database.
 // A refused change returns an error matching ErrInvalidPolicy, and nothing
 // changes.
-func (c *Client) SetQueueLeasePolicy(ctx context.Context, change LeasePolicyChange) error {
-	_, err := c.pool.Exec(ctx,
+func (a *Admin) SetQueueLeasePolicy(ctx context.Context, change LeasePolicyChange) error {
+	_, err := a.pool.Exec(ctx,
 		`SELECT durable_jobs.set_queue_lease_policy($1, $2, $3, $4, $5, $6)`,
 		change.Queue, change.LeaseDuration, change.RenewalInterval, change.MaxClaimLifetime,
 		change.RenewalEnabled, change.Reason)
@@ -154,8 +155,8 @@ func (c *Client) SetQueueLeasePolicy(ctx context.Context, change LeasePolicyChan
 
 // QueueLeasePolicies returns every queue's lease policy, the default "*"
 // included, ordered by queue name (auditor role).
-func (c *Client) QueueLeasePolicies(ctx context.Context) ([]LeasePolicy, error) {
-	rows, _ := c.pool.Query(ctx, `SELECT queue_name, lease_duration, renewal_interval, max_claim_lifetime,
+func (a *Admin) QueueLeasePolicies(ctx context.Context) ([]LeasePolicy, error) {
+	rows, _ := a.pool.Query(ctx, `SELECT queue_name, lease_duration, renewal_interval, max_claim_lifetime,
 		renewal_enabled, changed_at, changed_by_role FROM durable_jobs.queue_lease_policies()`)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (LeasePolicy, error) {
 		var p LeasePolicy
@@ -170,8 +171,8 @@ func (c *Client) QueueLeasePolicies(ctx context.Context) ([]LeasePolicy, error) 
 // deployed, with reason, as control evidence (operator role). A malformed
 // version (^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$) or a blank reason returns an
 // error matching ErrInvalidArgument.
-func (c *Client) RecordDeploymentVersion(ctx context.Context, version, reason string) error {
-	_, err := c.pool.Exec(ctx, `SELECT durable_jobs.record_deployment_version($1, $2)`, version, reason)
+func (a *Admin) RecordDeploymentVersion(ctx context.Context, version, reason string) error {
+	_, err := a.pool.Exec(ctx, `SELECT durable_jobs.record_deployment_version($1, $2)`, version, reason)
 	return translateError(err)
 }
 
@@ -200,16 +201,16 @@ type Deployment struct {
 // A field that does not match its pattern, or a reason that looks like
 // personal data or a secret, returns an error matching ErrInvalidPolicy
 // (SQLSTATE LF002) and records nothing.
-func (c *Client) RecordDeployment(ctx context.Context, d Deployment) error {
-	_, err := c.pool.Exec(ctx, `SELECT durable_jobs.record_deployment($1, $2, $3, $4, $5)`,
+func (a *Admin) RecordDeployment(ctx context.Context, d Deployment) error {
+	_, err := a.pool.Exec(ctx, `SELECT durable_jobs.record_deployment($1, $2, $3, $4, $5)`,
 		d.Version, d.Source, d.DeployedBy, d.Ticket, d.Reason)
 	return translateError(err)
 }
 
 // LeaseHealth returns the lease health of every queue that has a policy or
 // a job, ordered by queue name (auditor role).
-func (c *Client) LeaseHealth(ctx context.Context) ([]QueueLeaseHealth, error) {
-	rows, _ := c.pool.Query(ctx, `SELECT queue_name, running_jobs, expiring_within_interval,
+func (a *Admin) LeaseHealth(ctx context.Context) ([]QueueLeaseHealth, error) {
+	rows, _ := a.pool.Query(ctx, `SELECT queue_name, running_jobs, expiring_within_interval,
 		expired_awaiting_reclaim, reclaims_last_hour, stale_renewals_last_hour, stale_releases_last_hour,
 		oldest_lease_age, database_time FROM durable_jobs.lease_health_by_queue()`)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (QueueLeaseHealth, error) {
@@ -223,8 +224,8 @@ func (c *Client) LeaseHealth(ctx context.Context) ([]QueueLeaseHealth, error) {
 
 // ControlEvidence returns the control-evidence records written at or after
 // since, oldest first; a zero since returns all of them (auditor role).
-func (c *Client) ControlEvidence(ctx context.Context, since time.Time) ([]EvidenceRecord, error) {
-	rows, _ := c.pool.Query(ctx, `SELECT evidence_record_id, evidence_kind, COALESCE(queue_name, ''),
+func (a *Admin) ControlEvidence(ctx context.Context, since time.Time) ([]EvidenceRecord, error) {
+	rows, _ := a.pool.Query(ctx, `SELECT evidence_record_id, evidence_kind, COALESCE(queue_name, ''),
 		previous_values, new_values, change_reason, changed_by_role, recorded_at
 		FROM durable_jobs.control_evidence_history($1)`, optionalTime(since))
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (EvidenceRecord, error) {
@@ -243,8 +244,8 @@ func (c *Client) ControlEvidence(ctx context.Context, since time.Time) ([]Eviden
 // LeaseOutcomeTotals returns how many reclaims, stale renewals and stale
 // releases each queue had since the given time (to the minute); a zero since counts everything
 // still kept (auditor role).
-func (c *Client) LeaseOutcomeTotals(ctx context.Context, since time.Time) ([]LeaseOutcomeTotal, error) {
-	rows, _ := c.pool.Query(ctx, `SELECT queue_name, outcome_kind, outcome_count
+func (a *Admin) LeaseOutcomeTotals(ctx context.Context, since time.Time) ([]LeaseOutcomeTotal, error) {
+	rows, _ := a.pool.Query(ctx, `SELECT queue_name, outcome_kind, outcome_count
 		FROM durable_jobs.lease_outcome_totals($1)`, optionalTime(since))
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (LeaseOutcomeTotal, error) {
 		var t LeaseOutcomeTotal
@@ -256,8 +257,8 @@ func (c *Client) LeaseOutcomeTotals(ctx context.Context, since time.Time) ([]Lea
 
 // JobStatusTotals returns how many jobs each queue holds in each status
 // (auditor role).
-func (c *Client) JobStatusTotals(ctx context.Context) ([]JobStatusTotal, error) {
-	rows, _ := c.pool.Query(ctx, `SELECT queue_name, job_status, job_count FROM durable_jobs.job_status_totals()`)
+func (a *Admin) JobStatusTotals(ctx context.Context) ([]JobStatusTotal, error) {
+	rows, _ := a.pool.Query(ctx, `SELECT queue_name, job_status, job_count FROM durable_jobs.job_status_totals()`)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (JobStatusTotal, error) {
 		var t JobStatusTotal
 		err := row.Scan(&t.Queue, &t.Status, &t.Count)
@@ -269,9 +270,9 @@ func (c *Client) JobStatusTotals(ctx context.Context) ([]JobStatusTotal, error) 
 // BundleMigrationVersion returns the bundle version the database was last
 // migrated to and when, from the migration evidence (auditor role). Version
 // is 0 when there is no such evidence.
-func (c *Client) BundleMigrationVersion(ctx context.Context) (MigrationVersion, error) {
+func (a *Admin) BundleMigrationVersion(ctx context.Context) (MigrationVersion, error) {
 	var v MigrationVersion
-	err := c.pool.QueryRow(ctx,
+	err := a.pool.QueryRow(ctx,
 		`SELECT migration_version, applied_at FROM durable_jobs.bundle_migration_version()`).
 		Scan(&v.Version, &v.AppliedAt)
 	if errors.Is(err, pgx.ErrNoRows) {

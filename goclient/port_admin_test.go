@@ -23,13 +23,13 @@ import (
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
-// adminClient returns a client over pool, closed when t ends.
-func adminClient(t *testing.T, pool *pgxpool.Pool) *goclient.Client {
+// adminClient returns an Admin over pool: the operator and auditor calls
+// need no Client (admin_test.go checks that a Client answers the same).
+func adminClient(t *testing.T, pool *pgxpool.Pool) *goclient.Admin {
 	t.Helper()
-	c, err := goclient.New(pool)
+	a, err := goclient.NewAdmin(pool)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, c.Close()) })
-	return c
+	return a
 }
 
 func TestSetQueueLeasePolicyIsReadBackAndInvalidOnesChangeNothing(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/mightyetl/leasefence/goclient"
 )
 
-// Requirement 13: shutdown stops claiming, waits for in-flight handlers up
+// Shutdown stops claiming, waits for in-flight handlers up
 // to its deadline, then cancels them and releases their claims; no lease is
 // extended afterwards and no goroutine of the worker or client outlives
 // Close.

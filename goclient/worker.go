@@ -112,7 +112,7 @@ type Worker struct {
 // messages:
 //
 //	exactly one of Handler and TxHandler must be set
-//	concurrency must be greater than zero     (negative Concurrency)
+//	concurrency must not be negative          (zero means 1)
 //	poll interval must not be negative
 //	shutdown timeout must not be negative
 //	pool MaxConns must be at least Concurrency + 1 for a TxHandler (...)
@@ -121,7 +121,7 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	case (cfg.Handler == nil) == (cfg.TxHandler == nil):
 		return nil, &ConfigError{Field: "Handler", Message: MsgNoHandler}
 	case cfg.Concurrency < 0:
-		return nil, &ConfigError{Field: "Concurrency", Message: MsgConcurrencyNotPositive}
+		return nil, &ConfigError{Field: "Concurrency", Message: MsgConcurrencyNegative}
 	case cfg.PollInterval < 0:
 		return nil, &ConfigError{Field: "PollInterval", Message: MsgPollIntervalNotPositive}
 	case cfg.ShutdownTimeout < 0:

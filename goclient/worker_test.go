@@ -242,7 +242,7 @@ func TestNewWorkerRejectsBadSettings(t *testing.T) {
 	}{
 		{goclient.WorkerConfig{Queue: testQueue}, goclient.MsgNoHandler},
 		{goclient.WorkerConfig{Queue: testQueue, Handler: nop, TxHandler: txNop}, goclient.MsgNoHandler},
-		{goclient.WorkerConfig{Queue: testQueue, Handler: nop, Concurrency: -1}, goclient.MsgConcurrencyNotPositive},
+		{goclient.WorkerConfig{Queue: testQueue, Handler: nop, Concurrency: -1}, goclient.MsgConcurrencyNegative},
 		{goclient.WorkerConfig{Queue: testQueue, Handler: nop, PollInterval: -time.Second}, goclient.MsgPollIntervalNotPositive},
 		{goclient.WorkerConfig{Queue: testQueue, Handler: nop, ShutdownTimeout: -time.Second}, goclient.MsgShutdownTimeoutNegative},
 	} {
@@ -253,6 +253,11 @@ func TestNewWorkerRejectsBadSettings(t *testing.T) {
 		require.Equal(t, tc.want, ce.Message)
 		require.Equal(t, "leasefence: invalid client configuration: "+tc.want, err.Error())
 	}
+	// Zero is the default (one job at a time), so the refusal says
+	// "negative", which is what it refuses.
+	require.Equal(t, "concurrency must not be negative", goclient.MsgConcurrencyNegative)
+	_, err := c.NewWorker(goclient.WorkerConfig{Queue: testQueue, Handler: nop, Concurrency: 0})
+	require.NoError(t, err, "a zero Concurrency is the default, not refused")
 }
 
 // A TxHandler error rolls its target rows back, then the error's terminal

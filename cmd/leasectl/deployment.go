@@ -71,7 +71,7 @@ func runDeployment(ctx context.Context, env *cliEnv, args []string) int {
 		return env.fail("connect to database", err)
 	}
 	defer s.close()
-	if err := s.client.RecordDeployment(ctx, d); err != nil {
+	if err := s.admin.RecordDeployment(ctx, d); err != nil {
 		return env.fail("record deployment", err)
 	}
 	if common.json() {

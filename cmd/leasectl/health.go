@@ -58,7 +58,7 @@ func runHealth(ctx context.Context, env *cliEnv, args []string) int {
 		return env.fail("connect to database", err)
 	}
 	defer s.close()
-	health, err := s.client.LeaseHealth(ctx)
+	health, err := s.admin.LeaseHealth(ctx)
 	if err != nil {
 		return env.fail("read lease health", err)
 	}

@@ -223,9 +223,9 @@ func jobsOne(ctx context.Context, env *cliEnv, action string, args []string) int
 	var changed bool
 	switch action {
 	case "cancel":
-		changed, err = s.client.Cancel(ctx, id)
+		changed, err = s.admin.Cancel(ctx, id)
 	case "replay":
-		changed, err = s.client.Replay(ctx, id)
+		changed, err = s.admin.Replay(ctx, id)
 	}
 	if err != nil {
 		return env.fail(doing, err)

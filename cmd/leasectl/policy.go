@@ -102,7 +102,7 @@ func policyShow(ctx context.Context, env *cliEnv, args []string) int {
 		return env.fail("connect to database", err)
 	}
 	defer s.close()
-	policies, err := s.client.QueueLeasePolicies(ctx)
+	policies, err := s.admin.QueueLeasePolicies(ctx)
 	if err != nil {
 		return env.fail("read lease policies", err)
 	}
@@ -143,7 +143,7 @@ func policySet(ctx context.Context, env *cliEnv, args []string) int {
 	change := goclient.LeasePolicyChange{Queue: *queue, LeaseDuration: *lease, RenewalInterval: *interval,
 		MaxClaimLifetime: *lifetime, RenewalEnabled: *enabled, Reason: *reason}
 	if !given["lease-duration"] || !given["renewal-interval"] || !given["max-claim-lifetime"] || !given["renewal-enabled"] {
-		policies, err := s.client.QueueLeasePolicies(ctx)
+		policies, err := s.admin.QueueLeasePolicies(ctx)
 		if err != nil {
 			return env.fail("read the current lease policy", err)
 		}
@@ -164,10 +164,10 @@ func policySet(ctx context.Context, env *cliEnv, args []string) int {
 			change.RenewalEnabled = current.RenewalEnabled
 		}
 	}
-	if err := s.client.SetQueueLeasePolicy(ctx, change); err != nil {
+	if err := s.admin.SetQueueLeasePolicy(ctx, change); err != nil {
 		return env.fail(fmt.Sprintf("set lease policy of queue %s", strconv.Quote(*queue)), err)
 	}
-	policies, err := s.client.QueueLeasePolicies(ctx)
+	policies, err := s.admin.QueueLeasePolicies(ctx)
 	if err != nil {
 		return env.fail("read lease policies", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 
@@ -14,12 +15,13 @@ import (
 )
 
 // ErrInvalidDatabaseCollector is returned by NewDatabaseCollector when its
-// client is nil or its timeout is not positive.
+// reader is nil (a nil interface, or a nil *goclient.Admin or
+// *goclient.Client in one) or its timeout is not positive.
 var ErrInvalidDatabaseCollector = errors.New("prommetrics: invalid database collector configuration")
 
 // DatabaseCollector is a prometheus.Collector that asks the database for its
-// own lease health at every scrape (goclient.Client.LeaseHealth, which needs
-// a login granted durable_job_auditor) and exports one gauge per queue for
+// own lease health at every scrape (LeaseHealthReader.LeaseHealth, for
+// example goclient.Admin's, which needs a login granted durable_job_auditor) and exports one gauge per queue for
 // each of: reclaims, stale renewals and stale releases in the last hour
 // (queue "*" holds the stale calls not charged to a queue), expired leases
 // awaiting reclaim, running jobs and the oldest running claim's age. These
@@ -37,7 +39,7 @@ var ErrInvalidDatabaseCollector = errors.New("prommetrics: invalid database coll
 // stale renewals and stale releases), and the rest are summed into one series labelled
 // OtherQueuesLabel (the oldest lease age is their greatest).
 type DatabaseCollector struct {
-	client   *goclient.Client
+	reader   LeaseHealthReader
 	timeout  time.Duration
 	failures prometheus.Counter
 	gauges   []databaseGauge
@@ -53,6 +55,15 @@ const MaxDatabaseQueueSeries = 100
 // cannot be a queue name: queue names start with a letter.
 const OtherQueuesLabel = "_other"
 
+// LeaseHealthReader reads the lease health of every queue: all a
+// DatabaseCollector needs. *goclient.Admin (no heartbeat, no pool of its
+// own: the one to use) and *goclient.Client implement it.
+type LeaseHealthReader interface {
+	// LeaseHealth returns the lease health of every queue that has a
+	// policy or a job, within ctx.
+	LeaseHealth(ctx context.Context) ([]goclient.QueueLeaseHealth, error)
+}
+
 // databaseGauge is one per-queue gauge and how to read it from a row.
 type databaseGauge struct {
 	desc  *prometheus.Desc
@@ -62,18 +73,20 @@ type databaseGauge struct {
 var _ prometheus.Collector = (*DatabaseCollector)(nil)
 
 // NewDatabaseCollector returns a collector that reads the lease health
-// through client, giving each read at most timeout (keep it below your
+// through reader, giving each read at most timeout (keep it below your
 // Prometheus scrape_timeout). Register it on a registry:
 //
-//	auditor, err := goclient.New(auditorPool) // a login granted durable_job_auditor
+//	auditor, err := goclient.NewAdmin(auditorPool) // a login granted durable_job_auditor
 //	collector, err := prommetrics.NewDatabaseCollector(auditor, 5*time.Second)
 //	reg.MustRegister(collector)
 //
-// It returns an error matching ErrInvalidDatabaseCollector when client is
-// nil or timeout is not positive. It opens no connection itself.
-func NewDatabaseCollector(client *goclient.Client, timeout time.Duration) (*DatabaseCollector, error) {
-	if client == nil {
-		return nil, fmt.Errorf("%w: the client is nil", ErrInvalidDatabaseCollector)
+// It returns an error matching ErrInvalidDatabaseCollector when reader is
+// nil, including a nil pointer or func in a non-nil interface (a nil
+// *goclient.Admin would otherwise panic at the first scrape), or timeout is
+// not positive. It opens no connection itself.
+func NewDatabaseCollector(reader LeaseHealthReader, timeout time.Duration) (*DatabaseCollector, error) {
+	if isNil(reader) {
+		return nil, fmt.Errorf("%w: the lease health reader is nil", ErrInvalidDatabaseCollector)
 	}
 	if timeout <= 0 {
 		return nil, fmt.Errorf("%w: the timeout must be positive, got %s", ErrInvalidDatabaseCollector, timeout)
@@ -86,7 +99,7 @@ func NewDatabaseCollector(client *goclient.Client, timeout time.Duration) (*Data
 		return prometheus.NewDesc(name, help[name].Help, help[name].Labels, nil)
 	}
 	return &DatabaseCollector{
-		client:  client,
+		reader:  reader,
 		timeout: timeout,
 		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: DatabaseScrapeFailuresTotal,
 			Help: help[DatabaseScrapeFailuresTotal].Help}),
@@ -99,6 +112,19 @@ func NewDatabaseCollector(client *goclient.Client, timeout time.Duration) (*Data
 			{desc(DatabaseOldestLeaseAgeSeconds), oldestLeaseAgeSeconds},
 		},
 	}, nil
+}
+
+// isNil reports whether r is nil or holds a nil pointer, map, slice,
+// channel or function: a reader whose LeaseHealth cannot be called.
+func isNil(r LeaseHealthReader) bool {
+	if r == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(r); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func:
+		return v.IsNil()
+	}
+	return false
 }
 
 // oldestLeaseAgeSeconds is the oldest running claim's age in seconds, or 0
@@ -124,7 +150,7 @@ func (c *DatabaseCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *DatabaseCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	health, err := c.client.LeaseHealth(ctx)
+	health, err := c.reader.LeaseHealth(ctx)
 	if err != nil {
 		c.failures.Inc()
 		health = nil

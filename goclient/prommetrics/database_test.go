@@ -155,9 +155,8 @@ func TestDatabaseCollectorExportsReclaimsAndStaleRenewalsByQueue(t *testing.T) {
 		first.id, first.token, ownerA).Scan(&released))
 	require.False(t, released, "the superseded claim cannot be released")
 
-	auditor, err := goclient.New(db.LoginPool(t, "durable_job_auditor"))
+	auditor, err := goclient.NewAdmin(db.LoginPool(t, "durable_job_auditor"))
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, auditor.Close()) })
 	collector, err := prommetrics.NewDatabaseCollector(auditor, 5*time.Second)
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
@@ -238,9 +237,8 @@ func TestDatabaseCollectorTimeoutCountsAFailureAndExportsNothingStale(t *testing
 	require.NoError(t, err)
 	claimSQL(t, db.LoginPool(t, "durable_job_worker"), queue, "collector-owner-c4d2")
 
-	auditor, err := goclient.New(db.LoginPool(t, "durable_job_auditor"))
+	auditor, err := goclient.NewAdmin(db.LoginPool(t, "durable_job_auditor"))
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, auditor.Close()) })
 	const timeout = 500 * time.Millisecond
 	collector, err := prommetrics.NewDatabaseCollector(auditor, timeout)
 	require.NoError(t, err)
@@ -281,9 +279,8 @@ func TestDatabaseCollectorTimeoutCountsAFailureAndExportsNothingStale(t *testing
 func TestDatabaseCollectorWithoutTheAuditorRoleCountsFailures(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	client, err := goclient.New(db.LoginPool(t, "durable_job_worker"))
+	client, err := goclient.NewAdmin(db.LoginPool(t, "durable_job_worker"))
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, client.Close()) })
 	_, err = client.LeaseHealth(context.Background())
 	require.ErrorIs(t, err, goclient.ErrPermissionDenied, "the worker role really is refused")
 	collector, err := prommetrics.NewDatabaseCollector(client, 5*time.Second)
@@ -301,23 +298,72 @@ func TestDatabaseCollectorWithoutTheAuditorRoleCountsFailures(t *testing.T) {
 	}
 }
 
-func TestNewDatabaseCollectorRefusesANilClientOrTimeout(t *testing.T) {
+// A nil reader is refused when the collector is made, not at the first
+// scrape: a nil interface, and a nil *goclient.Admin or *goclient.Client in
+// a non-nil one, which a plain reader == nil check lets through to panic at
+// the scrape. A Client still is a reader: it has the same LeaseHealth.
+func TestNewDatabaseCollectorRefusesANilReaderOrTimeout(t *testing.T) {
 	t.Parallel()
 	pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none")
 	require.NoError(t, err, "a pool opens no connection until used")
 	t.Cleanup(pool.Close)
+	admin, err := goclient.NewAdmin(pool)
+	require.NoError(t, err)
 	client, err := goclient.New(pool)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, client.Close()) })
+	_, err = prommetrics.NewDatabaseCollector(client, time.Second)
+	require.NoError(t, err, "a Client reads health too")
 
-	_, err = prommetrics.NewDatabaseCollector(nil, time.Second)
-	require.ErrorIs(t, err, prommetrics.ErrInvalidDatabaseCollector)
-	require.EqualError(t, err, "prommetrics: invalid database collector configuration: the client is nil")
+	var nilAdmin *goclient.Admin
+	var nilClient *goclient.Client
+	for name, reader := range map[string]prommetrics.LeaseHealthReader{
+		"nil interface": nil, "nil *Admin": nilAdmin, "nil *Client": nilClient,
+	} {
+		collector, err := prommetrics.NewDatabaseCollector(reader, time.Second)
+		require.ErrorIs(t, err, prommetrics.ErrInvalidDatabaseCollector, name)
+		require.EqualError(t, err, "prommetrics: invalid database collector configuration: the lease health reader is nil", name)
+		require.Nil(t, collector, name)
+	}
 	for _, timeout := range []time.Duration{0, -time.Second} {
-		_, err = prommetrics.NewDatabaseCollector(client, timeout)
+		_, err = prommetrics.NewDatabaseCollector(admin, timeout)
 		require.ErrorIs(t, err, prommetrics.ErrInvalidDatabaseCollector, timeout.String())
 		require.ErrorContains(t, err, "the timeout must be positive")
 	}
+}
+
+// A reader that is no pointer (here a struct value) is called as it is:
+// the collector needs nothing but LeaseHealth.
+func TestDatabaseCollectorTakesAnyLeaseHealthReader(t *testing.T) {
+	t.Parallel()
+	age := 90 * time.Second
+	reader := fixedReader{rows: []goclient.QueueLeaseHealth{{Queue: "etl.fake", RunningJobs: 2, OldestLeaseAge: &age}}}
+	collector, err := prommetrics.NewDatabaseCollector(reader, time.Second)
+	require.NoError(t, err)
+	reg := prometheus.NewRegistry()
+	require.NoError(t, reg.Register(collector))
+	families := parseScrape(t, scrapeText(t, reg))
+	require.Equal(t, 2.0, byQueue(t, families[prommetrics.DatabaseRunningJobs])["etl.fake"])
+	require.Equal(t, 90.0, byQueue(t, families[prommetrics.DatabaseOldestLeaseAgeSeconds])["etl.fake"])
+	var nilFunc readerFunc
+	_, err = prommetrics.NewDatabaseCollector(nilFunc, time.Second)
+	require.ErrorIs(t, err, prommetrics.ErrInvalidDatabaseCollector, "a nil func is nil too")
+}
+
+// fixedReader is a LeaseHealthReader that answers with its rows.
+type fixedReader struct{ rows []goclient.QueueLeaseHealth }
+
+// LeaseHealth returns r's rows.
+func (r fixedReader) LeaseHealth(context.Context) ([]goclient.QueueLeaseHealth, error) {
+	return r.rows, nil
+}
+
+// readerFunc is a LeaseHealthReader made of a function.
+type readerFunc func(context.Context) ([]goclient.QueueLeaseHealth, error)
+
+// LeaseHealth calls f.
+func (f readerFunc) LeaseHealth(ctx context.Context) ([]goclient.QueueLeaseHealth, error) {
+	return f(ctx)
 }
 
 // Any producer login may enqueue into a queue name nobody has made a
@@ -340,9 +386,8 @@ func TestDatabaseCollectorBoundsTheSeriesProducersCanCreate(t *testing.T) {
 	require.NoError(t, err)
 	claimSQL(t, db.LoginPool(t, "durable_job_worker"), busy, "bound-owner")
 
-	auditor, err := goclient.New(db.LoginPool(t, "durable_job_auditor"))
+	auditor, err := goclient.NewAdmin(db.LoginPool(t, "durable_job_auditor"))
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, auditor.Close()) })
 	collector, err := prommetrics.NewDatabaseCollector(auditor, 5*time.Second)
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()

@@ -185,28 +185,38 @@ type demo struct {
 	cleanups []func(ctx context.Context) error
 }
 
-// session is a pool of one of the demo's logins with a leasefence client
-// over it.
+// session is a pool of one of the demo's logins with a goclient.Admin
+// over it (the operator's calls, State) and, for the producer, who
+// enqueues, a Client.
 type session struct {
-	pool   *pgxpool.Pool
+	pool  *pgxpool.Pool
+	admin *goclient.Admin
+	// client is nil unless openSession was asked for one.
 	client *goclient.Client
 }
 
-// openSession connects as connString (with Options.Connect) and builds a
-// client over the pool.
-func (d *demo) openSession(ctx context.Context, connString string) (*session, error) {
+// openSession connects as connString (with Options.Connect) and builds an
+// Admin over the pool, and a Client as well when withClient is true: a
+// login that only reads and operates needs no heartbeat.
+func (d *demo) openSession(ctx context.Context, connString string, withClient bool) (*session, error) {
 	pool, err := d.opts.Connect(ctx, connString)
 	if err != nil {
 		return nil, err
 	}
-	// The client's defaults pass its own checks: New fails only on options
-	// it is given.
-	return &session{pool: pool, client: must(goclient.New(pool))}, nil
+	// NewAdmin refuses only a nil pool; the client's defaults pass its own
+	// checks: New fails only on options it is given.
+	s := &session{pool: pool, admin: must(goclient.NewAdmin(pool))}
+	if withClient {
+		s.client = must(goclient.New(pool))
+	}
+	return s, nil
 }
 
-// close releases the client and the pool.
+// close releases the client, if any, and the pool.
 func (s *session) close() {
-	_ = s.client.Close()
+	if s.client != nil {
+		_ = s.client.Close()
+	}
 	s.pool.Close()
 }
 
@@ -369,7 +379,7 @@ func (d *demo) prepare(ctx context.Context) error {
 
 	d.step = "set the demo queues' lease policy"
 	for _, q := range d.queues {
-		if err := d.operator.client.SetQueueLeasePolicy(ctx, goclient.LeasePolicyChange{
+		if err := d.operator.admin.SetQueueLeasePolicy(ctx, goclient.LeasePolicyChange{
 			Queue: q, LeaseDuration: demoLeaseDuration, RenewalInterval: demoRenewalInterval,
 			MaxClaimLifetime: demoMaxClaimLifetime, RenewalEnabled: true, Reason: demoPolicyReason,
 		}); err != nil {
@@ -437,13 +447,14 @@ func (d *demo) createLogins(ctx context.Context) error {
 
 	d.operatorConn = loginConnString(d.adminURL, d.loginName(roleOperator), passwords[roleOperator])
 	for _, s := range []struct {
-		to   **session
-		conn string
+		to         **session
+		conn       string
+		withClient bool
 	}{
-		{&d.producer, loginConnString(d.adminURL, d.loginName(roleProducer), passwords[roleProducer])},
-		{&d.operator, d.operatorConn},
+		{&d.producer, loginConnString(d.adminURL, d.loginName(roleProducer), passwords[roleProducer]), true},
+		{&d.operator, d.operatorConn, false},
 	} {
-		sess, err := d.openSession(ctx, s.conn)
+		sess, err := d.openSession(ctx, s.conn, s.withClient)
 		if err != nil {
 			return err
 		}
@@ -762,7 +773,7 @@ func (d *demo) waitFinal(ctx context.Context, job int64, timeout time.Duration) 
 	waitCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
-		st, err := d.producer.client.State(ctx, job)
+		st, err := d.producer.admin.State(ctx, job)
 		if err != nil {
 			return st, time.Time{}, err
 		}
@@ -1146,7 +1157,7 @@ func (d *demo) storyCancel(ctx context.Context) error {
 		return err
 	}
 	cancelSent := time.Now()
-	cancelled, err := d.operator.client.Cancel(ctx, id)
+	cancelled, err := d.operator.admin.Cancel(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -1167,7 +1178,7 @@ func (d *demo) storyCancel(ctx context.Context) error {
 	if err := stopC(); err != nil {
 		return err
 	}
-	st, err := d.producer.client.State(ctx, id)
+	st, err := d.producer.admin.State(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -1186,7 +1197,7 @@ func (d *demo) storyCancel(ctx context.Context) error {
 // auditor functions, as the demo's operator login.
 func (d *demo) printEvidence(ctx context.Context) error {
 	out := d.out
-	c := d.operator.client
+	c := d.operator.admin
 	// Everything is read before anything is printed: a failed read prints
 	// no half summary.
 	mv, mvErr := c.BundleMigrationVersion(ctx)
