@@ -122,7 +122,7 @@ func (r *runner) oursEndToEnd(ctx context.Context, n int) (float64, error) {
 	}
 	defer pool.Close()
 	// The bundle's default policy ('*'): 30 s lease, 10 s renewal interval.
-	client, err := goclient.New(pool, goclient.WithOwnerID("bench-e2e"))
+	client, err := goclient.NewClient(pool, goclient.Config{OwnerID: "bench-e2e"})
 	if err != nil {
 		return 0, err
 	}

@@ -41,7 +41,7 @@ func (r *runner) enqueue(ctx context.Context) error {
 		return err
 	}
 	defer pool.Close()
-	client, err := goclient.New(pool, goclient.WithOwnerID("bench-enqueue"))
+	client, err := goclient.NewClient(pool, goclient.Config{OwnerID: "bench-enqueue"})
 	if err != nil {
 		return err
 	}

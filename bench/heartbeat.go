@@ -119,7 +119,6 @@ func (r *runner) heartbeatAtScale(ctx context.Context) error {
 	// The bundle's default policy: 30 s lease, 10 s interval, so each
 	// attempt's timeout is half of 10 s, as the client derives it.
 	const attemptTimeout = 5 * time.Second
-	cfg := goclient.DefaultConfig()
 	renewPool, err := goclient.NewPool(ctx, strings.Replace(withPoolSize(r.e.workerURL),
 		fmt.Sprintf("pool_max_conns=%d", e2ePoolSize), "pool_max_conns=4", 1), attemptTimeout)
 	if err != nil {
@@ -128,8 +127,7 @@ func (r *runner) heartbeatAtScale(ctx context.Context) error {
 	defer renewPool.Close()
 	port := &timedPort{RenewalPort: goclient.NewPgRenewalPort(renewPool, attemptTimeout)}
 	obs := &hbObserver{}
-	cfg.OwnerID, cfg.Observer, cfg.RenewalPort = "bench-heartbeat", obs, port
-	client, err := goclient.NewClient(pool, cfg)
+	client, err := goclient.NewClient(pool, goclient.Config{OwnerID: "bench-heartbeat", Observer: obs, RenewalPort: port})
 	if err != nil {
 		return err
 	}

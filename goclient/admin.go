@@ -19,11 +19,11 @@ type Admin struct {
 	pool *pgxpool.Pool
 }
 
-// NewAdmin returns an Admin over pool, or a *ConfigError (MsgNilPool) when
+// NewAdmin returns an Admin over pool, or a *ConfigError ("pool must not be nil") when
 // pool is nil. It opens no connection.
 func NewAdmin(pool *pgxpool.Pool) (*Admin, error) {
 	if pool == nil {
-		return nil, &ConfigError{Field: "pool", Message: MsgNilPool}
+		return nil, &ConfigError{Field: "pool", Message: msgNilPool}
 	}
 	return &Admin{pool: pool}, nil
 }

@@ -73,7 +73,7 @@ func TestAdminHasNoHeartbeatAndNoPoolOfItsOwn(t *testing.T) {
 	require.Equal(t, heartbeats, goroutinesIn(heartbeatFrame), "no heartbeat goroutine")
 	require.Equal(t, pools, goroutinesIn(poolFrame), "no pool of its own")
 
-	client, err := goclient.New(pool)
+	client, err := goclient.NewClient(pool, goclient.Config{})
 	require.NoError(t, err)
 	require.Equal(t, heartbeats+1, goroutinesIn(heartbeatFrame), "the control: a Client starts its heartbeat")
 	require.Equal(t, pools+1, goroutinesIn(poolFrame), "the control: and the heartbeat's pool")
@@ -91,7 +91,7 @@ func TestNewAdminRefusesANilPool(t *testing.T) {
 	var cfgErr *goclient.ConfigError
 	require.ErrorAs(t, err, &cfgErr)
 	require.Equal(t, "pool", cfgErr.Field)
-	require.Equal(t, goclient.MsgNilPool, cfgErr.Message)
+	require.Equal(t, "pool must not be nil", cfgErr.Message)
 }
 
 // A Client's operator and auditor calls are its Admin's: over the same
@@ -101,7 +101,7 @@ func TestClientAdminCallsAnswerAsAdmin(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	owner := db.Pool(t) // the role that applied the bundle: it may record deployments
-	client, err := goclient.New(owner)
+	client, err := goclient.NewClient(owner, goclient.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, client.Close()) })
 	admin := adminClient(t, owner)
@@ -112,7 +112,7 @@ func TestClientAdminCallsAnswerAsAdmin(t *testing.T) {
 	require.NoError(t, client.RecordDeploymentVersion(ctx, "1.0.0", "REL-1 same answers"))
 	require.NoError(t, client.RecordDeployment(ctx, goclient.Deployment{Version: "1.0.1",
 		Source: "0123456789abcdef0123456789abcdef01234567", DeployedBy: "ops.bob", Ticket: "REL-2", Reason: "same answers"}))
-	producer, err := goclient.New(db.LoginPool(t, "durable_job_producer"))
+	producer, err := goclient.NewClient(db.LoginPool(t, "durable_job_producer"), goclient.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, producer.Close()) })
 	id, err := producer.Enqueue(ctx, goclient.EnqueueParams{Queue: "etl.same", Payload: []byte(`{}`)})

@@ -21,7 +21,7 @@ func TestCompleterCompletesTogetherAndAnswersEachAsAlone(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	admin := db.Pool(t)
-	c, err := New(db.LoginPool(t, "durable_job_worker"), WithOwnerID("batch-completer"))
+	c, err := NewClient(db.LoginPool(t, "durable_job_worker"), Config{OwnerID: "batch-completer"})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	const queue = "batch.completer"

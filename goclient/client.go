@@ -27,41 +27,51 @@ const DefaultCommitTimeout = 5 * time.Second
 // ownerPattern is the database's rule for worker_owner_id (require_well_formed in sql/functions/input_checks.sql; docs/sql-api.md).
 var ownerPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
 
-// Config holds the settings of a Client. SafetyMargin must be set; every
-// other field has a default. The lease duration and renewal interval come
-// from the database: each claim returns its queue's policy (set with
-// `leasectl policy set`), and the client follows it, claim by claim, within
-// the optional bounds LeaseDuration and RenewalInterval. NewClient checks
-// the values with Validate and refuses an unsafe configuration; each claim's
-// lease is checked with the same rules (see Validate).
+// DefaultSafetyMargin is Config.SafetyMargin when it is zero.
+const DefaultSafetyMargin = 5 * time.Second
+
+// DefaultMaxInFlightRenewals is Config.MaxInFlightRenewals when it is zero.
+const DefaultMaxInFlightRenewals = 4
+
+// Config holds the settings of a Client. The zero value of every field
+// means its default, so NewClient(pool, Config{}) is a working client: a
+// 5 s safety margin and no lease bounds. The lease duration and renewal
+// interval come from the database: each claim returns its queue's policy
+// (set with `leasectl policy set`; the bundle's default policy '*' is a
+// 30 s lease renewed every 10 s), and the client follows it, claim by
+// claim, within the optional bounds LeaseDuration and RenewalInterval.
+// NewClient checks the values with Validate and refuses an unsafe
+// configuration; each claim's lease is checked with the same rules (see
+// Validate).
 type Config struct {
 	// OwnerID is the worker's bounded identity, sent with every claim,
 	// renewal and terminal write (^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$).
-	// Default: "leasefence-" and 16 random hex digits, new per client.
+	// Defaults to "leasefence-" and 16 random hex digits, new per client.
 	OwnerID string
 
 	// LeaseDuration, when set, is the shortest lease the client accepts: a
 	// claim whose queue policy grants a shorter lease is refused (released,
-	// *ConfigurationRejectedError). Zero (the default): any lease the
+	// *ConfigurationRejectedError). Defaults to no bound: any lease the
 	// policy grants that the safety rules allow.
 	LeaseDuration time.Duration
 
 	// RenewalInterval, when set, is the longest time the heartbeat waits
 	// between renewals of a claim: each claim is renewed every
-	// min(policy renewal interval, RenewalInterval). Zero (the default): the
-	// policy's renewal interval, which each claim returns.
+	// min(policy renewal interval, RenewalInterval). Defaults to no bound:
+	// the policy's renewal interval, which each claim returns.
 	RenewalInterval time.Duration
 
 	// SafetyMargin is subtracted from every granted lease to get the local
 	// trust deadline, to absorb scheduler jitter, clock-rate drift and the
-	// time a handler needs to notice cancellation.
+	// time a handler needs to notice cancellation. It must fit inside the
+	// policy's lease (see Validate). Defaults to DefaultSafetyMargin (5 s).
 	SafetyMargin time.Duration
 
 	// AttemptTimeout bounds the transaction of one renewal attempt: it is
 	// the attempt's statement_timeout and its context deadline. (Getting a
 	// connection for the attempt may take up to one renewal interval, never
-	// past the trust deadline.) Zero (the default): half of each claim's
-	// renewal interval.
+	// past the trust deadline.) Defaults to half of each claim's renewal
+	// interval.
 	AttemptTimeout time.Duration
 
 	// CommitTimeout bounds every COMMIT the client sends for a job: the
@@ -77,105 +87,55 @@ type Config struct {
 	CommitTimeout time.Duration
 
 	// MaxInFlightRenewals is how many renewal calls the client has open at
-	// once (and the size of its heartbeat connection pool). Default: 4.
+	// once (and the size of its heartbeat connection pool). Defaults to
+	// DefaultMaxInFlightRenewals (4).
 	MaxInFlightRenewals int
 
 	// Clock supplies the application wall clock, used only to compute the
-	// database clock offset metric. Default: SystemClock.
+	// database clock offset metric (tests and fault campaigns set a skewed
+	// one). Defaults to SystemClock.
 	Clock Clock
 
 	// Observer receives the client's finite-cardinality signals.
-	// Default: NopObserver.
+	// Defaults to NopObserver.
 	Observer Observer
 
-	// Scheduler runs renewal attempts. Default: GoroutineScheduler.
+	// Scheduler runs renewal attempts (tests set a controllable one).
+	// Defaults to GoroutineScheduler.
 	Scheduler Scheduler
 
 	// Logger receives the client's and its workers' log records (what is
 	// logged is listed under Logging in the package documentation; never
-	// a token, payload or idempotency key). Default: a logger that
+	// a token, payload or idempotency key). Defaults to a logger that
 	// discards everything.
 	Logger *slog.Logger
 
-	// RenewalPort is where renewal attempts go. Default: NewPgRenewalPort
-	// over the client's own heartbeat pool (same connection settings as the
-	// pool given to NewClient, MaxInFlightRenewals connections).
+	// RenewalPort is where renewal attempts go; tests and fault campaigns
+	// set one that wraps or replaces the database. Defaults to
+	// NewPgRenewalPort over the client's own heartbeat pool (same
+	// connection settings as the pool given to NewClient,
+	// MaxInFlightRenewals connections).
 	RenewalPort RenewalPort
-}
-
-// Option changes one setting of the Config that New builds.
-type Option func(*Config)
-
-// WithOwnerID sets Config.OwnerID.
-func WithOwnerID(ownerID string) Option { return func(c *Config) { c.OwnerID = ownerID } }
-
-// WithLease sets the bounds Config.LeaseDuration (the shortest lease the
-// client accepts) and Config.RenewalInterval (the longest wait between
-// renewals). Most programs need neither: the queue's policy in the database
-// sets both, and each claim returns them.
-func WithLease(leaseDuration, renewalInterval time.Duration) Option {
-	return func(c *Config) { c.LeaseDuration, c.RenewalInterval = leaseDuration, renewalInterval }
-}
-
-// WithMaxRenewalInterval sets only the bound Config.RenewalInterval: the
-// heartbeat renews each claim at least this often, more often when its
-// queue's policy says so.
-func WithMaxRenewalInterval(renewalInterval time.Duration) Option {
-	return func(c *Config) { c.RenewalInterval = renewalInterval }
-}
-
-// WithSafetyMargin sets Config.SafetyMargin.
-func WithSafetyMargin(margin time.Duration) Option {
-	return func(c *Config) { c.SafetyMargin = margin }
-}
-
-// WithAttemptTimeout sets Config.AttemptTimeout.
-func WithAttemptTimeout(timeout time.Duration) Option {
-	return func(c *Config) { c.AttemptTimeout = timeout }
-}
-
-// WithCommitTimeout sets Config.CommitTimeout.
-func WithCommitTimeout(timeout time.Duration) Option {
-	return func(c *Config) { c.CommitTimeout = timeout }
-}
-
-// WithMaxInFlightRenewals sets Config.MaxInFlightRenewals.
-func WithMaxInFlightRenewals(n int) Option { return func(c *Config) { c.MaxInFlightRenewals = n } }
-
-// WithClock sets Config.Clock.
-func WithClock(clock Clock) Option { return func(c *Config) { c.Clock = clock } }
-
-// WithObserver sets Config.Observer.
-func WithObserver(observer Observer) Option { return func(c *Config) { c.Observer = observer } }
-
-// WithScheduler sets Config.Scheduler.
-func WithScheduler(scheduler Scheduler) Option { return func(c *Config) { c.Scheduler = scheduler } }
-
-// DefaultConfig returns a 5 s safety margin and no lease bounds: the lease
-// and renewal interval of every claim are its queue's policy (the bundle's
-// default policy '*' is a 30 s lease renewed every 10 s).
-func DefaultConfig() Config {
-	return Config{SafetyMargin: 5 * time.Second}
 }
 
 // The exact messages of ConfigError, one per rule.
 const (
-	MsgNilPool                 = "pool must not be nil"
-	MsgOwnerIDFormat           = "owner id must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
-	MsgLeaseNotPositive        = "lease duration must be greater than zero"
-	MsgIntervalNotPositive     = "renewal interval must be greater than zero"
-	MsgIntervalNotShorter      = "renewal interval must be shorter than the lease duration"
-	MsgMarginNotPositive       = "safety margin must be greater than zero"
-	MsgAttemptTimeoutNegative  = "attempt timeout must not be negative"
-	MsgCommitTimeoutNegative   = "commit timeout must not be negative"
-	MsgAttemptTimeoutTooLong   = "attempt timeout must be shorter than the renewal interval"
-	MsgInsufficientMargin      = "renewal interval plus attempt timeout plus safety margin must not exceed the lease duration"
-	MsgMaxInFlightNegative     = "max in-flight renewals must not be negative"
-	MsgConcurrencyNegative     = "concurrency must not be negative"
-	MsgNoHandler               = "exactly one of Handler and TxHandler must be set"
-	MsgPollIntervalNotPositive = "poll interval must not be negative"
-	MsgShutdownTimeoutNegative = "shutdown timeout must not be negative"
-	MsgLeaseBelowBound         = "lease duration must not be shorter than the client's LeaseDuration"
+	msgNilPool                 = "pool must not be nil"
+	msgOwnerIDFormat           = "owner id must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
+	msgLeaseNotPositive        = "lease duration must be greater than zero"
+	msgIntervalNotPositive     = "renewal interval must be greater than zero"
+	msgIntervalNotShorter      = "renewal interval must be shorter than the lease duration"
+	msgMarginNotPositive       = "safety margin must be greater than zero"
+	msgAttemptTimeoutNegative  = "attempt timeout must not be negative"
+	msgCommitTimeoutNegative   = "commit timeout must not be negative"
+	msgAttemptTimeoutTooLong   = "attempt timeout must be shorter than the renewal interval"
+	msgInsufficientMargin      = "renewal interval plus attempt timeout plus safety margin must not exceed the lease duration"
+	msgMaxInFlightNegative     = "max in-flight renewals must not be negative"
+	msgConcurrencyNegative     = "concurrency must not be negative"
+	msgNoHandler               = "exactly one of Handler and TxHandler must be set"
+	msgPollIntervalNegative    = "poll interval must not be negative"
+	msgShutdownTimeoutNegative = "shutdown timeout must not be negative"
+	msgLeaseBelowBound         = "lease duration must not be shorter than the client's LeaseDuration"
 )
 
 // withDefaults fills the fields whose zero value means "use the default".
@@ -185,8 +145,11 @@ func (c Config) withDefaults() Config {
 		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
 		c.OwnerID = "leasefence-" + hex.EncodeToString(b[:])
 	}
+	if c.SafetyMargin == 0 {
+		c.SafetyMargin = DefaultSafetyMargin
+	}
 	if c.MaxInFlightRenewals == 0 {
-		c.MaxInFlightRenewals = 4
+		c.MaxInFlightRenewals = DefaultMaxInFlightRenewals
 	}
 	if c.CommitTimeout == 0 {
 		c.CommitTimeout = DefaultCommitTimeout
@@ -237,24 +200,24 @@ func (c Config) Validate() error {
 	c = c.withDefaults()
 	switch {
 	case !ownerPattern.MatchString(c.OwnerID):
-		return &ConfigError{Field: "OwnerID", Message: MsgOwnerIDFormat}
+		return &ConfigError{Field: "OwnerID", Message: msgOwnerIDFormat}
 	case c.LeaseDuration < 0:
-		return &ConfigError{Field: "LeaseDuration", Message: MsgLeaseNotPositive}
+		return &ConfigError{Field: "LeaseDuration", Message: msgLeaseNotPositive}
 	case c.RenewalInterval < 0:
-		return &ConfigError{Field: "RenewalInterval", Message: MsgIntervalNotPositive}
+		return &ConfigError{Field: "RenewalInterval", Message: msgIntervalNotPositive}
 	case c.SafetyMargin <= 0:
-		return &ConfigError{Field: "SafetyMargin", Message: MsgMarginNotPositive}
+		return &ConfigError{Field: "SafetyMargin", Message: msgMarginNotPositive}
 	case c.AttemptTimeout < 0:
-		return &ConfigError{Field: "AttemptTimeout", Message: MsgAttemptTimeoutNegative}
+		return &ConfigError{Field: "AttemptTimeout", Message: msgAttemptTimeoutNegative}
 	case c.CommitTimeout < 0:
-		return &ConfigError{Field: "CommitTimeout", Message: MsgCommitTimeoutNegative}
+		return &ConfigError{Field: "CommitTimeout", Message: msgCommitTimeoutNegative}
 	case c.MaxInFlightRenewals < 0:
-		return &ConfigError{Field: "MaxInFlightRenewals", Message: MsgMaxInFlightNegative}
+		return &ConfigError{Field: "MaxInFlightRenewals", Message: msgMaxInFlightNegative}
 	case c.RenewalInterval == 0:
 		return nil
 	case c.LeaseDuration == 0:
 		if c.AttemptTimeout >= c.RenewalInterval {
-			return &ConfigError{Field: "AttemptTimeout", Message: MsgAttemptTimeoutTooLong}
+			return &ConfigError{Field: "AttemptTimeout", Message: msgAttemptTimeoutTooLong}
 		}
 		return nil
 	}
@@ -279,20 +242,20 @@ func (c Config) attemptTimeout(interval time.Duration) time.Duration {
 func leaseRule(lease, interval, attempt, margin time.Duration) (field, msg string) {
 	switch {
 	case lease <= 0:
-		return "LeaseDuration", MsgLeaseNotPositive
+		return "LeaseDuration", msgLeaseNotPositive
 	case interval <= 0:
-		return "RenewalInterval", MsgIntervalNotPositive
+		return "RenewalInterval", msgIntervalNotPositive
 	case interval >= lease:
-		return "RenewalInterval", MsgIntervalNotShorter
+		return "RenewalInterval", msgIntervalNotShorter
 	case attempt >= interval:
-		return "AttemptTimeout", MsgAttemptTimeoutTooLong
+		return "AttemptTimeout", msgAttemptTimeoutTooLong
 	// interval + attempt + margin > lease, written so that nothing
 	// overflows: the cases above make the lease minus the interval positive
 	// and the attempt timeout smaller than the interval, so the difference
 	// below lies within (-MaxInt64, MaxInt64), while the sum of three
 	// durations can wrap to a small or negative one.
 	case margin > lease-interval-attempt:
-		return "RenewalInterval", MsgInsufficientMargin
+		return "RenewalInterval", msgInsufficientMargin
 	}
 	return "", ""
 }
@@ -322,15 +285,15 @@ func (c Config) terms(job Job) (leaseTerms, *ConfigurationRejectedError) {
 	}
 	switch _, msg := leaseRule(t.lease, t.interval, t.attemptTimeout, c.SafetyMargin); msg {
 	case "":
-	case MsgLeaseNotPositive, MsgInsufficientMargin:
+	case msgLeaseNotPositive, msgInsufficientMargin:
 		return t, rejected("lease duration", t.lease, "safety margin", c.SafetyMargin, msg)
-	case MsgIntervalNotShorter:
+	case msgIntervalNotShorter:
 		return t, rejected("lease duration", t.lease, "renewal interval", t.interval, msg)
-	default: // MsgIntervalNotPositive, MsgAttemptTimeoutTooLong
+	default: // msgIntervalNotPositive, msgAttemptTimeoutTooLong
 		return t, rejected("renewal interval", t.interval, "attempt timeout", t.attemptTimeout, msg)
 	}
 	if t.lease < c.LeaseDuration {
-		return t, rejected("lease duration", t.lease, "lease duration", c.LeaseDuration, MsgLeaseBelowBound)
+		return t, rejected("lease duration", t.lease, "lease duration", c.LeaseDuration, msgLeaseBelowBound)
 	}
 	return t, nil
 }
@@ -353,21 +316,12 @@ type Client struct {
 	closed    chan struct{}
 }
 
-// New returns a client over pool with DefaultConfig changed by opts.
-func New(pool *pgxpool.Pool, opts ...Option) (*Client, error) {
-	cfg := DefaultConfig()
-	for _, opt := range opts {
-		opt(&cfg)
-	}
-	return NewClient(pool, cfg)
-}
-
-// NewClient returns a client over pool with cfg, or a *ConfigError when cfg
-// is unsafe. It opens no connection yet; the heartbeat gets its own pool with
+// NewClient returns a client over pool with cfg (Config{} for every
+// default), or a *ConfigError when cfg is unsafe. It opens no connection yet; the heartbeat gets its own pool with
 // the same connection settings (and so the same login role) as pool.
 func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 	if pool == nil {
-		return nil, &ConfigError{Field: "pool", Message: MsgNilPool}
+		return nil, &ConfigError{Field: "pool", Message: msgNilPool}
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -410,7 +364,7 @@ func (c *Client) OwnerID() string { return c.cfg.OwnerID }
 // Close stops the heartbeat, releases every claim it still keeps (their
 // contexts are cancelled with cause ErrClosed), waits for every goroutine the
 // client started and closes the heartbeat's pool. It does not close the pool
-// given to New. Calls after Close return ErrClosed. Close is idempotent.
+// given to NewClient. Calls after Close return ErrClosed. Close is idempotent.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
@@ -482,6 +436,3 @@ func millis(d time.Duration) string {
 	}
 	return strconv.FormatInt(ms, 10) + "ms"
 }
-
-// WithRenewalPort sets Config.RenewalPort.
-func WithRenewalPort(port RenewalPort) Option { return func(c *Config) { c.RenewalPort = port } }

@@ -19,7 +19,7 @@ import (
 const fuzzDurationBound = time.Duration(1) << 61
 
 // FuzzClientConfig builds clients from arbitrary settings through the
-// exported constructors (Config.Validate, NewClient, New with options,
+// exported constructors (Config.Validate, NewClient,
 // NewWorker, ParsePoolConfig). None may panic; every configuration they
 // accept satisfies the documented safety rules in exact arithmetic, and
 // every one they refuse is a *ConfigError.
@@ -45,6 +45,9 @@ func FuzzClientConfig(f *testing.F) {
 		// zero lease or interval is no bound (each claim's policy decides,
 		// and is checked by the same rules at the claim); the duration rules
 		// apply to the bounds that are set.
+		if margin == 0 {
+			margin = int64(goclient.DefaultSafetyMargin)
+		}
 		safe := lease >= 0 && interval >= 0 && margin > 0 && attempt >= 0 && inFlight >= 0
 		if interval > 0 && attempt >= interval {
 			safe = false
@@ -79,7 +82,7 @@ func FuzzClientConfig(f *testing.F) {
 			}
 		}
 
-		// NewClient and New agree with Validate; NewClient opens no
+		// NewClient agrees with Validate; NewClient opens no
 		// connection (the pool points at a closed port).
 		pc, err := pgxpool.ParseConfig("postgres://fuzz@127.0.0.1:1/fuzz?sslmode=disable")
 		if err != nil {
@@ -93,15 +96,6 @@ func FuzzClientConfig(f *testing.F) {
 		c, cerr := goclient.NewClient(pool, cfg)
 		if (cerr == nil) != (verr == nil) {
 			t.Fatalf("NewClient (%v) and Validate (%v) disagree", cerr, verr)
-		}
-		c2, nerr := goclient.New(pool, goclient.WithOwnerID(owner), goclient.WithLease(time.Duration(lease), time.Duration(interval)),
-			goclient.WithSafetyMargin(time.Duration(margin)), goclient.WithAttemptTimeout(time.Duration(attempt)),
-			goclient.WithMaxInFlightRenewals(inFlight))
-		if (nerr == nil) != (verr == nil) {
-			t.Fatalf("New (%v) and Validate (%v) disagree", nerr, verr)
-		}
-		if c2 != nil {
-			_ = c2.Close()
 		}
 		if c == nil {
 			return

@@ -33,28 +33,30 @@ func TestConfigRejectsUnsafeIntervals(t *testing.T) {
 		field string
 		want  string
 	}{
-		"negative interval":     {with(func(c *goclient.Config) { c.RenewalInterval = -time.Second }), "RenewalInterval", goclient.MsgIntervalNotPositive},
-		"interval equal lease":  {with(func(c *goclient.Config) { c.RenewalInterval = 3 * time.Second }), "RenewalInterval", goclient.MsgIntervalNotShorter},
-		"interval beyond lease": {with(func(c *goclient.Config) { c.RenewalInterval = 4 * time.Second }), "RenewalInterval", goclient.MsgIntervalNotShorter},
+		"negative interval":     {with(func(c *goclient.Config) { c.RenewalInterval = -time.Second }), "RenewalInterval", "renewal interval must be greater than zero"},
+		"interval equal lease":  {with(func(c *goclient.Config) { c.RenewalInterval = 3 * time.Second }), "RenewalInterval", "renewal interval must be shorter than the lease duration"},
+		"interval beyond lease": {with(func(c *goclient.Config) { c.RenewalInterval = 4 * time.Second }), "RenewalInterval", "renewal interval must be shorter than the lease duration"},
 		"insufficient margin": {with(func(c *goclient.Config) { c.RenewalInterval, c.SafetyMargin = 2*time.Second, 600*time.Millisecond }),
-			"RenewalInterval", goclient.MsgInsufficientMargin},
+			"RenewalInterval", "renewal interval plus attempt timeout plus safety margin must not exceed the lease duration"},
 		// The sum of the three durations wraps around: once it passed as a
 		// negative sum, well under the lease.
 		"margin overflows sum": {with(func(c *goclient.Config) { c.SafetyMargin = math.MaxInt64 }),
-			"RenewalInterval", goclient.MsgInsufficientMargin},
+			"RenewalInterval", "renewal interval plus attempt timeout plus safety margin must not exceed the lease duration"},
 		"interval and margin overflow sum": {with(func(c *goclient.Config) {
 			c.LeaseDuration, c.RenewalInterval, c.AttemptTimeout, c.SafetyMargin = math.MaxInt64, math.MaxInt64-2, 1, 3
-		}), "RenewalInterval", goclient.MsgInsufficientMargin},
-		"negative lease":          {with(func(c *goclient.Config) { c.LeaseDuration = -time.Second }), "LeaseDuration", goclient.MsgLeaseNotPositive},
-		"zero margin":             {with(func(c *goclient.Config) { c.SafetyMargin = 0 }), "SafetyMargin", goclient.MsgMarginNotPositive},
-		"negative margin":         {with(func(c *goclient.Config) { c.SafetyMargin = -time.Second }), "SafetyMargin", goclient.MsgMarginNotPositive},
-		"attempt negative":        {with(func(c *goclient.Config) { c.AttemptTimeout = -time.Second }), "AttemptTimeout", goclient.MsgAttemptTimeoutNegative},
-		"commit timeout negative": {with(func(c *goclient.Config) { c.CommitTimeout = -time.Second }), "CommitTimeout", goclient.MsgCommitTimeoutNegative},
-		"attempt = interval":      {with(func(c *goclient.Config) { c.AttemptTimeout = time.Second }), "AttemptTimeout", goclient.MsgAttemptTimeoutTooLong},
+		}), "RenewalInterval", "renewal interval plus attempt timeout plus safety margin must not exceed the lease duration"},
+		"negative lease": {with(func(c *goclient.Config) { c.LeaseDuration = -time.Second }), "LeaseDuration", "lease duration must be greater than zero"},
+		// A zero margin is the default, 5 s: too much for a 3 s lease bound.
+		"zero margin is the default": {with(func(c *goclient.Config) { c.SafetyMargin = 0 }), "RenewalInterval",
+			"renewal interval plus attempt timeout plus safety margin must not exceed the lease duration"},
+		"negative margin":         {with(func(c *goclient.Config) { c.SafetyMargin = -time.Second }), "SafetyMargin", "safety margin must be greater than zero"},
+		"attempt negative":        {with(func(c *goclient.Config) { c.AttemptTimeout = -time.Second }), "AttemptTimeout", "attempt timeout must not be negative"},
+		"commit timeout negative": {with(func(c *goclient.Config) { c.CommitTimeout = -time.Second }), "CommitTimeout", "commit timeout must not be negative"},
+		"attempt = interval":      {with(func(c *goclient.Config) { c.AttemptTimeout = time.Second }), "AttemptTimeout", "attempt timeout must be shorter than the renewal interval"},
 		"attempt = interval bound, no lease bound": {with(func(c *goclient.Config) { c.LeaseDuration, c.AttemptTimeout = 0, time.Second }),
-			"AttemptTimeout", goclient.MsgAttemptTimeoutTooLong},
-		"in-flight negative": {with(func(c *goclient.Config) { c.MaxInFlightRenewals = -1 }), "MaxInFlightRenewals", goclient.MsgMaxInFlightNegative},
-		"owner malformed":    {with(func(c *goclient.Config) { c.OwnerID = "worker one" }), "OwnerID", goclient.MsgOwnerIDFormat},
+			"AttemptTimeout", "attempt timeout must be shorter than the renewal interval"},
+		"in-flight negative": {with(func(c *goclient.Config) { c.MaxInFlightRenewals = -1 }), "MaxInFlightRenewals", "max in-flight renewals must not be negative"},
+		"owner malformed":    {with(func(c *goclient.Config) { c.OwnerID = "worker one" }), "OwnerID", "owner id must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, err := goclient.NewClient(pool, tc.cfg)
@@ -72,7 +74,8 @@ func TestConfigRejectsUnsafeIntervals(t *testing.T) {
 	_, err := goclient.NewClient(nil, ok)
 	var ce *goclient.ConfigError
 	require.True(t, errors.As(err, &ce))
-	require.Equal(t, goclient.MsgNilPool, ce.Message)
+	require.Equal(t, "pool", ce.Field)
+	require.Equal(t, "pool must not be nil", ce.Message)
 
 	// The margin rule is exact: interval + attempt timeout + margin == lease is allowed.
 	edge := with(func(c *goclient.Config) {
@@ -89,19 +92,34 @@ func TestConfigRejectsUnsafeIntervals(t *testing.T) {
 	require.Regexp(t, `^leasefence-[0-9a-f]{16}$`, c.OwnerID())
 	require.Equal(t, got.OwnerID, c.OwnerID())
 
-	d, err := goclient.New(pool, goclient.WithLease(3*time.Second, time.Second), goclient.WithSafetyMargin(time.Second))
+	d, err := goclient.NewClient(pool, ok)
 	require.NoError(t, err)
 	defer d.Close()
 	require.Zero(t, d.Config().AttemptTimeout, "the default attempt timeout is each claim's: half its interval")
 	require.NotEqual(t, c.OwnerID(), d.OwnerID(), "each client gets its own default owner id")
-	def := goclient.DefaultConfig()
-	require.NoError(t, def.Validate(), "the defaults are valid")
+
+	// The zero Config is every default, and a working client.
+	require.NoError(t, goclient.Config{}.Validate(), "the defaults are valid")
+	z, err := goclient.NewClient(pool, goclient.Config{})
+	require.NoError(t, err)
+	defer z.Close()
+	def := z.Config()
+	require.Equal(t, goclient.DefaultSafetyMargin, def.SafetyMargin, "the safety margin defaults to 5 s")
+	require.Equal(t, 5*time.Second, goclient.DefaultSafetyMargin)
+	require.Equal(t, goclient.DefaultMaxInFlightRenewals, def.MaxInFlightRenewals)
+	require.Equal(t, goclient.DefaultCommitTimeout, def.CommitTimeout)
 	require.Zero(t, def.LeaseDuration, "no lease bound by default: the policy decides")
 	require.Zero(t, def.RenewalInterval, "no interval bound by default: the policy decides")
+	require.Zero(t, def.AttemptTimeout, "the attempt timeout defaults to half of each claim's interval")
+	require.Equal(t, goclient.SystemClock{}, def.Clock)
+	require.Equal(t, goclient.NopObserver{}, def.Observer)
+	require.Equal(t, goclient.GoroutineScheduler{}, def.Scheduler)
+	require.NotNil(t, def.Logger)
+	require.Regexp(t, `^leasefence-[0-9a-f]{16}$`, def.OwnerID)
 	for _, bounds := range []goclient.Config{
-		{SafetyMargin: time.Second},
-		{SafetyMargin: time.Second, RenewalInterval: time.Second},
-		{SafetyMargin: time.Second, LeaseDuration: time.Second},
+		{},
+		{RenewalInterval: time.Second, SafetyMargin: time.Second},
+		{LeaseDuration: time.Second},
 	} {
 		require.NoError(t, bounds.Validate(), "a bound alone, or none, is checked at each claim")
 	}
@@ -116,19 +134,19 @@ func TestClaimOfAPolicyTheClientCannotKeepIsRefusedAndReleased(t *testing.T) {
 	ctx := context.Background()
 	for name, tc := range map[string]struct {
 		db   policy
-		opts []goclient.Option
+		cfg  goclient.Config
 		want string
 	}{
-		// The client keeps a 500 ms margin and 400 ms attempts (shortPolicy's options).
+		// The client keeps a 500 ms margin and 400 ms attempts (shortPolicy's clientConfig).
 		"insufficient margin": {policy{lease: time.Second, interval: 330 * time.Millisecond, maxLifetime: time.Hour, renewalEnabled: true},
-			[]goclient.Option{goclient.WithAttemptTimeout(200 * time.Millisecond)},
-			`leasefence: the client cannot keep the queue's lease policy safe: queue "etl.orders": ` + goclient.MsgInsufficientMargin +
+			goclient.Config{AttemptTimeout: 200 * time.Millisecond},
+			`leasefence: the client cannot keep the queue's lease policy safe: queue "etl.orders": renewal interval plus attempt timeout plus safety margin must not exceed the lease duration` +
 				` (lease duration 1s in the database, safety margin 500ms in the client)`},
-		"attempt timeout": {policy{lease: 2 * time.Second, interval: 300 * time.Millisecond, maxLifetime: time.Hour, renewalEnabled: true}, nil,
-			`leasefence: the client cannot keep the queue's lease policy safe: queue "etl.orders": ` + goclient.MsgAttemptTimeoutTooLong +
+		"attempt timeout": {policy{lease: 2 * time.Second, interval: 300 * time.Millisecond, maxLifetime: time.Hour, renewalEnabled: true}, goclient.Config{},
+			`leasefence: the client cannot keep the queue's lease policy safe: queue "etl.orders": attempt timeout must be shorter than the renewal interval` +
 				` (renewal interval 300ms in the database, attempt timeout 400ms in the client)`},
-		"lease bound": {shortPolicy, []goclient.Option{goclient.WithLease(3*time.Second, time.Second)},
-			`leasefence: the client cannot keep the queue's lease policy safe: queue "etl.orders": ` + goclient.MsgLeaseBelowBound +
+		"lease bound": {shortPolicy, goclient.Config{LeaseDuration: 3 * time.Second, RenewalInterval: time.Second},
+			`leasefence: the client cannot keep the queue's lease policy safe: queue "etl.orders": lease duration must not be shorter than the client's LeaseDuration` +
 				` (lease duration 2s in the database, lease duration 3s in the client)`},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -137,7 +155,9 @@ func TestClaimOfAPolicyTheClientCannotKeepIsRefusedAndReleased(t *testing.T) {
 			ids := e.enqueue(2)
 			e.setPolicy(tc.db)
 			rec := newRecorder()
-			c := e.worker(append(tc.opts, goclient.WithObserver(rec))...)
+			withRec := tc.cfg
+			withRec.Observer = rec
+			c := e.worker(withRec)
 			_, err := c.ClaimMany(ctx, testQueue, 2)
 			require.ErrorIs(t, err, goclient.ErrConfigurationRejected)
 			var rej *goclient.ConfigurationRejectedError
@@ -150,7 +170,7 @@ func TestClaimOfAPolicyTheClientCannotKeepIsRefusedAndReleased(t *testing.T) {
 				require.Equal(t, goclient.StatusQueued, s.Status, "the claim was released")
 				require.Zero(t, s.AttemptNumber)
 			}
-			_, err = e.worker(tc.opts...).Claim(ctx, testQueue) // the default observer is fine too
+			_, err = e.worker(tc.cfg).Claim(ctx, testQueue) // the default observer is fine too
 			require.ErrorIs(t, err, goclient.ErrConfigurationRejected)
 		})
 	}
@@ -188,7 +208,7 @@ func TestClaimFollowsThePolicyChangedBetweenClaims(t *testing.T) {
 	l2.Stop()
 
 	// A bound: never renew less often than every 300 ms, whatever the policy.
-	bounded := e.worker(goclient.WithMaxRenewalInterval(300*time.Millisecond), goclient.WithAttemptTimeout(100*time.Millisecond))
+	bounded := e.worker(goclient.Config{RenewalInterval: 300 * time.Millisecond, AttemptTimeout: 100 * time.Millisecond})
 	third, err := bounded.Claim(ctx, testQueue)
 	require.NoError(t, err)
 	require.Equal(t, 300*time.Millisecond, third.RenewalInterval(), "min(policy 1 s, bound 300 ms)")

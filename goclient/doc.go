@@ -18,7 +18,7 @@
 // claim returns them and the client follows them:
 //
 //	pool, err := goclient.NewPool(ctx, workerURL, 0) // application_name "leasefence", statement_timeout 30 s
-//	client, err := goclient.New(pool) // 5 s safety margin; lease and interval from each claim
+//	client, err := goclient.NewClient(pool, goclient.Config{}) // 5 s safety margin; lease and interval from each claim
 //	defer client.Close()
 //
 //	worker, err := client.NewWorker(goclient.WorkerConfig{
@@ -162,7 +162,7 @@
 //	                                lease ends first: nothing is written
 //
 // A Worker maps its handler's result to the terminal transition: nil
-// completes the job; Retry(delay, reason, err) retries it; Fail(reason, err)
+// completes the job; RetryAfter(delay, reason, err) retries it; FailPermanently(reason, err)
 // fails it; any other error or a panic retries it after WorkerConfig.RetryDelay
 // with reason "handler_error" or "handler_panic". Once the lease has ended
 // the worker writes nothing. A terminal write that fails for another reason
@@ -239,12 +239,15 @@
 // client's own settings are its SafetyMargin, AttemptTimeout and two
 // optional bounds: RenewalInterval (renew at least this often: each claim
 // is renewed every min(policy interval, bound)) and LeaseDuration (accept no
-// shorter lease). WithLease sets both bounds, WithMaxRenewalInterval only
-// the first; most programs need neither.
+// shorter lease); most programs need neither. There is one constructor,
+// NewClient(pool, Config), and the zero value of every Config field means
+// its default (each field's documentation names it), so
+// NewClient(pool, Config{}) is a working client with a 5 s safety margin.
 //
-// Config.Validate refuses unsafe settings with exact messages (the Msg
-// constants): a negative lease or interval bound, a zero or negative
-// margin, a negative attempt timeout, and, for the bounds that are set, an
+// Config.Validate refuses unsafe settings with exact messages (listed in
+// its documentation; ConfigError.Field names the setting): a negative
+// lease or interval bound, a negative margin, a negative attempt timeout,
+// and, for the bounds that are set, an
 // interval not shorter than the lease, an attempt timeout not shorter than
 // the interval, and an interval that leaves no room for one attempt and
 // the margin (interval + attempt timeout + margin > lease). At every claim
@@ -263,7 +266,8 @@
 // A TxHandler holds one connection of the client's pool for as long as it
 // runs, so a TxHandler worker needs a pool of at least Concurrency + 1
 // connections (the extra one claims); NewWorker refuses a smaller one
-// (MsgPoolTooSmallForTxHandler), and the worker never claims more jobs than
+// ("pool MaxConns must be at least Concurrency + 1 for a TxHandler ...",
+// ConfigError.Field "Concurrency"), and the worker never claims more jobs than
 // the pool has connections free, so no claim waits unstarted while its
 // lease runs. A worked example: Concurrency 8 with a TxHandler needs
 // MaxConns 9; the heartbeat opens its own pool of MaxInFlightRenewals
@@ -274,7 +278,7 @@
 //	cfg, err := goclient.ParsePoolConfig(workerURL, 0)
 //	cfg.MaxConns = 8 + 1
 //	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-//	client, err := goclient.New(pool, ...)
+//	client, err := goclient.NewClient(pool, goclient.Config{})
 //	worker, err := client.NewWorker(goclient.WorkerConfig{Queue: "etl.orders", Concurrency: 8, TxHandler: load})
 //
 // A Handler holds no connection while it runs (each terminal write takes
@@ -293,8 +297,8 @@
 //
 // # Logging
 //
-// A Client and its Workers write to an optional *slog.Logger (WithLogger,
-// Config.Logger; WorkerConfig.Logger overrides it for one worker). By
+// A Client and its Workers write to an optional *slog.Logger (Config.Logger;
+// WorkerConfig.Logger overrides it for one worker). By
 // default they log nothing. Every message starts with "leasefence: " and
 // carries the job's public fields as the group "claim" (job_record_id,
 // queue_name, lease_fencing_generation, attempt_number, and

@@ -51,8 +51,9 @@ var (
 	// ErrJobNotFound is returned by State for a job id the database does not know.
 	ErrJobNotFound = errors.New("leasefence: job not found")
 
-	// ErrInvalidConfig is returned by New and NewClient when the client's
-	// configuration is unsafe; the *ConfigError says which setting and why.
+	// ErrInvalidConfig is returned by NewClient (and NewAdmin, NewWorker)
+	// when a configuration is unsafe; the *ConfigError says which setting
+	// and why.
 	ErrInvalidConfig = errors.New("leasefence: invalid client configuration")
 
 	// ErrConfigurationRejected is returned by a claim when the queue's lease
@@ -156,7 +157,7 @@ func (e *ConfigurationRejectedError) Error() string {
 func (e *ConfigurationRejectedError) Unwrap() error { return ErrConfigurationRejected }
 
 // RetryError is what a handler returns to have its job retried after Delay
-// with a bounded ReasonCode (^[a-z][a-z0-9_]{0,62}$). Build it with Retry.
+// with a bounded ReasonCode (^[a-z][a-z0-9_]{0,62}$). Build it with RetryAfter.
 type RetryError struct {
 	// Delay is how long the job waits before it is claimable again (0 to 30 days).
 	Delay time.Duration
@@ -167,9 +168,9 @@ type RetryError struct {
 	Err error
 }
 
-// Retry returns a *RetryError: the worker loop calls retry_job with delay and
+// RetryAfter returns a *RetryError: the worker loop calls retry_job with delay and
 // reasonCode. err may be nil.
-func Retry(delay time.Duration, reasonCode string, err error) error {
+func RetryAfter(delay time.Duration, reasonCode string, err error) error {
 	return &RetryError{Delay: delay, ReasonCode: reasonCode, Err: err}
 }
 
@@ -182,7 +183,7 @@ func (e *RetryError) Error() string {
 func (e *RetryError) Unwrap() error { return e.Err }
 
 // PermanentError is what a handler returns to fail its job for good with a
-// bounded ReasonCode. Build it with Fail.
+// bounded ReasonCode. Build it with FailPermanently.
 type PermanentError struct {
 	// ReasonCode is the bounded failure reason recorded on the job.
 	ReasonCode string
@@ -191,9 +192,9 @@ type PermanentError struct {
 	Err error
 }
 
-// Fail returns a *PermanentError: the worker loop calls fail_job with
+// FailPermanently returns a *PermanentError: the worker loop calls fail_job with
 // reasonCode. err may be nil.
-func Fail(reasonCode string, err error) error {
+func FailPermanently(reasonCode string, err error) error {
 	return &PermanentError{ReasonCode: reasonCode, Err: err}
 }
 

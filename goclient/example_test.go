@@ -41,7 +41,7 @@ func must[T any](v T, err error) T {
 // The client takes the lease and the renewal interval from each claim; it
 // only needs a safety margin that fits a 3 s lease (the default, 5 s, suits
 // the bundle's default policy of 30 s renewed every 10 s).
-var clientOptions = []goclient.Option{goclient.WithSafetyMargin(time.Second)}
+var clientConfig = goclient.Config{SafetyMargin: time.Second}
 
 // waitForStatus polls the job's state until it has status (examples only; a
 // producer normally does not wait).
@@ -57,7 +57,7 @@ func Example_worker() {
 	ctx := context.Background()
 	pool := must(goclient.NewPool(ctx, os.Getenv("LEASEFENCE_EXAMPLE_DATABASE_URL"), 0))
 	defer pool.Close()
-	client := must(goclient.New(pool, clientOptions...))
+	client := must(goclient.NewClient(pool, clientConfig))
 	defer client.Close()
 
 	id := must(client.Enqueue(ctx, goclient.EnqueueParams{Queue: "etl.orders", Payload: []byte(`{"order": 1}`)}))
@@ -93,7 +93,7 @@ func Example_completeInTransaction() {
 	ctx := context.Background()
 	pool := must(goclient.NewPool(ctx, os.Getenv("LEASEFENCE_EXAMPLE_DATABASE_URL"), 0))
 	defer pool.Close()
-	client := must(goclient.New(pool, clientOptions...))
+	client := must(goclient.NewClient(pool, clientConfig))
 	defer client.Close()
 
 	id := must(client.Enqueue(ctx, goclient.EnqueueParams{Queue: "etl.totals", Payload: []byte(`{"total": 42.5}`)}))
@@ -125,7 +125,7 @@ func ExampleJSONTxHandler() {
 	ctx := context.Background()
 	pool := must(goclient.NewPool(ctx, os.Getenv("LEASEFENCE_EXAMPLE_DATABASE_URL"), 0))
 	defer pool.Close()
-	client := must(goclient.New(pool, clientOptions...))
+	client := must(goclient.NewClient(pool, clientConfig))
 	defer client.Close()
 
 	type orderTotal struct {
@@ -164,7 +164,7 @@ func ExampleClient_Keep() {
 	ctx := context.Background()
 	pool := must(goclient.NewPool(ctx, os.Getenv("LEASEFENCE_EXAMPLE_DATABASE_URL"), 0))
 	defer pool.Close()
-	client := must(goclient.New(pool, clientOptions...))
+	client := must(goclient.NewClient(pool, clientConfig))
 	defer client.Close()
 	must(client.Enqueue(ctx, goclient.EnqueueParams{Queue: "etl.keep", Payload: []byte(`{}`)}))
 

@@ -125,7 +125,7 @@ func TestStalledSynchronousStandbyBurnsNoAttempts(t *testing.T) {
 	t.Cleanup(func() { resetSynchronousStandbys(e) })
 
 	// A completion whose wait for the standby is cancelled on the server.
-	c := e.worker(goclient.WithCommitTimeout(time.Minute))
+	c := e.worker(goclient.Config{CommitTimeout: time.Minute})
 	job := claim(t, c)
 	done := make(chan error, 1)
 	go func() { done <- c.Complete(ctx, job.Claim(), nil) }()
@@ -140,8 +140,7 @@ func TestStalledSynchronousStandbyBurnsNoAttempts(t *testing.T) {
 	// A worker: its first completions' COMMITs time out, it stops claiming.
 	rec := newAvailRecorder(t)
 	var logs goclient.LogBuffer
-	wc := e.worker(goclient.WithObserver(rec), goclient.WithCommitTimeout(300*time.Millisecond),
-		goclient.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	wc := e.worker(goclient.Config{Observer: rec, CommitTimeout: 300 * time.Millisecond, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	w, err := wc.NewWorker(goclient.WorkerConfig{Queue: testQueue, Concurrency: 2, PollInterval: 100 * time.Millisecond,
 		Handler: func(context.Context, goclient.Job) error { return nil }})
 	require.NoError(t, err)
@@ -225,8 +224,7 @@ func TestTxHandlerSurvivesSynchronousFailover(t *testing.T) {
 
 	rec := newAvailRecorder(t)
 	var logs goclient.LogBuffer
-	c := e.client(e.pool(multi.String()), goclient.WithObserver(rec),
-		goclient.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	c := e.client(e.pool(multi.String()), goclient.Config{Observer: rec, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("worker log:\n%s", logs.String())
@@ -299,8 +297,7 @@ func TestWorkerSignalsUnavailableOnCutConnection(t *testing.T) {
 	p, u := newProxy(t, e.workerDB)
 	rec := newAvailRecorder(t)
 	var logs goclient.LogBuffer
-	c := e.client(e.pool(u), goclient.WithObserver(rec), goclient.WithMaxRenewalInterval(shortPolicy.interval),
-		goclient.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	c := e.client(e.pool(u), goclient.Config{Observer: rec, RenewalInterval: shortPolicy.interval, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	started := make(chan struct{}, 1)
 	release := make(chan struct{})
 	w, err := c.NewWorker(goclient.WorkerConfig{Queue: testQueue, PollInterval: 100 * time.Millisecond,

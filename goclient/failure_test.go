@@ -28,7 +28,7 @@ func TestConnectionCutRetriesThenFailsClosed(t *testing.T) {
 			ids := e.enqueue(1)
 			proxy, proxied := newProxy(t, e.workerDB)
 			rec := newRecorder()
-			c := e.client(e.pool(proxied), goclient.WithObserver(rec), goclient.WithClock(skewedClock{-3 * time.Hour}))
+			c := e.client(e.pool(proxied), goclient.Config{Observer: rec, Clock: skewedClock{-3 * time.Hour}})
 			job := claim(t, c)
 			lease := c.Keep(ctx, job)
 			waitFor(t, 2*shortPolicy.lease, "two confirmed renewals", func() bool {
@@ -85,7 +85,7 @@ func TestServerRestartMidRenewalIsFailure(t *testing.T) {
 	e := setupDB(t, db, p)
 	ids := e.enqueue(1)
 	rec := newRecorder()
-	c := e.worker(goclient.WithObserver(rec))
+	c := e.worker(goclient.Config{Observer: rec})
 	job := claim(t, c)
 	lease := c.Keep(ctx, job)
 

@@ -19,7 +19,7 @@ import (
 func TestKeepOfAJobWhoseTrustAlreadyPassed(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	c, err := New(db.LoginPool(t, "durable_job_worker"))
+	c, err := NewClient(db.LoginPool(t, "durable_job_worker"), Config{})
 	require.NoError(t, err)
 	defer c.Close()
 	long := time.Now().Add(-time.Hour)

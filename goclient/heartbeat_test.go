@@ -40,8 +40,8 @@ func TestJobRunningThreeLeasesStaysSinglyOwned(t *testing.T) {
 	e := setup(t, shortPolicy)
 	ids := e.enqueue(1)
 	rec := newRecorder()
-	a := e.worker(goclient.WithObserver(rec), goclient.WithOwnerID("replica-a"))
-	b := e.client(e.db.LoginPool(t, "durable_job_worker"), goclient.WithOwnerID("replica-b"))
+	a := e.worker(goclient.Config{Observer: rec, OwnerID: "replica-a"})
+	b := e.client(e.db.LoginPool(t, "durable_job_worker"), goclient.Config{OwnerID: "replica-b"})
 
 	runFor := 3 * shortPolicy.lease
 	var handlerErr error
@@ -112,7 +112,7 @@ func TestHandlerHoggingGoroutineStillRenews(t *testing.T) {
 	mainPool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(mainPool.Close)
-	c := e.client(mainPool, goclient.WithObserver(rec))
+	c := e.client(mainPool, goclient.Config{Observer: rec})
 	hog := 3 * shortPolicy.lease
 	w, err := c.NewWorker(goclient.WorkerConfig{Queue: testQueue, Concurrency: 2,
 		Handler: func(ctx context.Context, job goclient.Job) error {
@@ -158,7 +158,7 @@ func TestSkewedApplicationClockChangesNothing(t *testing.T) {
 			e := setup(t, shortPolicy)
 			ids := e.enqueue(1)
 			rec := newRecorder()
-			c := e.worker(goclient.WithObserver(rec), goclient.WithClock(skewedClock{skew}))
+			c := e.worker(goclient.Config{Observer: rec, Clock: skewedClock{skew}})
 			job := claim(t, c)
 			lease := c.Keep(context.Background(), job)
 			trusted := lease.TrustedFor()
@@ -190,9 +190,9 @@ func TestUnrenewedClaimIsReclaimedOnlyAfterDatabaseExpiry(t *testing.T) {
 	t.Parallel()
 	e := setup(t, shortPolicy)
 	ids := e.enqueue(1)
-	a := e.worker(goclient.WithOwnerID("replica-a"))
+	a := e.worker(goclient.Config{OwnerID: "replica-a"})
 	rec := newRecorder()
-	b := e.client(e.db.LoginPool(t, "durable_job_worker"), goclient.WithOwnerID("replica-b"), goclient.WithObserver(rec))
+	b := e.client(e.db.LoginPool(t, "durable_job_worker"), goclient.Config{OwnerID: "replica-b", Observer: rec})
 	first := claim(t, a) // no heartbeat: the worker "stops renewing"
 
 	var second goclient.Job
@@ -233,7 +233,7 @@ func TestStaleRenewalCancelsTheHandlerAtOnce(t *testing.T) {
 	e := setup(t, shortPolicy)
 	ids := e.enqueue(1)
 	rec := newRecorder()
-	c := e.worker(goclient.WithObserver(rec))
+	c := e.worker(goclient.Config{Observer: rec})
 	started := make(chan struct{})
 	causes := make(chan error, 1)
 	w, err := c.NewWorker(goclient.WorkerConfig{Queue: testQueue, Handler: func(ctx context.Context, job goclient.Job) error {
@@ -272,7 +272,7 @@ func TestRenewalDisabledRunsToTheGrantedExpiry(t *testing.T) {
 	e := setup(t, p)
 	ids := e.enqueue(1)
 	rec := newRecorder()
-	c := e.worker(goclient.WithObserver(rec))
+	c := e.worker(goclient.Config{Observer: rec})
 	job := claim(t, c)
 	lease := c.Keep(context.Background(), job)
 	waitFor(t, shortPolicy.lease, "the renewal_disabled answer", lease.RenewalDisabled)
@@ -307,7 +307,7 @@ func TestRenewalsDueTogetherGoOutAsOneCall(t *testing.T) {
 		e := setup(t, slowPolicy)
 		e.enqueue(6)
 		port = e.heartbeatPort()
-		c = e.worker(goclient.WithRenewalPort(port))
+		c = e.worker(goclient.Config{RenewalPort: port})
 		var err error
 		jobs, err = c.ClaimMany(context.Background(), testQueue, 5)
 		require.NoError(t, err)
@@ -347,8 +347,7 @@ func TestRenewalsInFlightAreBounded(t *testing.T) {
 	port := e.heartbeatPort()
 	port.delay = 400 * time.Millisecond // a slow database: each call takes longer than the claims are apart
 	rec := newRecorder()
-	c := e.worker(goclient.WithRenewalPort(port), goclient.WithMaxInFlightRenewals(1), goclient.WithObserver(rec),
-		goclient.WithAttemptTimeout(800*time.Millisecond))
+	c := e.worker(goclient.Config{RenewalPort: port, MaxInFlightRenewals: 1, Observer: rec, AttemptTimeout: 800 * time.Millisecond})
 	var leases []*goclient.Lease
 	for range 3 {
 		leases = append(leases, c.Keep(context.Background(), claim(t, c)))
@@ -405,7 +404,7 @@ func TestCustomSchedulerRunsRenewalsAndItsRefusalFailsClosed(t *testing.T) {
 		return nil
 	})
 	rec := newRecorder()
-	c := e.worker(goclient.WithScheduler(sched), goclient.WithObserver(rec))
+	c := e.worker(goclient.Config{Scheduler: sched, Observer: rec})
 	lease := c.Keep(ctx, claim(t, c))
 	waitFor(t, 2*shortPolicy.lease, "renewals through the custom executor", func() bool {
 		return rec.renewalCount(goclient.RenewalRenewed) >= 2
@@ -428,7 +427,7 @@ func TestShortRenewalAnswerIsAFailedAttempt(t *testing.T) {
 	port := e.heartbeatPort()
 	port.truncate = true
 	rec := newRecorder()
-	c := e.worker(goclient.WithRenewalPort(port), goclient.WithObserver(rec))
+	c := e.worker(goclient.Config{RenewalPort: port, Observer: rec})
 	lease := c.Keep(context.Background(), claim(t, c))
 	<-lease.Context().Done()
 	require.ErrorIs(t, lease.Err(), goclient.ErrTrustDeadlinePassed)

@@ -33,13 +33,17 @@ var shortPolicy = policy{lease: 2 * time.Second, interval: 500 * time.Millisecon
 // slowPolicy is for tests that need more room: 3 s leases renewed every second.
 var slowPolicy = policy{lease: 3 * time.Second, interval: time.Second, maxLifetime: time.Hour, renewalEnabled: true}
 
-// clientOptions returns options that keep p safe, with a margin of one
-// interval. The lease and interval come from the policy, as in production.
-func (p policy) clientOptions() []goclient.Option {
-	return []goclient.Option{
-		goclient.WithSafetyMargin(p.interval),
-		goclient.WithAttemptTimeout(p.interval * 4 / 5),
+// clientConfig returns cfg with the settings that keep p safe where cfg
+// leaves them zero: a margin of one interval and attempts of four fifths of
+// one. The lease and interval come from the policy, as in production.
+func (p policy) clientConfig(cfg goclient.Config) goclient.Config {
+	if cfg.SafetyMargin == 0 {
+		cfg.SafetyMargin = p.interval
 	}
+	if cfg.AttemptTimeout == 0 {
+		cfg.AttemptTimeout = p.interval * 4 / 5
+	}
+	return cfg
 }
 
 // env is one test's database with its pools.
@@ -86,20 +90,20 @@ func (e *env) pool(u string) *pgxpool.Pool {
 	return p
 }
 
-// client builds a client over pool with the env policy's options and opts,
-// closed at cleanup.
-func (e *env) client(pool *pgxpool.Pool, opts ...goclient.Option) *goclient.Client {
+// client builds a client over pool with cfg (at most one; none is
+// Config{}) completed by the env policy's clientConfig, closed at cleanup.
+func (e *env) client(pool *pgxpool.Pool, cfg ...goclient.Config) *goclient.Client {
 	e.t.Helper()
-	c, err := goclient.New(pool, append(e.policy.clientOptions(), opts...)...)
+	c, err := goclient.NewClient(pool, e.policy.clientConfig(append(cfg, goclient.Config{})[0]))
 	require.NoError(e.t, err)
 	e.t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 
 // worker builds a client over a new pool on the worker login.
-func (e *env) worker(opts ...goclient.Option) *goclient.Client {
+func (e *env) worker(cfg ...goclient.Config) *goclient.Client {
 	e.t.Helper()
-	return e.client(e.pool(e.workerDB), opts...)
+	return e.client(e.pool(e.workerDB), cfg...)
 }
 
 // enqueue enqueues n jobs and returns their ids.

@@ -39,9 +39,9 @@ func (c *Client) Enqueue(ctx context.Context, p EnqueueParams) (int64, error) {
 // database's limit for enqueue_jobs).
 const MaxBatchJobs = 10000
 
-// MsgBatchMixedQueues is the message of the error EnqueueMany returns,
+// msgBatchMixedQueues is the message of the error EnqueueMany returns,
 // without calling the database, when its jobs name different queues.
-const MsgBatchMixedQueues = "every job of a batch must name the same queue"
+const msgBatchMixedQueues = "every job of a batch must name the same queue"
 
 // EnqueueMany durably accepts up to MaxBatchJobs jobs of one queue in one
 // call (enqueue_jobs, needs the durable_job_producer role) and returns one
@@ -51,7 +51,7 @@ const MsgBatchMixedQueues = "every job of a batch must name the same queue"
 // job returns an error matching ErrInvalidArgument whose message names its
 // position (never its payload or key), and no job of the batch is written.
 // Jobs that name different queues are refused the same way before anything
-// is sent (MsgBatchMixedQueues); no jobs return an empty slice and send
+// is sent ("every job of a batch must name the same queue"); no jobs return an empty slice and send
 // nothing.
 func (c *Client) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]int64, error) {
 	if len(jobs) == 0 {
@@ -59,7 +59,7 @@ func (c *Client) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]int64
 	}
 	for _, p := range jobs[1:] {
 		if p.Queue != jobs[0].Queue {
-			return nil, fmt.Errorf("%w: %s", ErrInvalidArgument, MsgBatchMixedQueues)
+			return nil, fmt.Errorf("%w: %s", ErrInvalidArgument, msgBatchMixedQueues)
 		}
 	}
 	return enqueueJobs(ctx, c.pool, jobs[0].Queue, jobs)

@@ -239,7 +239,7 @@ func TestEnqueueManyOrderIdempotencyAndBadInput(t *testing.T) {
 		{Queue: testQueue, Payload: []byte(`{}`)}, {Queue: "etl.other", Payload: []byte(`{}`)},
 	})
 	require.ErrorIs(t, err, goclient.ErrInvalidArgument)
-	require.Equal(t, "leasefence: invalid argument: "+goclient.MsgBatchMixedQueues, err.Error())
+	require.Equal(t, "leasefence: invalid argument: every job of a batch must name the same queue", err.Error())
 	var after int
 	require.NoError(t, e.admin.QueryRow(ctx, `SELECT count(*) FROM durable_jobs.job_record`).Scan(&after))
 	require.Equal(t, before, after, "no refused batch wrote a job")
@@ -303,7 +303,7 @@ func TestRealClaimsNeverShowTheirTokenOwnerOrPayload(t *testing.T) {
 	t.Parallel()
 	e := setup(t, shortPolicy)
 	e.enqueue(1)
-	w := e.worker(goclient.WithOwnerID("owner-7f3a"))
+	w := e.worker(goclient.Config{OwnerID: "owner-7f3a"})
 	job := claim(t, w)
 	var logged bytes.Buffer
 	slog.New(slog.NewJSONHandler(&logged, nil)).Info("claimed", "job", job, "claim", job.Claim())

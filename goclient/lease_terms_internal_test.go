@@ -30,15 +30,15 @@ func TestClaimTermsAreCheckedWithTheConfigurationRules(t *testing.T) {
 		database, client       time.Duration
 		msg                    string
 	}{
-		"zero lease":          {cfg, termsJob(0, time.Second), "lease duration", "safety margin", 0, time.Second, MsgLeaseNotPositive},
-		"zero interval":       {cfg, termsJob(3*time.Second, 0), "renewal interval", "attempt timeout", 0, 0, MsgIntervalNotPositive},
-		"interval = lease":    {cfg, termsJob(3*time.Second, 3*time.Second), "lease duration", "renewal interval", 3 * time.Second, 3 * time.Second, MsgIntervalNotShorter},
-		"insufficient margin": {cfg, termsJob(3*time.Second, 2*time.Second), "lease duration", "safety margin", 3 * time.Second, time.Second, MsgInsufficientMargin},
-		"margin overflows":    {Config{SafetyMargin: math.MaxInt64}, termsJob(3*time.Second, time.Second), "lease duration", "safety margin", 3 * time.Second, math.MaxInt64, MsgInsufficientMargin},
+		"zero lease":          {cfg, termsJob(0, time.Second), "lease duration", "safety margin", 0, time.Second, msgLeaseNotPositive},
+		"zero interval":       {cfg, termsJob(3*time.Second, 0), "renewal interval", "attempt timeout", 0, 0, msgIntervalNotPositive},
+		"interval = lease":    {cfg, termsJob(3*time.Second, 3*time.Second), "lease duration", "renewal interval", 3 * time.Second, 3 * time.Second, msgIntervalNotShorter},
+		"insufficient margin": {cfg, termsJob(3*time.Second, 2*time.Second), "lease duration", "safety margin", 3 * time.Second, time.Second, msgInsufficientMargin},
+		"margin overflows":    {Config{SafetyMargin: math.MaxInt64}, termsJob(3*time.Second, time.Second), "lease duration", "safety margin", 3 * time.Second, math.MaxInt64, msgInsufficientMargin},
 		"attempt too long": {Config{SafetyMargin: time.Second, AttemptTimeout: time.Second}, termsJob(30*time.Second, time.Second),
-			"renewal interval", "attempt timeout", time.Second, time.Second, MsgAttemptTimeoutTooLong},
+			"renewal interval", "attempt timeout", time.Second, time.Second, msgAttemptTimeoutTooLong},
 		"lease below bound": {Config{SafetyMargin: time.Second, LeaseDuration: 30 * time.Second}, termsJob(20*time.Second, time.Second),
-			"lease duration", "lease duration", 20 * time.Second, 30 * time.Second, MsgLeaseBelowBound},
+			"lease duration", "lease duration", 20 * time.Second, 30 * time.Second, msgLeaseBelowBound},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, rej := tc.cfg.terms(tc.job)
@@ -79,14 +79,14 @@ func TestHeartbeatSchedulesEachLeaseByItsClaim(t *testing.T) {
 		require.NoError(t, err)
 	}
 	setPolicy(2*time.Second, 500*time.Millisecond)
-	producer, err := New(db.LoginPool(t, "durable_job_producer"))
+	producer, err := NewClient(db.LoginPool(t, "durable_job_producer"), Config{})
 	require.NoError(t, err)
 	defer producer.Close()
 	for range 2 {
 		_, err := producer.Enqueue(ctx, EnqueueParams{Queue: queue, Payload: []byte(`{}`)})
 		require.NoError(t, err)
 	}
-	c, err := New(db.LoginPool(t, "durable_job_worker"), WithSafetyMargin(400*time.Millisecond))
+	c, err := NewClient(db.LoginPool(t, "durable_job_worker"), Config{SafetyMargin: 400 * time.Millisecond})
 	require.NoError(t, err)
 	defer c.Close()
 	first, err := c.Claim(ctx, queue)

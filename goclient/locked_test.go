@@ -29,7 +29,7 @@ func TestLockedRowIsRenewedAloneAndTheBatchStaysOwned(t *testing.T) {
 	e.enqueue(3)
 	rec := newRecorder()
 	port := e.heartbeatPort()
-	c := e.worker(goclient.WithRenewalPort(port), goclient.WithObserver(rec))
+	c := e.worker(goclient.Config{RenewalPort: port, Observer: rec})
 	jobs, err := c.ClaimMany(context.Background(), testQueue, 3)
 	require.NoError(t, err)
 	require.Len(t, jobs, 3)
@@ -121,7 +121,7 @@ func TestLockedEvenAloneIsRetriedUntilTheTrustDeadline(t *testing.T) {
 	e.enqueue(1)
 	rec := newRecorder()
 	port := &lockedPort{}
-	c := e.worker(goclient.WithRenewalPort(port), goclient.WithObserver(rec))
+	c := e.worker(goclient.Config{RenewalPort: port, Observer: rec})
 	job := claim(t, c)
 	lease := c.Keep(context.Background(), job)
 	<-lease.Context().Done()

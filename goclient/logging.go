@@ -10,9 +10,6 @@ import (
 // discardLogger is the default logger: it drops every record.
 var discardLogger = slog.New(slog.DiscardHandler)
 
-// WithLogger sets Config.Logger.
-func WithLogger(logger *slog.Logger) Option { return func(c *Config) { c.Logger = logger } }
-
 // Logger returns the client's logger (a logger that drops everything when
 // Config.Logger was nil).
 func (c *Client) Logger() *slog.Logger { return c.cfg.Logger }

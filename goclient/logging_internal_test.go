@@ -67,7 +67,7 @@ func logSetup(t *testing.T, queue string, lease, interval time.Duration) (produc
 	_, err := db.Pool(t).Exec(context.Background(),
 		`SELECT durable_jobs.set_queue_lease_policy($1, $2, $3, '1 h', true, 'logging test')`, queue, lease, interval)
 	require.NoError(t, err)
-	producer, err = New(db.LoginPool(t, "durable_job_producer"))
+	producer, err = NewClient(db.LoginPool(t, "durable_job_producer"), Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = producer.Close() })
 	return producer, db.LoginPool(t, "durable_job_worker")
@@ -102,8 +102,8 @@ func TestWorkerLogSaysWhatHappensButNeverATokenPayloadOrKey(t *testing.T) {
 	}
 
 	var logs logBuffer
-	client, err := New(workerPool, WithLease(2*time.Second, 500*time.Millisecond), WithSafetyMargin(500*time.Millisecond),
-		WithAttemptTimeout(400*time.Millisecond), WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	client, err := NewClient(workerPool, Config{LeaseDuration: 2 * time.Second, RenewalInterval: 500 * time.Millisecond,
+		SafetyMargin: 500 * time.Millisecond, AttemptTimeout: 400 * time.Millisecond, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	require.NoError(t, err)
 	defer client.Close()
 	require.Same(t, client.Logger(), client.Config().Logger)
@@ -118,9 +118,9 @@ func TestWorkerLogSaysWhatHappensButNeverATokenPayloadOrKey(t *testing.T) {
 			case "error":
 				return errors.New("plain failure text")
 			case "retry":
-				return Retry(time.Hour, "upstream_busy", errors.New("upstream said busy"))
+				return RetryAfter(time.Hour, "upstream_busy", errors.New("upstream said busy"))
 			case "fail":
-				return Fail("bad_input", errors.New("input rejected"))
+				return FailPermanently("bad_input", errors.New("input rejected"))
 			case "panic":
 				panic("handler exploded")
 			}
@@ -179,7 +179,7 @@ func TestRefusedCompletionIsLoggedAsStale(t *testing.T) {
 	require.NoError(t, err)
 
 	var clientLogs, workerLogs logBuffer
-	client, err := New(workerPool, WithLogger(slog.New(slog.NewTextHandler(&clientLogs, nil))))
+	client, err := NewClient(workerPool, Config{Logger: slog.New(slog.NewTextHandler(&clientLogs, nil))})
 	require.NoError(t, err)
 	defer client.Close()
 	handled := make(chan struct{})

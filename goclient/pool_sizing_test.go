@@ -39,7 +39,6 @@ func TestNewWorkerRefusesAPoolTooSmallForItsTxHandlers(t *testing.T) {
 	var ce *goclient.ConfigError
 	require.True(t, errors.As(err, &ce))
 	require.Equal(t, "Concurrency", ce.Field)
-	require.Equal(t, goclient.MsgPoolTooSmallForTxHandler, ce.Message)
 	require.Equal(t, "leasefence: invalid client configuration: pool MaxConns must be at least Concurrency + 1 for a TxHandler "+
 		"(one connection per running job's transaction and one to claim with)", err.Error())
 

@@ -65,10 +65,10 @@ func TestClaimAndJobRedactTokenPayloadAndOwnerEverywhere(t *testing.T) {
 // The error types say what they wrap and never carry the wrapped text.
 func TestErrorTypesWrapAndDescribe(t *testing.T) {
 	inner := fmt.Errorf("customer kim@example.com rejected")
-	retry := Retry(0, "rate_limited", inner)
+	retry := RetryAfter(0, "rate_limited", inner)
 	require.ErrorIs(t, retry, inner)
 	require.Equal(t, "leasefence: retry job after 0s (reason rate_limited)", retry.Error())
-	fail := Fail("bad_record", inner)
+	fail := FailPermanently("bad_record", inner)
 	require.ErrorIs(t, fail, inner)
 	require.Equal(t, "leasefence: fail job (reason bad_record)", fail.Error())
 	he := &handlerError{inner}

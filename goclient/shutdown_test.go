@@ -26,7 +26,7 @@ func TestShutdownReleasesAndStopsHeartbeats(t *testing.T) {
 
 	pool := e.pool(e.workerDB)
 	rec := newRecorder()
-	c, err := goclient.New(pool, append(shortPolicy.clientOptions(), goclient.WithObserver(rec))...)
+	c, err := goclient.NewClient(pool, shortPolicy.clientConfig(goclient.Config{Observer: rec}))
 	require.NoError(t, err)
 	causes := make(chan error, 3)
 	w, err := c.NewWorker(goclient.WorkerConfig{Queue: testQueue, Concurrency: 2, ShutdownTimeout: 300 * time.Millisecond,
@@ -108,7 +108,7 @@ func TestCloseReleasesKeptClaims(t *testing.T) {
 	e := setup(t, shortPolicy)
 	ids := e.enqueue(3)
 	rec := newRecorder()
-	c := e.worker(goclient.WithObserver(rec))
+	c := e.worker(goclient.Config{Observer: rec})
 	jobs, err := c.ClaimMany(ctx, testQueue, 2)
 	require.NoError(t, err)
 	leases := []*goclient.Lease{c.Keep(ctx, jobs[0]), c.Keep(ctx, jobs[1])}
@@ -138,7 +138,7 @@ func TestLeaseEndsWithItsContextStopAndRelease(t *testing.T) {
 	e := setup(t, shortPolicy)
 	ids := e.enqueue(3)
 	rec := newRecorder()
-	c := e.worker(goclient.WithObserver(rec))
+	c := e.worker(goclient.Config{Observer: rec})
 	jobs, err := c.ClaimMany(ctx, testQueue, 3)
 	require.NoError(t, err)
 

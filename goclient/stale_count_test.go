@@ -33,7 +33,7 @@ func TestDirectStaleTerminalWritesAndReleasesAreCounted(t *testing.T) {
 	e := setup(t, quietPolicy)
 	ids := e.enqueue(1)
 	rec := newRecorder()
-	c := e.worker(goclient.WithObserver(rec))
+	c := e.worker(goclient.Config{Observer: rec})
 	job := claim(t, c)
 	e.cancelJob(ids[0])
 
@@ -79,7 +79,7 @@ func TestReleaseOfALeaseLostUnnoticedCountsStale(t *testing.T) {
 	e := setup(t, quietPolicy)
 	ids := e.enqueue(2)
 	rec := newRecorder()
-	c := e.worker(goclient.WithObserver(rec))
+	c := e.worker(goclient.Config{Observer: rec})
 	jobs, err := c.ClaimMany(ctx, testQueue, 2)
 	require.NoError(t, err)
 	lost, kept := c.Keep(ctx, jobs[0]), c.Keep(ctx, jobs[1])
@@ -112,7 +112,7 @@ func TestCloseCountsAKeptClaimThatWentStaleAsStale(t *testing.T) {
 	e := setup(t, quietPolicy)
 	e.enqueue(2)
 	rec := newRecorder()
-	c := e.worker(goclient.WithObserver(rec))
+	c := e.worker(goclient.Config{Observer: rec})
 	jobs, err := c.ClaimMany(ctx, testQueue, 2)
 	require.NoError(t, err)
 	c.Keep(ctx, jobs[0])
@@ -130,7 +130,7 @@ func TestShutdownCountsAnAbandonedClaimThatWentStaleAsStale(t *testing.T) {
 	e := setup(t, quietPolicy)
 	ids := e.enqueue(2)
 	rec := newRecorder()
-	c := e.worker(goclient.WithObserver(rec))
+	c := e.worker(goclient.Config{Observer: rec})
 	w, err := c.NewWorker(goclient.WorkerConfig{Queue: testQueue, Concurrency: 2, ShutdownTimeout: 200 * time.Millisecond,
 		PollInterval: 50 * time.Millisecond,
 		Handler: func(ctx context.Context, job goclient.Job) error {

@@ -80,7 +80,7 @@ func JSONTxHandler[T any](handle func(ctx context.Context, tx pgx.Tx, job Job, p
 }
 
 // decodePayload decodes job's payload into a T, or returns
-// Fail(ReasonPayloadDecodeFailed, *PayloadDecodeError).
+// FailPermanently(ReasonPayloadDecodeFailed, *PayloadDecodeError).
 func decodePayload[T any](job Job) (T, error) {
 	var payload T
 	err := json.Unmarshal(job.Payload(), &payload)
@@ -96,7 +96,7 @@ func decodePayload[T any](job Job) (T, error) {
 	case errors.As(err, &typeErr):
 		de.Offset, de.Field, de.Found = typeErr.Offset, typeErr.Field, jsonKind(typeErr.Value)
 	}
-	return payload, Fail(ReasonPayloadDecodeFailed, de)
+	return payload, FailPermanently(ReasonPayloadDecodeFailed, de)
 }
 
 // jsonKind keeps the kind word of a json.UnmarshalTypeError.Value, which

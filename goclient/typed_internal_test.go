@@ -25,7 +25,7 @@ func jobWithPayload(p string) Job {
 
 // TestJSONHandlersDecodeOrFailWithABoundedReason: a payload that decodes
 // reaches the handler as the Go value; one that does not never reaches
-// it and ends as Fail(payload_decode_failed) with a *PayloadDecodeError
+// it and ends as FailPermanently(payload_decode_failed) with a *PayloadDecodeError
 // that names the type, field, kind and offset but no value from the payload.
 func TestJSONHandlersDecodeOrFailWithABoundedReason(t *testing.T) {
 	t.Parallel()
@@ -81,6 +81,6 @@ func TestJSONHandlersDecodeOrFailWithABoundedReason(t *testing.T) {
 			require.Equal(t, typedOrder{}, got, "the handler is not called")
 		}
 	}
-	require.Equal(t, "leasefence: fail job (reason x)", handlerErrorText(Fail("x", nil)))
-	require.Equal(t, "leasefence: retry job after 1s (reason x)", handlerErrorText(Retry(1e9, "x", nil)))
+	require.Equal(t, "leasefence: fail job (reason x)", handlerErrorText(FailPermanently("x", nil)))
+	require.Equal(t, "leasefence: retry job after 1s (reason x)", handlerErrorText(RetryAfter(1e9, "x", nil)))
 }

@@ -43,10 +43,10 @@ const (
 	DefaultShutdownTimeout = 10 * time.Second
 )
 
-// MsgPoolTooSmallForTxHandler is the ConfigError message of NewWorker for
+// msgPoolTooSmallForTxHandler is the ConfigError message of NewWorker for
 // a TxHandler worker whose pool cannot hold one transaction per running job
 // and one claim at the same time.
-const MsgPoolTooSmallForTxHandler = "pool MaxConns must be at least Concurrency + 1 for a TxHandler " +
+const msgPoolTooSmallForTxHandler = "pool MaxConns must be at least Concurrency + 1 for a TxHandler " +
 	"(one connection per running job's transaction and one to claim with)"
 
 // WorkerConfig configures a Worker. Queue and exactly one of Handler and
@@ -119,19 +119,19 @@ type Worker struct {
 func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	switch {
 	case (cfg.Handler == nil) == (cfg.TxHandler == nil):
-		return nil, &ConfigError{Field: "Handler", Message: MsgNoHandler}
+		return nil, &ConfigError{Field: "Handler", Message: msgNoHandler}
 	case cfg.Concurrency < 0:
-		return nil, &ConfigError{Field: "Concurrency", Message: MsgConcurrencyNegative}
+		return nil, &ConfigError{Field: "Concurrency", Message: msgConcurrencyNegative}
 	case cfg.PollInterval < 0:
-		return nil, &ConfigError{Field: "PollInterval", Message: MsgPollIntervalNotPositive}
+		return nil, &ConfigError{Field: "PollInterval", Message: msgPollIntervalNegative}
 	case cfg.ShutdownTimeout < 0:
-		return nil, &ConfigError{Field: "ShutdownTimeout", Message: MsgShutdownTimeoutNegative}
+		return nil, &ConfigError{Field: "ShutdownTimeout", Message: msgShutdownTimeoutNegative}
 	}
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = 1
 	}
 	if cfg.TxHandler != nil && int(c.pool.Config().MaxConns) < cfg.Concurrency+1 {
-		return nil, &ConfigError{Field: "Concurrency", Message: MsgPoolTooSmallForTxHandler}
+		return nil, &ConfigError{Field: "Concurrency", Message: msgPoolTooSmallForTxHandler}
 	}
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = DefaultPollInterval
@@ -521,7 +521,7 @@ func (w *Worker) protect(job Job, run func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			w.log(slog.LevelError, "leasefence: handler panicked", claimAttr(job.claim), slog.String("panic", panicText(r)))
-			err = Retry(w.cfg.RetryDelay(job.Attempt()), ReasonHandlerPanic, nil)
+			err = RetryAfter(w.cfg.RetryDelay(job.Attempt()), ReasonHandlerPanic, nil)
 		}
 	}()
 	return run()

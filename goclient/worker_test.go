@@ -39,9 +39,9 @@ func TestWorkerMapsHandlerResultsToTerminalTransitions(t *testing.T) {
 			}
 			switch p.Kind {
 			case "retry":
-				return goclient.Retry(time.Hour, "rate_limited", errors.New("429 from the warehouse"))
+				return goclient.RetryAfter(time.Hour, "rate_limited", errors.New("429 from the warehouse"))
 			case "fail":
-				return goclient.Fail("bad_record", errors.New("row 7 is malformed"))
+				return goclient.FailPermanently("bad_record", errors.New("row 7 is malformed"))
 			case "error":
 				return errors.New("something broke")
 			case "panic":
@@ -129,7 +129,7 @@ func TestStaleTxHandlerRollsBackItsTargetRows(t *testing.T) {
 	e.targetTable()
 	ids := e.enqueue(1)
 	rec := newRecorder()
-	c := e.worker(goclient.WithObserver(rec))
+	c := e.worker(goclient.Config{Observer: rec})
 	w, err := c.NewWorker(goclient.WorkerConfig{Queue: testQueue,
 		TxHandler: func(ctx context.Context, tx pgx.Tx, job goclient.Job) error {
 			if _, err := tx.Exec(ctx, `INSERT INTO public.order_target VALUES ($1, $2)`, job.ID(), job.FencingGeneration()); err != nil {
@@ -155,7 +155,7 @@ func TestFailedTerminalWriteStopsTheHeartbeat(t *testing.T) {
 	e := setup(t, shortPolicy)
 	ids := e.enqueue(1)
 	rec := newRecorder()
-	c := e.worker(goclient.WithObserver(rec))
+	c := e.worker(goclient.Config{Observer: rec})
 	finished := make(chan struct{}, 1)
 	w, err := c.NewWorker(goclient.WorkerConfig{Queue: testQueue,
 		TxHandler: func(ctx context.Context, tx pgx.Tx, job goclient.Job) error {
@@ -195,7 +195,7 @@ func TestWorkerStopsOnlyOnClaimErrorsRetryingCannotFix(t *testing.T) {
 	// accepts no lease under 3 s): the worker stops with the typed error,
 	// the claim is released at once (not left to expire) and no handler runs.
 	ids := e.enqueue(1)
-	mismatched := e.worker(goclient.WithLease(3*time.Second, time.Second))
+	mismatched := e.worker(goclient.Config{LeaseDuration: 3 * time.Second, RenewalInterval: time.Second})
 	var ran atomic.Int64
 	w, err = mismatched.NewWorker(goclient.WorkerConfig{Queue: testQueue,
 		Handler: func(context.Context, goclient.Job) error { ran.Add(1); return nil }})
@@ -204,7 +204,7 @@ func TestWorkerStopsOnlyOnClaimErrorsRetryingCannotFix(t *testing.T) {
 	require.ErrorIs(t, err, goclient.ErrConfigurationRejected)
 	var rej *goclient.ConfigurationRejectedError
 	require.ErrorAs(t, err, &rej)
-	require.Equal(t, goclient.MsgLeaseBelowBound, rej.Message)
+	require.Equal(t, "lease duration must not be shorter than the client's LeaseDuration", rej.Message)
 	require.Zero(t, ran.Load(), "the handler never ran")
 	s := e.state(ids[0])
 	require.Equal(t, goclient.StatusQueued, s.Status, "released, not left RUNNING until its expiry")
@@ -237,25 +237,28 @@ func TestNewWorkerRejectsBadSettings(t *testing.T) {
 	nop := func(context.Context, goclient.Job) error { return nil }
 	txNop := func(context.Context, pgx.Tx, goclient.Job) error { return nil }
 	for _, tc := range []struct {
-		cfg  goclient.WorkerConfig
-		want string
+		cfg   goclient.WorkerConfig
+		field string
+		want  string
 	}{
-		{goclient.WorkerConfig{Queue: testQueue}, goclient.MsgNoHandler},
-		{goclient.WorkerConfig{Queue: testQueue, Handler: nop, TxHandler: txNop}, goclient.MsgNoHandler},
-		{goclient.WorkerConfig{Queue: testQueue, Handler: nop, Concurrency: -1}, goclient.MsgConcurrencyNegative},
-		{goclient.WorkerConfig{Queue: testQueue, Handler: nop, PollInterval: -time.Second}, goclient.MsgPollIntervalNotPositive},
-		{goclient.WorkerConfig{Queue: testQueue, Handler: nop, ShutdownTimeout: -time.Second}, goclient.MsgShutdownTimeoutNegative},
+		{goclient.WorkerConfig{Queue: testQueue}, "Handler", "exactly one of Handler and TxHandler must be set"},
+		{goclient.WorkerConfig{Queue: testQueue, Handler: nop, TxHandler: txNop}, "Handler", "exactly one of Handler and TxHandler must be set"},
+		{goclient.WorkerConfig{Queue: testQueue, Handler: nop, Concurrency: -1}, "Concurrency", "concurrency must not be negative"},
+		// A zero PollInterval is the default, so the refusal is of a
+		// negative one and says so.
+		{goclient.WorkerConfig{Queue: testQueue, Handler: nop, PollInterval: -time.Second}, "PollInterval", "poll interval must not be negative"},
+		{goclient.WorkerConfig{Queue: testQueue, Handler: nop, ShutdownTimeout: -time.Second}, "ShutdownTimeout", "shutdown timeout must not be negative"},
 	} {
 		_, err := c.NewWorker(tc.cfg)
 		require.ErrorIs(t, err, goclient.ErrInvalidConfig)
 		var ce *goclient.ConfigError
 		require.True(t, errors.As(err, &ce))
+		require.Equal(t, tc.field, ce.Field)
 		require.Equal(t, tc.want, ce.Message)
 		require.Equal(t, "leasefence: invalid client configuration: "+tc.want, err.Error())
 	}
 	// Zero is the default (one job at a time), so the refusal says
 	// "negative", which is what it refuses.
-	require.Equal(t, "concurrency must not be negative", goclient.MsgConcurrencyNegative)
 	_, err := c.NewWorker(goclient.WorkerConfig{Queue: testQueue, Handler: nop, Concurrency: 0})
 	require.NoError(t, err, "a zero Concurrency is the default, not refused")
 }
@@ -273,7 +276,7 @@ func TestTxHandlerErrorRollsBackAndFails(t *testing.T) {
 			if _, err := tx.Exec(ctx, `INSERT INTO public.order_target VALUES ($1, $2)`, job.ID(), job.FencingGeneration()); err != nil {
 				return err
 			}
-			return goclient.Fail("schema_mismatch", nil)
+			return goclient.FailPermanently("schema_mismatch", nil)
 		}})
 	require.NoError(t, err)
 	stop := runWorker(t, w)

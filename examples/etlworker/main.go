@@ -102,9 +102,7 @@ func run(ctx context.Context, getenv func(string) string, logger *slog.Logger) e
 	// database: each claim brings them, and the client keeps each claim by
 	// its own. A policy this margin cannot keep safe is refused, claim by
 	// claim, with a message naming the queue and both values.
-	client, err := goclient.New(pool,
-		goclient.WithSafetyMargin(s.safetyMargin),
-		goclient.WithLogger(logger))
+	client, err := goclient.NewClient(pool, goclient.Config{SafetyMargin: s.safetyMargin, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -127,7 +125,7 @@ func run(ctx context.Context, getenv func(string) string, logger *slog.Logger) e
 // fencing generation is stored with the row, for sinks downstream.
 func loadOrder(ctx context.Context, tx pgx.Tx, job goclient.Job, o order) error {
 	if len(o.Lines) == 0 {
-		return goclient.Fail("order_without_lines", nil)
+		return goclient.FailPermanently("order_without_lines", nil)
 	}
 	var totalCents int64
 	for _, line := range o.Lines {

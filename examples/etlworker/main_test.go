@@ -56,7 +56,7 @@ func TestETLWorkerLoadsOrdersInTheCompletingTransaction(t *testing.T) {
 	GRANT SELECT, INSERT, UPDATE ON public.etl_order_totals TO durable_job_worker`)
 	require.NoError(t, err)
 
-	producer, err := goclient.New(db.LoginPool(t, "durable_job_producer"))
+	producer, err := goclient.NewClient(db.LoginPool(t, "durable_job_producer"), goclient.Config{})
 	require.NoError(t, err)
 	defer producer.Close()
 	enqueue := func(payload string) int64 {

@@ -309,7 +309,7 @@ func TestNewDatabaseCollectorRefusesANilReaderOrTimeout(t *testing.T) {
 	t.Cleanup(pool.Close)
 	admin, err := goclient.NewAdmin(pool)
 	require.NoError(t, err)
-	client, err := goclient.New(pool)
+	client, err := goclient.NewClient(pool, goclient.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, client.Close()) })
 	_, err = prommetrics.NewDatabaseCollector(client, time.Second)

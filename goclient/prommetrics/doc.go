@@ -9,7 +9,7 @@
 //	reg := prometheus.NewRegistry()
 //	obs, err := prommetrics.New(reg)
 //	if err != nil { ... }
-//	client, err := goclient.New(pool, goclient.WithObserver(obs), ...)
+//	client, err := goclient.NewClient(pool, goclient.Config{Observer: obs})
 //	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //
 // The observer counts what one client sees. Some things only the database

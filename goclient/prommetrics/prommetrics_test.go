@@ -71,8 +71,8 @@ func TestPrometheusScrapeHasOnlyBoundedLabels(t *testing.T) {
 		require.NoError(t, err)
 	}
 	producerPool := db.LoginPool(t, "durable_job_producer")
-	opts := []goclient.Option{goclient.WithLease(2*time.Second, 500*time.Millisecond), goclient.WithSafetyMargin(500 * time.Millisecond)}
-	producer, err := goclient.New(producerPool, opts...)
+	base := goclient.Config{LeaseDuration: 2 * time.Second, RenewalInterval: 500 * time.Millisecond, SafetyMargin: 500 * time.Millisecond}
+	producer, err := goclient.NewClient(producerPool, base)
 	require.NoError(t, err)
 	defer producer.Close()
 	var ids []int64
@@ -99,8 +99,9 @@ func TestPrometheusScrapeHasOnlyBoundedLabels(t *testing.T) {
 	}
 	sched := &refusing{}
 	owner := "metrics-owner-1d9c"
-	c, err := goclient.New(pool(), append(opts, goclient.WithObserver(obs), goclient.WithOwnerID(owner),
-		goclient.WithScheduler(sched))...)
+	cfg := base
+	cfg.Observer, cfg.OwnerID, cfg.Scheduler = obs, owner, sched
+	c, err := goclient.NewClient(pool(), cfg)
 	require.NoError(t, err)
 	defer sched.wg.Wait()
 	defer c.Close()
@@ -138,8 +139,7 @@ func TestPrometheusScrapeHasOnlyBoundedLabels(t *testing.T) {
 	<-failing.Context().Done()
 	// a configuration rejection.
 	enqueue(renewingQueue)
-	mismatched, err := goclient.New(pool(), goclient.WithLease(3*time.Second, time.Second),
-		goclient.WithSafetyMargin(time.Second), goclient.WithObserver(obs), goclient.WithOwnerID(owner))
+	mismatched, err := goclient.NewClient(pool(), goclient.Config{LeaseDuration: 3 * time.Second, RenewalInterval: time.Second, SafetyMargin: time.Second, Observer: obs, OwnerID: owner})
 	require.NoError(t, err)
 	defer mismatched.Close()
 	_, err = mismatched.Claim(ctx, renewingQueue)

@@ -204,10 +204,10 @@ func (d *demo) openSession(ctx context.Context, connString string, withClient bo
 		return nil, err
 	}
 	// NewAdmin refuses only a nil pool; the client's defaults pass its own
-	// checks: New fails only on options it is given.
+	// checks: NewClient fails only on settings it is given.
 	s := &session{pool: pool, admin: must(goclient.NewAdmin(pool))}
 	if withClient {
-		s.client = must(goclient.New(pool))
+		s.client = must(goclient.NewClient(pool, goclient.Config{}))
 	}
 	return s, nil
 }

@@ -48,7 +48,7 @@ func runGoclient(t *testing.T, cluster *pglocal.Cluster, db *testdb.DB, producer
 		pool, err := pgxpool.New(ctx, u)
 		require.NoError(t, err)
 		t.Cleanup(pool.Close)
-		c, err := goclient.New(pool, goclient.WithOwnerID("log-worker"))
+		c, err := goclient.NewClient(pool, goclient.Config{OwnerID: "log-worker"})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close() })
 		return c

@@ -164,8 +164,8 @@ func TestWorkerAndLeasectlConnectOverVerifiedTLSAndRefuseAWrongCAOrHost(t *testi
 		pool, err := pgxpool.NewWithConfig(ctx, cfg)
 		require.NoError(t, err)
 		t.Cleanup(pool.Close)
-		c, err := goclient.New(pool, goclient.WithOwnerID("tls-worker"),
-			goclient.WithLease(4*time.Second, time.Second), goclient.WithSafetyMargin(500*time.Millisecond))
+		c, err := goclient.NewClient(pool, goclient.Config{OwnerID: "tls-worker",
+			LeaseDuration: 4 * time.Second, RenewalInterval: time.Second, SafetyMargin: 500 * time.Millisecond})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close() })
 		return c
@@ -270,7 +270,7 @@ func TestWorkerAndLeasectlConnectOverVerifiedTLSAndRefuseAWrongCAOrHost(t *testi
 		require.NoError(t, err)
 		pool, err := pgxpool.NewWithConfig(ctx, cfg)
 		require.NoError(t, err)
-		c, err := goclient.New(pool, goclient.WithOwnerID("tls-refused"))
+		c, err := goclient.NewClient(pool, goclient.Config{OwnerID: "tls-refused"})
 		require.NoError(t, err)
 		_, err = c.Claim(ctx, "tls")
 		require.ErrorContains(t, err, r.want, r.name)

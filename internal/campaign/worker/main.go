@@ -111,14 +111,16 @@ func run() error {
 		return err
 	}
 	defer hbPool.Close()
-	client, err := goclient.New(pool,
-		goclient.WithOwnerID(fmt.Sprintf("campaign-%s-%d", *proc, os.Getpid())),
-		goclient.WithLease(*lease, *interval),
-		goclient.WithSafetyMargin(*interval),
-		goclient.WithAttemptTimeout(attempt),
-		goclient.WithClock(skewedClock{*skew}),
-		goclient.WithObserver(observer{rec: rec}),
-		goclient.WithRenewalPort(recordingPort{inner: goclient.NewPgRenewalPort(hbPool, attempt), rec: rec}))
+	client, err := goclient.NewClient(pool, goclient.Config{
+		OwnerID:         fmt.Sprintf("campaign-%s-%d", *proc, os.Getpid()),
+		LeaseDuration:   *lease,
+		RenewalInterval: *interval,
+		SafetyMargin:    *interval,
+		AttemptTimeout:  attempt,
+		Clock:           skewedClock{*skew},
+		Observer:        observer{rec: rec},
+		RenewalPort:     recordingPort{inner: goclient.NewPgRenewalPort(hbPool, attempt), rec: rec},
+	})
 	if err != nil {
 		return err
 	}
