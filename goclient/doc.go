@@ -158,14 +158,15 @@
 //	claim or transaction fails on   a Worker stops claiming (connection_lost, timeout) and
 //	a lost connection or timeout    probes every PollInterval; claims resume when one commits
 //	TxHandler transaction lost its  wait for the heartbeat's next renewal: renewed, run the
-//	connection (not a Retry/Fail)   job again under the same claim (at most 3 times); the
-//	                                lease ends first: nothing is written
+//	connection (not RetryAfter or   job again under the same claim (at most 3 times); the
+//	FailPermanently)                lease ends first: nothing is written
 //
 // A Worker maps its handler's result to the terminal transition: nil
-// completes the job; RetryAfter(delay, reason, err) retries it; FailPermanently(reason, err)
-// fails it; any other error or a panic retries it after WorkerConfig.RetryDelay
-// with reason "handler_error" or "handler_panic". Once the lease has ended
-// the worker writes nothing. A terminal write that fails for another reason
+// completes the job; RetryAfter(delay, reason, err) retries it;
+// FailPermanently(reason, err) fails it (both only build the result: the
+// worker writes it); any other error or a panic retries it after
+// WorkerConfig.RetryDelay with reason "handler_error" or "handler_panic".
+// Once the lease has ended the worker writes nothing. A terminal write that fails for another reason
 // stops the heartbeat, and the claim lapses at its expiry.
 //
 // # Commit deadline
@@ -213,7 +214,7 @@
 // returns an error matching ErrDatabaseUnavailable.
 //
 // A TxHandler's transaction that fails because its connection was lost (a
-// failover, a cut network; not a Retry or Fail the handler returned, not a
+// failover, a cut network; not a RetryAfter or FailPermanently the handler returned, not a
 // deadline, not an ERROR on a live connection) is no handler error: the
 // worker waits for the heartbeat's next confirmed renewal of the claim and,
 // when the database answers renewed (after a synchronous failover, the new
@@ -304,8 +305,8 @@
 // queue_name, lease_fencing_generation, attempt_number, and
 // lease_claim_token "[REDACTED]"). No record ever carries a claim token, a
 // payload, an idempotency key or a token digest. The error text a handler
-// returns is logged (attribute "error"; for Retry and Fail, the error they
-// wrap), so keep payload values and secrets out of your handlers' errors.
+// returns is logged (attribute "error"; for RetryAfter and FailPermanently,
+// the error they wrap), so keep payload values and secrets out of your handlers' errors.
 //
 //	level  message                                             attributes besides "claim"
 //	INFO   leasefence: job claimed
