@@ -88,8 +88,12 @@ func TestJobRunningThreeLeasesStaysSinglyOwned(t *testing.T) {
 	require.Equal(t, 1, s.AttemptNumber, "one claim, no reclaim")
 	require.Equal(t, int64(1), s.FencingGeneration)
 	require.GreaterOrEqual(t, s.RenewalCount, int64(runFor/shortPolicy.interval)-2)
-	require.Equal(t, int(s.RenewalCount), rec.renewalCount(goclient.RenewalRenewed),
-		"every renewal the client counted is one the database committed")
+	// Every renewal the client counted is one the database committed; the
+	// database may hold one more: the attempt in flight when the lease was
+	// stopped for the completion commits, and its answer is ignored.
+	counted := rec.renewalCount(goclient.RenewalRenewed)
+	require.LessOrEqual(t, counted, int(s.RenewalCount), "the client counted a renewal the database did not commit")
+	require.LessOrEqual(t, int(s.RenewalCount), counted+1, "more than the one in-flight renewal went uncounted")
 	var outcomes int
 	require.NoError(t, e.admin.QueryRow(context.Background(),
 		`SELECT count(*) FROM durable_jobs.job_outcome_ledger WHERE job_record_id = $1`, ids[0]).Scan(&outcomes))
