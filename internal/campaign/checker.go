@@ -23,7 +23,45 @@ const (
 	VStaleRenewalAccepted  = "stale_renewal_accepted"
 	VClaimWaitedOnLock     = "claim_waited_on_lock"
 	VRenewalWaitedOnLock   = "renewal_waited_on_lock"
+	VGenerationNotRaised   = "generation_not_raised_by_promotion" // a claim after a promotion at or below an earlier generation
+	VAcknowledgedLost      = "acknowledged_renewal_lost"          // a synchronous promotion lost a claim whose renewal had been acknowledged
 )
+
+// promotion is one KindPromotion of a history with the state the standby
+// held when it was promoted.
+type promotion struct {
+	ev    Event           // the KindPromotion note (DBTime: the standby's clock)
+	state map[int64]int64 // job -> generation the standby held (absent: 0)
+}
+
+// promotions collects the promotions of h, each with the KindPromotedState
+// notes that follow it.
+func promotions(h []Event) []*promotion {
+	var ps []*promotion
+	for _, e := range h {
+		switch {
+		case e.Kind == KindPromotion:
+			ps = append(ps, &promotion{ev: e, state: map[int64]int64{}})
+		case e.Kind == KindPromotedState && len(ps) > 0:
+			ps[len(ps)-1].state[e.Job] = e.Gen
+		}
+	}
+	return ps
+}
+
+// before says the claim event c was decided by the primary that p
+// replaced: its database time is before the standby's at promotion and its
+// answer was recorded before the promotion began (the second condition
+// holds even when the database clock was stepped back after the
+// promotion; a claim recorded late only loses the excuse below).
+func (p *promotion) before(c Event) bool {
+	return c.DBTime.Before(p.ev.DBTime) && c.At < p.ev.At
+}
+
+// after says the claim event c was decided by the promoted primary.
+func (p *promotion) after(c Event) bool {
+	return !c.DBTime.Before(p.ev.DBTime) && c.At > p.ev.At
+}
 
 // JobRow is the checker's view of one job in the database at the end.
 type JobRow struct {
@@ -103,6 +141,7 @@ func Check(h []Event, s Snapshot) []Violation {
 	for _, r := range s.Jobs {
 		rows[r.ID] = r
 	}
+	proms := promotions(h)
 	targets := map[int64][]int64{}
 	for _, t := range s.Targets {
 		targets[t.Job] = append(targets[t.Job], t.Generation)
@@ -147,6 +186,7 @@ func Check(h []Event, s Snapshot) []Violation {
 			}
 			return Event{}, false
 		}
+		lostAt := lostInPromotion(job, events, claims, gens, proms, add)
 		// Renewals, in database order.
 		var explainedStaleBefore []time.Time // times by which a terminal or cancel may have ended a claim
 		for _, e := range events {
@@ -189,6 +229,9 @@ func Check(h []Event, s Snapshot) []Violation {
 				}
 			case OutStale:
 				if e.DBTime.Before(cv.knownUntil) {
+					if t, lost := lostAt[e.Gen]; lost && !e.DBTime.Before(t) {
+						continue // asked the promoted primary, which never saw it
+					}
 					if later, ok := laterClaim(e.Gen); ok && !later.DBTime.After(e.DBTime) {
 						continue // overlapping claims, reported below
 					}
@@ -215,9 +258,14 @@ func Check(h []Event, s Snapshot) []Violation {
 			// terminal write, whichever is first: under a database clock
 			// stepped back, that write's time can even precede the claim's.
 			a, b := claims[gens[i]], claims[gens[i+1]]
+			// A claim lost in a promotion (lostInPromotion) is live in
+			// no database after the promotion.
 			until := a.knownUntil
 			if !a.endedAt.IsZero() && a.endedAt.Before(until) {
 				until = a.endedAt
+			}
+			if t, lost := lostAt[a.claim.Gen]; lost && t.Before(until) {
+				until = t
 			}
 			if b.claim.DBTime.Before(until) {
 				add(VOverlappingClaims, job, "generation %d was claimed at %s while generation %d was granted until %s",
@@ -346,6 +394,83 @@ func Check(h []Event, s Snapshot) []Violation {
 		}
 	}
 	return vs
+}
+
+// lostInPromotion returns the claims of job (generation -> the promoted
+// standby's time) that a promotion lost and the checker therefore treats
+// as ended at that promotion. Since a claim's own COMMIT does not wait for
+// a synchronous standby (migration 011), a claim acknowledged just before
+// the primary died can be missing on the promoted standby; its worker is
+// refused there (stale, LF001) but may run until its next renewal or trust
+// deadline while the job is claimed again. That is accepted only when all
+// of these hold:
+//   - the claim was decided by the old primary (promotion.before);
+//   - the standby's state at the promotion has a lower generation for the
+//     job: the new primary never saw the claim;
+//   - no terminal write of the claim was accepted, and no renewal of it was
+//     accepted at or after the promotion (the new primary never answered
+//     for it).
+//
+// A renewal of such a claim acknowledged before a synchronous promotion
+// is itself a violation (renewals still wait for the standby). Every claim
+// after a promotion must carry a generation above every generation of the
+// job issued before it and above the standby's; the overlap rule then
+// still applies to every pair the excuse does not cover.
+func lostInPromotion(job int64, events []Event, claims map[int64]*claimView, gens []int64,
+	proms []*promotion, add func(kind string, job int64, format string, args ...any)) map[int64]time.Time {
+	lost := map[int64]time.Time{}
+	for _, p := range proms {
+		maxBefore := p.state[job]
+		for _, g := range gens {
+			if c := claims[g].claim; p.before(c) && g > maxBefore {
+				maxBefore = g
+			}
+		}
+		for _, g := range gens {
+			if c := claims[g].claim; p.after(c) && g <= maxBefore {
+				add(VGenerationNotRaised, job, "generation %d was claimed at %s after the promotion at %s, not above generation %d issued before it",
+					g, c.DBTime.Format(time.RFC3339Nano), p.ev.DBTime.Format(time.RFC3339Nano), maxBefore)
+			}
+		}
+	}
+	for _, g := range gens {
+		c := claims[g].claim
+		var p *promotion
+		for _, q := range proms {
+			if q.before(c) {
+				p = q
+				break
+			}
+		}
+		if p == nil || p.state[job] >= g {
+			continue
+		}
+		excused := true
+		for _, e := range events {
+			if e.Gen != g {
+				continue
+			}
+			switch e.Kind {
+			case KindComplete, KindRetry, KindFail:
+				if e.Outcome == OutOK {
+					excused = false
+				}
+			case KindRenew:
+				if e.Outcome != OutRenewed && e.Outcome != OutDisable {
+					continue
+				}
+				excused = false
+				if e.DBTime.Before(p.ev.DBTime) && p.ev.Detail != PromotionAsync {
+					add(VAcknowledgedLost, job, "generation %d was renewed at %s, acknowledged, and is missing on the standby promoted at %s",
+						g, e.DBTime.Format(time.RFC3339Nano), p.ev.DBTime.Format(time.RFC3339Nano))
+				}
+			}
+		}
+		if excused {
+			lost[g] = p.ev.DBTime
+		}
+	}
+	return lost
 }
 
 // withEvent returns events with e added when it is not already there.
