@@ -133,7 +133,21 @@ func Check(h []Event, s Snapshot) []Violation {
 			byJob[e.Job] = append(byJob[e.Job], e)
 		}
 	}
-	sub := func(job int64) []Event { return byJob[job] }
+	var promNotes []Event
+	for _, e := range h {
+		if e.Kind == KindPromotion {
+			promNotes = append(promNotes, e)
+		}
+	}
+	// sub is the job's events with the promotions, in history order.
+	sub := func(job int64) []Event {
+		if len(promNotes) == 0 {
+			return byJob[job]
+		}
+		out := append(append([]Event(nil), byJob[job]...), promNotes...)
+		sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
+		return out
+	}
 	add := func(kind string, job int64, format string, args ...any) {
 		vs = append(vs, Violation{Kind: kind, Job: job, Message: fmt.Sprintf(format, args...), Events: sub(job)})
 	}
@@ -412,7 +426,8 @@ func Check(h []Event, s Snapshot) []Violation {
 //     for it).
 //
 // A renewal of such a claim acknowledged before a synchronous promotion
-// is itself a violation (renewals still wait for the standby). Every claim
+// is itself a violation (renewals still wait for the standby); before an
+// asynchronous one (PromotionAsync: the stream was cut) it may be lost. Every claim
 // after a promotion must carry a generation above every generation of the
 // job issued before it and above the standby's; the overlap rule then
 // still applies to every pair the excuse does not cover.
@@ -459,8 +474,12 @@ func lostInPromotion(job int64, events []Event, claims map[int64]*claimView, gen
 				if e.Outcome != OutRenewed && e.Outcome != OutDisable {
 					continue
 				}
-				excused = false
-				if e.DBTime.Before(p.ev.DBTime) && p.ev.Detail != PromotionAsync {
+				switch {
+				case !e.DBTime.Before(p.ev.DBTime):
+					excused = false // the new primary answered for it
+				case p.ev.Detail != PromotionAsync:
+					// Renewals still wait for a synchronous standby.
+					excused = false
 					add(VAcknowledgedLost, job, "generation %d was renewed at %s, acknowledged, and is missing on the standby promoted at %s",
 						g, e.DBTime.Format(time.RFC3339Nano), p.ev.DBTime.Format(time.RFC3339Nano))
 				}

@@ -145,6 +145,12 @@ func TestCheckerRules(t *testing.T) {
 			h[1].At = h[2].At + 1 // its answer was recorded after the promotion note
 			return h
 		}(), succeeded(1, 1<<40+1), VOverlappingClaims},
+		{"an acknowledged renewal lost in an asynchronous promotion", func() []Event {
+			h := lostAtPromotion(1<<40+1,
+				Event{Proc: "w1", Kind: KindRenew, Job: 1, Gen: 3, Outcome: OutRenewed, DBTime: at(100), Expires: at(2100)})
+			h[2].Detail = PromotionAsync
+			return h
+		}(), succeeded(1, 1<<40+1), ""},
 		{"an acknowledged renewal missing after a synchronous promotion", lostAtPromotion(1<<40+1,
 			Event{Proc: "w1", Kind: KindRenew, Job: 1, Gen: 3, Outcome: OutRenewed, DBTime: at(100), Expires: at(2100)}),
 			succeeded(1, 1<<40+1), VAcknowledgedLost},
