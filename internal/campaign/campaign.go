@@ -105,6 +105,7 @@ type Result struct {
 	Ops        int            // operations checked
 	Faults     map[string]int // fault kind -> times it ran
 	Violations []Violation    // what the checker found
+	LostClaims int            // acknowledged claims a promotion lost, accepted by the checker
 	History    []Event        // the merged history that was checked
 	Duration   time.Duration  // from the workers' start to the end of the check
 }
@@ -591,7 +592,8 @@ func (e *env) check(ctx context.Context) (Result, error) {
 		faults[k] = v
 	}
 	e.faultsMu.Unlock()
-	return Result{Seed: e.cfg.Seed, Ops: CountOps(h), Faults: faults, Violations: Check(h, s), History: h}, nil
+	vs, lost := check(h, s)
+	return Result{Seed: e.cfg.Seed, Ops: CountOps(h), Faults: faults, Violations: vs, LostClaims: lost, History: h}, nil
 }
 
 // waitSync makes the standby synchronous and waits until the primary

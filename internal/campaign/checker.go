@@ -126,7 +126,13 @@ const renewalTimeSlack = 50 * time.Millisecond
 // Check verifies history h against the database snapshot s and returns
 // every violation found (nil when there is none).
 func Check(h []Event, s Snapshot) []Violation {
-	var vs []Violation
+	vs, _ := check(h, s)
+	return vs
+}
+
+// check is Check that also returns how many acknowledged claims the
+// checker accepted as lost in a promotion (lostInPromotion).
+func check(h []Event, s Snapshot) (vs []Violation, lostClaims int) {
 	byJob := map[int64][]Event{}
 	for _, e := range h {
 		if e.Job != 0 {
@@ -201,6 +207,7 @@ func Check(h []Event, s Snapshot) []Violation {
 			return Event{}, false
 		}
 		lostAt := lostInPromotion(job, events, claims, gens, proms, add)
+		lostClaims += len(lostAt)
 		// Renewals, in database order.
 		var explainedStaleBefore []time.Time // times by which a terminal or cancel may have ended a claim
 		for _, e := range events {
@@ -407,7 +414,7 @@ func Check(h []Event, s Snapshot) []Violation {
 				Message: "a renew_job_leases call waited on a row another session held locked", Events: withEvent(sub(e.Job), e)})
 		}
 	}
-	return vs
+	return vs, lostClaims
 }
 
 // lostInPromotion returns the claims of job (generation -> the promoted
