@@ -105,7 +105,7 @@ type Result struct {
 	Ops        int            // operations checked
 	Faults     map[string]int // fault kind -> times it ran
 	Violations []Violation    // what the checker found
-	LostClaims int            // acknowledged claims a promotion lost, accepted by the checker
+	LostClaims map[string]int // acknowledged claims a promotion lost, accepted by the checker, by PromotionSync/PromotionAsync
 	History    []Event        // the merged history that was checked
 	Duration   time.Duration  // from the workers' start to the end of the check
 }

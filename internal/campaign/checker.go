@@ -131,8 +131,10 @@ func Check(h []Event, s Snapshot) []Violation {
 }
 
 // check is Check that also returns how many acknowledged claims the
-// checker accepted as lost in a promotion (lostInPromotion).
-func check(h []Event, s Snapshot) (vs []Violation, lostClaims int) {
+// checker accepted as lost in a promotion (lostInPromotion), by the
+// promotion's detail (PromotionSync, PromotionAsync).
+func check(h []Event, s Snapshot) (vs []Violation, lostClaims map[string]int) {
+	lostClaims = map[string]int{}
 	byJob := map[int64][]Event{}
 	for _, e := range h {
 		if e.Job != 0 {
@@ -207,7 +209,9 @@ func check(h []Event, s Snapshot) (vs []Violation, lostClaims int) {
 			return Event{}, false
 		}
 		lostAt := lostInPromotion(job, events, claims, gens, proms, add)
-		lostClaims += len(lostAt)
+		for _, p := range lostAt {
+			lostClaims[p.ev.Detail]++
+		}
 		// Renewals, in database order.
 		var explainedStaleBefore []time.Time // times by which a terminal or cancel may have ended a claim
 		for _, e := range events {
@@ -250,7 +254,7 @@ func check(h []Event, s Snapshot) (vs []Violation, lostClaims int) {
 				}
 			case OutStale:
 				if e.DBTime.Before(cv.knownUntil) {
-					if t, lost := lostAt[e.Gen]; lost && !e.DBTime.Before(t) {
+					if p, lost := lostAt[e.Gen]; lost && !e.DBTime.Before(p.ev.DBTime) {
 						continue // asked the promoted primary, which never saw it
 					}
 					if later, ok := laterClaim(e.Gen); ok && !later.DBTime.After(e.DBTime) {
@@ -285,8 +289,8 @@ func check(h []Event, s Snapshot) (vs []Violation, lostClaims int) {
 			if !a.endedAt.IsZero() && a.endedAt.Before(until) {
 				until = a.endedAt
 			}
-			if t, lost := lostAt[a.claim.Gen]; lost && t.Before(until) {
-				until = t
+			if p, lost := lostAt[a.claim.Gen]; lost && p.ev.DBTime.Before(until) {
+				until = p.ev.DBTime
 			}
 			if b.claim.DBTime.Before(until) {
 				add(VOverlappingClaims, job, "generation %d was claimed at %s while generation %d was granted until %s",
@@ -417,8 +421,8 @@ func check(h []Event, s Snapshot) (vs []Violation, lostClaims int) {
 	return vs, lostClaims
 }
 
-// lostInPromotion returns the claims of job (generation -> the promoted
-// standby's time) that a promotion lost and the checker therefore treats
+// lostInPromotion returns the claims of job (generation -> the promotion)
+// that a promotion lost and the checker therefore treats
 // as ended at that promotion. Since a claim's own COMMIT does not wait for
 // a synchronous standby (migration 011), a claim acknowledged just before
 // the primary died can be missing on the promoted standby; its worker is
@@ -439,8 +443,8 @@ func check(h []Event, s Snapshot) (vs []Violation, lostClaims int) {
 // job issued before it and above the standby's; the overlap rule then
 // still applies to every pair the excuse does not cover.
 func lostInPromotion(job int64, events []Event, claims map[int64]*claimView, gens []int64,
-	proms []*promotion, add func(kind string, job int64, format string, args ...any)) map[int64]time.Time {
-	lost := map[int64]time.Time{}
+	proms []*promotion, add func(kind string, job int64, format string, args ...any)) map[int64]*promotion {
+	lost := map[int64]*promotion{}
 	for _, p := range proms {
 		maxBefore := p.state[job]
 		for _, g := range gens {
@@ -493,7 +497,7 @@ func lostInPromotion(job int64, events []Event, claims map[int64]*claimView, gen
 			}
 		}
 		if excused {
-			lost[g] = p.ev.DBTime
+			lost[g] = p
 		}
 	}
 	return lost

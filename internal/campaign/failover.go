@@ -207,10 +207,18 @@ func (e *env) failoverAsync(ctx context.Context) (bool, error) {
 	}
 	e.extra = append(e.extra, as)
 	e.relay.setTarget("127.0.0.1:" + strconv.Itoa(as.Port()))
+	// The standby accepts connections before its walreceiver has
+	// connected: wait for it to stream.
 	var state string
-	if err := e.admin.QueryRow(ctx, `SELECT sync_state FROM pg_stat_replication WHERE application_name = $1`,
-		asyncStandbyName).Scan(&state); err != nil {
-		return false, err
+	for i := 0; i < 200 && state == ""; i++ {
+		err := e.admin.QueryRow(ctx, `SELECT sync_state FROM pg_stat_replication WHERE application_name = $1`,
+			asyncStandbyName).Scan(&state)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return false, err
+		}
+		if state == "" {
+			sleepCtx(ctx, 50*time.Millisecond)
+		}
 	}
 	if state != "async" {
 		return false, fmt.Errorf("campaign: the second standby is %q, not async", state)
