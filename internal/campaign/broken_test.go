@@ -44,6 +44,7 @@ func TestCheckerCatchesBrokenBundles(t *testing.T) {
 		name   string
 		fn     string
 		edit   func(string) string
+		mutate func(context.Context, *pgx.Conn) error // instead of fn and edit
 		faults []string
 		want   string
 	}{
@@ -80,14 +81,29 @@ func TestCheckerCatchesBrokenBundles(t *testing.T) {
 			faults: []string{FaultRowLock},
 			want:   VClaimWaitedOnLock,
 		},
+		{
+			// Migration 011's trigger gone: after the asynchronous
+			// promotion the job lost there is claimed at generation 1 again.
+			name: "generation that ignores the promotion",
+			mutate: func(ctx context.Context, conn *pgx.Conn) error {
+				_, err := conn.Exec(ctx, `DROP TRIGGER job_record_generation_floor ON durable_jobs.job_record`)
+				return err
+			},
+			faults: []string{FaultFailover, FaultFailoverAsync},
+			want:   VDuplicateGeneration,
+		},
 	}
 	bin := worker(t)
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
+			mutate := c.mutate
+			if mutate == nil {
+				mutate = breakFunction(c.fn, c.edit)
+			}
 			res, err := Run(ctx, Config{Seed: uint64(100 + i), Ops: 80, MaxDuration: 30 * time.Second,
-				Workers: 2, Faults: c.faults, WorkerBinary: bin, Mutate: breakFunction(c.fn, c.edit)})
+				Workers: 2, Faults: c.faults, WorkerBinary: bin, Mutate: mutate})
 			if err != nil {
 				t.Fatal(err)
 			}

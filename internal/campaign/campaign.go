@@ -45,7 +45,9 @@ const (
 	FaultEarlyReclaim    = "early_reclaim_attempt"
 	FaultDBClockJump     = "db_clock_jump"
 	FaultFailover        = "standby_promoted"
+	FaultFailoverAsync   = "async_standby_promoted_after_stream_cut"
 	standbyName          = "campaign_standby"
+	asyncStandbyName     = "campaign_async"
 	mainQueue            = "campaign.main"
 	defaultLease         = 2 * time.Second
 	defaultInterval      = 500 * time.Millisecond
@@ -65,7 +67,7 @@ var AllFaults = []string{
 	FaultProxyCut, FaultProxyBlackhole, FaultProxyDelay, FaultProxyDropReply,
 	FaultSIGSTOP, FaultSIGKILL, FaultTerminate, FaultRestartImmed,
 	FaultRowLock, FaultCancelInTx, FaultZombie, FaultForged, FaultEarlyReclaim, FaultDBClockJump,
-	FaultFailover,
+	FaultFailover, FaultFailoverAsync,
 }
 
 // Config says how to run one campaign.
@@ -103,6 +105,7 @@ type Result struct {
 	Ops        int            // operations checked
 	Faults     map[string]int // fault kind -> times it ran
 	Violations []Violation    // what the checker found
+	LostClaims map[string]int // acknowledged claims a promotion lost, accepted by the checker, by PromotionSync/PromotionAsync
 	History    []Event        // the merged history that was checked
 	Duration   time.Duration  // from the workers' start to the end of the check
 }
@@ -146,15 +149,18 @@ func BuildWorker(ctx context.Context, dir string) (string, error) {
 type env struct {
 	cfg       Config
 	rng       *mrand.Rand
-	cluster   *pglocal.Cluster // the current primary
-	standby   *pglocal.Cluster // its synchronous standby, until the failover
-	retired   *pglocal.Cluster // the old primary after the failover
-	dbURL     string           // superuser, direct
+	cluster   *pglocal.Cluster   // the current primary
+	standby   *pglocal.Cluster   // its synchronous standby, until the failover
+	retired   []*pglocal.Cluster // the old primaries after the failovers
+	extra     []*pglocal.Cluster // the asynchronous standby until its promotion
+	relay     *relay             // the URLs' third host: the asynchronous standby
+	asyncDone bool               // the asynchronous failover ran
+	dbURL     string             // superuser, direct
 	admin     *pgxpool.Pool
 	producer  *pgxpool.Pool
 	workerURL string              // direct
 	proxyURL  string              // worker login through the proxy
-	proxies   []*faultproxy.Proxy // one in front of the primary, one in front of the standby
+	proxies   []*faultproxy.Proxy // one in front of each host of the URLs
 	dir       string
 	epoch     time.Time
 	driver    *Recorder
@@ -298,6 +304,14 @@ func (e *env) setup(ctx context.Context) error {
 			return err
 		}
 		ports = append(ports, e.standby.Port())
+		// The asynchronous failover's standby is made later; every URL
+		// names it already, through the relay.
+		if slices.Contains(e.cfg.Faults, FaultFailoverAsync) {
+			if e.relay, err = startRelay(); err != nil {
+				return err
+			}
+			ports = append(ports, e.relay.port())
+		}
 	}
 	// Every URL names both servers; target_session_attrs=read-write picks
 	// whichever is the primary, before and after the failover.
@@ -355,7 +369,10 @@ func (e *env) close() {
 	if e.admin != nil {
 		e.admin.Close()
 	}
-	for _, c := range []*pglocal.Cluster{e.cluster, e.standby, e.retired} {
+	if e.relay != nil {
+		e.relay.close()
+	}
+	for _, c := range append(append([]*pglocal.Cluster{e.cluster, e.standby}, e.retired...), e.extra...) {
 		if c != nil {
 			_ = c.Stop()
 		}
@@ -473,6 +490,11 @@ func (e *env) drive(ctx context.Context) error {
 	}
 	order := append([]string(nil), e.cfg.Faults...)
 	e.rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	// The asynchronous failover follows the synchronous one (it needs a
+	// primary without a synchronous standby).
+	if i, j := slices.Index(order, FaultFailover), slices.Index(order, FaultFailoverAsync); i > j && j >= 0 {
+		order[i], order[j] = order[j], order[i]
+	}
 	deadline := time.Now().Add(e.cfg.MaxDuration)
 	for phase := 0; phase < maxPhases && time.Now().Before(deadline) && ctx.Err() == nil; phase++ {
 		if err := e.enqueue(ctx); err != nil {
@@ -570,7 +592,8 @@ func (e *env) check(ctx context.Context) (Result, error) {
 		faults[k] = v
 	}
 	e.faultsMu.Unlock()
-	return Result{Seed: e.cfg.Seed, Ops: CountOps(h), Faults: faults, Violations: Check(h, s), History: h}, nil
+	vs, lost := check(h, s)
+	return Result{Seed: e.cfg.Seed, Ops: CountOps(h), Faults: faults, Violations: vs, LostClaims: lost, History: h}, nil
 }
 
 // waitSync makes the standby synchronous and waits until the primary

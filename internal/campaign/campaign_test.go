@@ -62,8 +62,8 @@ func TestCampaign(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("campaign: %d operations checked, %d fault kinds %v, %d violations, seed %d, %s",
-		res.Ops, res.FaultKinds(), res.Faults, len(res.Violations), res.Seed, res.Duration.Round(time.Second))
+	t.Logf("campaign: %d operations checked, %d fault kinds %v, %d violations, claims lost in promotions %v, seed %d, %s",
+		res.Ops, res.FaultKinds(), res.Faults, len(res.Violations), res.LostClaims, res.Seed, res.Duration.Round(time.Second))
 	for _, v := range res.Violations {
 		t.Error(v.Report(res.Seed))
 	}

@@ -23,7 +23,45 @@ const (
 	VStaleRenewalAccepted  = "stale_renewal_accepted"
 	VClaimWaitedOnLock     = "claim_waited_on_lock"
 	VRenewalWaitedOnLock   = "renewal_waited_on_lock"
+	VGenerationNotRaised   = "generation_not_raised_by_promotion" // a claim after a promotion at or below an earlier generation
+	VAcknowledgedLost      = "acknowledged_renewal_lost"          // a synchronous promotion lost a claim whose renewal had been acknowledged
 )
+
+// promotion is one KindPromotion of a history with the state the standby
+// held when it was promoted.
+type promotion struct {
+	ev    Event           // the KindPromotion note (DBTime: the standby's clock)
+	state map[int64]int64 // job -> generation the standby held (absent: 0)
+}
+
+// promotions collects the promotions of h, each with the KindPromotedState
+// notes that follow it.
+func promotions(h []Event) []*promotion {
+	var ps []*promotion
+	for _, e := range h {
+		switch {
+		case e.Kind == KindPromotion:
+			ps = append(ps, &promotion{ev: e, state: map[int64]int64{}})
+		case e.Kind == KindPromotedState && len(ps) > 0:
+			ps[len(ps)-1].state[e.Job] = e.Gen
+		}
+	}
+	return ps
+}
+
+// before says the claim event c was decided by the primary that p
+// replaced: its database time is before the standby's at promotion and its
+// answer was recorded before the promotion began (the second condition
+// holds even when the database clock was stepped back after the
+// promotion; a claim recorded late only loses the excuse below).
+func (p *promotion) before(c Event) bool {
+	return c.DBTime.Before(p.ev.DBTime) && c.At < p.ev.At
+}
+
+// after says the claim event c was decided by the promoted primary.
+func (p *promotion) after(c Event) bool {
+	return !c.DBTime.Before(p.ev.DBTime) && c.At > p.ev.At
+}
 
 // JobRow is the checker's view of one job in the database at the end.
 type JobRow struct {
@@ -88,14 +126,36 @@ const renewalTimeSlack = 50 * time.Millisecond
 // Check verifies history h against the database snapshot s and returns
 // every violation found (nil when there is none).
 func Check(h []Event, s Snapshot) []Violation {
-	var vs []Violation
+	vs, _ := check(h, s)
+	return vs
+}
+
+// check is Check that also returns how many acknowledged claims the
+// checker accepted as lost in a promotion (lostInPromotion), by the
+// promotion's detail (PromotionSync, PromotionAsync).
+func check(h []Event, s Snapshot) (vs []Violation, lostClaims map[string]int) {
+	lostClaims = map[string]int{}
 	byJob := map[int64][]Event{}
 	for _, e := range h {
 		if e.Job != 0 {
 			byJob[e.Job] = append(byJob[e.Job], e)
 		}
 	}
-	sub := func(job int64) []Event { return byJob[job] }
+	var promNotes []Event
+	for _, e := range h {
+		if e.Kind == KindPromotion {
+			promNotes = append(promNotes, e)
+		}
+	}
+	// sub is the job's events with the promotions, in history order.
+	sub := func(job int64) []Event {
+		if len(promNotes) == 0 {
+			return byJob[job]
+		}
+		out := append(append([]Event(nil), byJob[job]...), promNotes...)
+		sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
+		return out
+	}
 	add := func(kind string, job int64, format string, args ...any) {
 		vs = append(vs, Violation{Kind: kind, Job: job, Message: fmt.Sprintf(format, args...), Events: sub(job)})
 	}
@@ -103,6 +163,7 @@ func Check(h []Event, s Snapshot) []Violation {
 	for _, r := range s.Jobs {
 		rows[r.ID] = r
 	}
+	proms := promotions(h)
 	targets := map[int64][]int64{}
 	for _, t := range s.Targets {
 		targets[t.Job] = append(targets[t.Job], t.Generation)
@@ -147,6 +208,10 @@ func Check(h []Event, s Snapshot) []Violation {
 			}
 			return Event{}, false
 		}
+		lostAt := lostInPromotion(job, events, claims, gens, proms, add)
+		for _, p := range lostAt {
+			lostClaims[p.ev.Detail]++
+		}
 		// Renewals, in database order.
 		var explainedStaleBefore []time.Time // times by which a terminal or cancel may have ended a claim
 		for _, e := range events {
@@ -189,6 +254,9 @@ func Check(h []Event, s Snapshot) []Violation {
 				}
 			case OutStale:
 				if e.DBTime.Before(cv.knownUntil) {
+					if p, lost := lostAt[e.Gen]; lost && !e.DBTime.Before(p.ev.DBTime) {
+						continue // asked the promoted primary, which never saw it
+					}
 					if later, ok := laterClaim(e.Gen); ok && !later.DBTime.After(e.DBTime) {
 						continue // overlapping claims, reported below
 					}
@@ -215,9 +283,14 @@ func Check(h []Event, s Snapshot) []Violation {
 			// terminal write, whichever is first: under a database clock
 			// stepped back, that write's time can even precede the claim's.
 			a, b := claims[gens[i]], claims[gens[i+1]]
+			// A claim lost in a promotion (lostInPromotion) is live in
+			// no database after the promotion.
 			until := a.knownUntil
 			if !a.endedAt.IsZero() && a.endedAt.Before(until) {
 				until = a.endedAt
+			}
+			if p, lost := lostAt[a.claim.Gen]; lost && p.ev.DBTime.Before(until) {
+				until = p.ev.DBTime
 			}
 			if b.claim.DBTime.Before(until) {
 				add(VOverlappingClaims, job, "generation %d was claimed at %s while generation %d was granted until %s",
@@ -345,7 +418,89 @@ func Check(h []Event, s Snapshot) []Violation {
 				Message: "a renew_job_leases call waited on a row another session held locked", Events: withEvent(sub(e.Job), e)})
 		}
 	}
-	return vs
+	return vs, lostClaims
+}
+
+// lostInPromotion returns the claims of job (generation -> the promotion)
+// that a promotion lost and the checker therefore treats
+// as ended at that promotion. Since a claim's own COMMIT does not wait for
+// a synchronous standby (migration 011), a claim acknowledged just before
+// the primary died can be missing on the promoted standby; its worker is
+// refused there (stale, LF001) but may run until its next renewal or trust
+// deadline while the job is claimed again. That is accepted only when all
+// of these hold:
+//   - the claim was decided by the old primary (promotion.before);
+//   - the standby's state at the promotion has a lower generation for the
+//     job: the new primary never saw the claim;
+//   - no terminal write of the claim was accepted, and no renewal of it was
+//     accepted at or after the promotion (the new primary never answered
+//     for it).
+//
+// A renewal of such a claim acknowledged before a synchronous promotion
+// is itself a violation (renewals still wait for the standby); before an
+// asynchronous one (PromotionAsync: the stream was cut) it may be lost. Every claim
+// after a promotion must carry a generation above every generation of the
+// job issued before it and above the standby's; the overlap rule then
+// still applies to every pair the excuse does not cover.
+func lostInPromotion(job int64, events []Event, claims map[int64]*claimView, gens []int64,
+	proms []*promotion, add func(kind string, job int64, format string, args ...any)) map[int64]*promotion {
+	lost := map[int64]*promotion{}
+	for _, p := range proms {
+		maxBefore := p.state[job]
+		for _, g := range gens {
+			if c := claims[g].claim; p.before(c) && g > maxBefore {
+				maxBefore = g
+			}
+		}
+		for _, g := range gens {
+			if c := claims[g].claim; p.after(c) && g <= maxBefore {
+				add(VGenerationNotRaised, job, "generation %d was claimed at %s after the promotion at %s, not above generation %d issued before it",
+					g, c.DBTime.Format(time.RFC3339Nano), p.ev.DBTime.Format(time.RFC3339Nano), maxBefore)
+			}
+		}
+	}
+	for _, g := range gens {
+		c := claims[g].claim
+		var p *promotion
+		for _, q := range proms {
+			if q.before(c) {
+				p = q
+				break
+			}
+		}
+		if p == nil || p.state[job] >= g {
+			continue
+		}
+		excused := true
+		for _, e := range events {
+			if e.Gen != g {
+				continue
+			}
+			switch e.Kind {
+			case KindComplete, KindRetry, KindFail:
+				if e.Outcome == OutOK {
+					excused = false
+				}
+			case KindRenew:
+				if e.Outcome != OutRenewed && e.Outcome != OutDisable {
+					continue
+				}
+				switch {
+				case !e.DBTime.Before(p.ev.DBTime):
+					excused = false // the new primary answered for it
+				case p.ev.Detail != PromotionAsync:
+					// Renewals still wait for a synchronous standby.
+					excused = false
+					add(VAcknowledgedLost, job, "generation %d was renewed at %s, acknowledged, and is missing on the standby promoted at %s",
+						g, e.DBTime.Format(time.RFC3339Nano), p.ev.DBTime.Format(time.RFC3339Nano))
+				}
+			}
+		}
+		if excused {
+			lost[g] = p
+		}
+	}
+	return lost
 }
 
 // withEvent returns events with e added when it is not already there.

@@ -10,8 +10,35 @@ var t0 = time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
 
 func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 
+// claimEv is a claim whose answer is recorded (At) at its database time.
 func claimEv(proc string, job, gen int64, dbMs, expMs int) Event {
-	return Event{Proc: proc, Kind: KindClaim, Job: job, Gen: gen, Outcome: OutOK, DBTime: at(dbMs), Expires: at(expMs)}
+	return Event{Proc: proc, Kind: KindClaim, Job: job, Gen: gen, Outcome: OutOK, DBTime: at(dbMs), Expires: at(expMs),
+		At: int64(dbMs) * int64(time.Millisecond)}
+}
+
+// promotionEvs is a synchronous promotion at dbMs whose standby held
+// generation gen of job.
+func promotionEvs(dbMs int, job, gen int64) []Event {
+	atNs := int64(dbMs) * int64(time.Millisecond)
+	return []Event{{Proc: "driver", Kind: KindPromotion, DBTime: at(dbMs), At: atNs, Detail: PromotionSync},
+		{Proc: "driver", Kind: KindPromotedState, Job: job, Gen: gen, At: atNs}}
+}
+
+// lostAtPromotion is the history of a claim (generation 3) the old primary
+// acknowledged at 0 ms and the standby promoted at 300 ms never saw (it
+// held generation 2): its renewal on the new primary is stale, its
+// completion there is refused, and the job is claimed again at 500 ms at
+// generation 2^40+1, long before the lost claim's expiry. extra events are
+// added; with gen the successor's generation instead.
+func lostAtPromotion(succGen int64, extra ...Event) []Event {
+	h := []Event{{Proc: "driver", Kind: KindEnqueue, Job: 1, Outcome: OutOK}, claimEv("w1", 1, 3, 0, 2000)}
+	h = append(h, promotionEvs(300, 1, 2)...)
+	h = append(h,
+		Event{Proc: "w1", Kind: KindRenew, Job: 1, Gen: 3, Outcome: OutStale, DBTime: at(400)},
+		claimEv("w2", 1, succGen, 500, 2500),
+		Event{Proc: "w1", Kind: KindComplete, Job: 1, Gen: 3, Outcome: OutStale, DBTime: at(600)},
+		Event{Proc: "w2", Kind: KindComplete, Job: 1, Gen: succGen, Outcome: OutOK, DBTime: at(700)})
+	return append(h, extra...)
 }
 
 // kinds returns the violation kinds of Check on h and s.
@@ -88,6 +115,45 @@ func TestCheckerRules(t *testing.T) {
 		{"forged renewal accepted", []Event{claimEv("zombie", 1, 1, 0, 2000),
 			{Proc: "zombie", Kind: KindForgedRenew, Job: 1, Gen: 1, Outcome: OutRenewed, DBTime: at(100), Expires: at(2100)},
 			complete("zombie", 1, 1, 200)}, succeeded(1, 1), VForgedRenewalAccepted},
+		// Migration 011: a claim's COMMIT does not wait for the standby.
+		{"a claim lost in a synchronous promotion overlaps its successor", lostAtPromotion(1<<40 + 1),
+			succeeded(1, 1<<40+1), ""},
+		{"a lost claim whose completion was accepted is still an overlap", lostAtPromotion(1<<40+1,
+			Event{Proc: "w1", Kind: KindComplete, Job: 1, Gen: 3, Outcome: OutOK, DBTime: at(650)}),
+			succeeded(1, 1<<40+1), VOverlappingClaims},
+		{"a lost claim renewed on the new primary is still an overlap", lostAtPromotion(1<<40+1,
+			Event{Proc: "w1", Kind: KindRenew, Job: 1, Gen: 3, Outcome: OutRenewed, DBTime: at(450), Expires: at(2450)}),
+			succeeded(1, 1<<40+1), VOverlappingClaims},
+		{"a successor at the lost claim's generation", lostAtPromotion(3),
+			succeeded(1, 3), VDuplicateGeneration},
+		{"a successor below the lost claim's generation overlaps it", lostAtPromotion(2),
+			succeeded(1, 2), VOverlappingClaims},
+		{"a successor below the lost claim's generation was not raised", lostAtPromotion(2),
+			succeeded(1, 2), VGenerationNotRaised},
+		{"a claim the standby held is not lost", func() []Event {
+			h := lostAtPromotion(1<<40 + 1)
+			h[3].Gen = 3 // the standby held generation 3
+			return h
+		}(), succeeded(1, 1<<40+1), VOverlappingClaims},
+		{"a claim made after the promotion is not lost", append(append([]Event{claimEv("w1", 1, 1<<40+1, 350, 2350)},
+			promotionEvs(300, 1, 0)...),
+			Event{Proc: "w1", Kind: KindRenew, Job: 1, Gen: 1<<40 + 1, Outcome: OutStale, DBTime: at(400)},
+			claimEv("w2", 1, 1<<40+2, 500, 2500), complete("w2", 1, 1<<40+2, 700)),
+			succeeded(1, 1<<40+2), VOverlappingClaims},
+		{"a claim recorded after the promotion began is not lost", func() []Event {
+			h := lostAtPromotion(1<<40 + 1)
+			h[1].At = h[2].At + 1 // its answer was recorded after the promotion note
+			return h
+		}(), succeeded(1, 1<<40+1), VOverlappingClaims},
+		{"an acknowledged renewal lost in an asynchronous promotion", func() []Event {
+			h := lostAtPromotion(1<<40+1,
+				Event{Proc: "w1", Kind: KindRenew, Job: 1, Gen: 3, Outcome: OutRenewed, DBTime: at(100), Expires: at(2100)})
+			h[2].Detail = PromotionAsync
+			return h
+		}(), succeeded(1, 1<<40+1), ""},
+		{"an acknowledged renewal missing after a synchronous promotion", lostAtPromotion(1<<40+1,
+			Event{Proc: "w1", Kind: KindRenew, Job: 1, Gen: 3, Outcome: OutRenewed, DBTime: at(100), Expires: at(2100)}),
+			succeeded(1, 1<<40+1), VAcknowledgedLost},
 		{"claim waited on a lock", []Event{{Proc: "driver", Kind: KindLockWait, Job: 1, Detail: "claim_next_job"}},
 			Snapshot{Jobs: []JobRow{{ID: 1, Status: "QUEUED"}}, Now: at(0)}, VClaimWaitedOnLock},
 	}

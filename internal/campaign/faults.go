@@ -34,21 +34,15 @@ func (e *env) inject(ctx context.Context, kind string) error {
 		e.eachProxy(func(p *faultproxy.Proxy) { p.SetMode(faultproxy.DropReplies) })
 		sleepCtx(ctx, 400*time.Millisecond+time.Duration(e.rng.Int64N(int64(600*time.Millisecond))))
 		e.eachProxy(func(p *faultproxy.Proxy) { p.SetMode(faultproxy.Open) })
-	case FaultFailover:
-		if e.standby == nil {
-			return nil // one failover per campaign: this phase injects nothing
+	case FaultFailover, FaultFailoverAsync:
+		run := e.failoverSync
+		if kind == FaultFailoverAsync {
+			run = e.failoverAsync
 		}
-		// The primary dies (immediate stop), the synchronous standby is
-		// promoted; every client finds it through its multi-host URL.
-		if err := e.cluster.StopImmediate(); err != nil {
+		ran, err := run(ctx)
+		if err != nil || !ran {
 			return err
 		}
-		if err := e.standby.Promote(ctx); err != nil {
-			return err
-		}
-		e.retired, e.cluster, e.standby = e.cluster, e.standby, nil
-		e.admin.Reset()
-		e.producer.Reset()
 	case FaultSIGSTOP:
 		ws := e.liveWorkers()
 		if len(ws) == 0 {

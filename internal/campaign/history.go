@@ -25,6 +25,22 @@ const (
 	KindLost        = "lost"         // the client stopped trusting a claim
 	KindFault       = "fault"        // an injected fault (Detail: its kind)
 	KindLockWait    = "lock_wait"    // a worker session waited on a row locked by an injector
+	// KindPromotion: driver, a standby is about to be promoted (the old
+	// primary already stopped). DBTime is the standby's clock_timestamp()
+	// read once it had replayed everything it received: every claim the
+	// old primary acknowledged was decided before it, every claim of the
+	// new primary after it.
+	KindPromotion = "promotion"
+	// KindPromotedState: driver, one per job the standby held at that
+	// moment, Gen its lease_fencing_generation (0 when never claimed):
+	// exactly what the new primary starts from.
+	KindPromotedState = "promoted_state"
+)
+
+// Promotion details (the Detail of a KindPromotion).
+const (
+	PromotionSync  = "sync"  // the standby was synchronous up to the primary's stop
+	PromotionAsync = "async" // the standby's stream was cut before the primary's stop
 )
 
 // Outcomes of an operation.
