@@ -22,8 +22,8 @@ SELECT types_are('durable_jobs', ARRAY['job_status_kind'],
 
 SELECT tables_are('durable_jobs',
     ARRAY['job_record', 'job_payload_record', 'job_outcome_ledger', 'queue_lease_policy',
-          'control_evidence_record', 'lease_outcome_tally', 'queue_retention_policy'],
-    'the schema holds exactly the seven private tables of the bundle');
+          'control_evidence_record', 'lease_outcome_tally', 'queue_retention_policy', 'change_control_setting'],
+    'the schema holds exactly the eight private tables of the bundle (change_control_setting from migration 015)');
 SELECT views_are('durable_jobs', ARRAY[]::name[], 'the schema has no views');
 SELECT sequences_are('durable_jobs',
     ARRAY['job_record_job_record_id_seq', 'job_outcome_ledger_job_outcome_record_id_seq',
@@ -155,7 +155,10 @@ SELECT set_eq(
              ('durable_jobs.lease_outcome_tally', 'lease_outcome_tally_count_positive', 'c'),
              ('durable_jobs.queue_retention_policy', 'queue_retention_policy_pkey', 'p'),
              ('durable_jobs.queue_retention_policy', 'queue_retention_policy_queue_name_format', 'c'),
-             ('durable_jobs.queue_retention_policy', 'queue_retention_policy_bounds', 'c')$$,
+             ('durable_jobs.queue_retention_policy', 'queue_retention_policy_bounds', 'c'),
+             ('durable_jobs.change_control_setting', 'change_control_setting_pkey', 'p'),
+             ('durable_jobs.change_control_setting', 'change_control_setting_single', 'c'),
+             ('durable_jobs.change_control_setting', 'change_control_setting_pattern', 'c')$$,
     'every constraint of the bundle has its chosen name, and there are no unnamed extras');
 SELECT col_is_pk('durable_jobs', 'lease_outcome_tally', ARRAY['tally_minute', 'queue_name', 'outcome_kind', 'tally_backend_pid', 'counted_by_role'],
     'a tally row is one UTC minute, queue, outcome kind and backend: no two live sessions share a row');
@@ -233,7 +236,8 @@ SELECT functions_are('durable_jobs',
           'record_deployment', 'control_evidence_chain', 'control_evidence_records', 'policy_evidence_mismatches',
           'change_queue_lease_policy', 'passes_luhn', 'looks_personal_or_secret', 'require_structured_change',
           'evidence_content_digest', 'chain_evidence_record', 'stamp_policy_change', 'record_policy_change',
-          'refuse_policy_truncate', 'raise_generation_to_floor', 'record_stale_call'],
+          'refuse_policy_truncate', 'raise_generation_to_floor', 'record_stale_call',
+          'change_control', 'set_change_control'],
     'the schema holds exactly the contract functions, the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue, the generation-floor trigger function (migration 011) and the private helpers');
 
 CREATE TEMP TABLE expected_signature (
@@ -357,11 +361,12 @@ SELECT is_empty(
             WHEN 'durable_jobs.record_deployment_version(text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.record_deployment(text,text,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.record_policy_change()' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
+            WHEN 'durable_jobs.set_change_control(text,boolean,boolean,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.enqueue_jobs(text,jsonb[],text[],timestamp with time zone[],integer[])' THEN ARRAY['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_custom_plan']
             ELSE ARRAY['search_path=pg_catalog, pg_temp'] END$$,
     'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic and lock_timeout where it takes the evidence lock');
 SELECT is((SELECT count(*)::integer FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef),
-          35, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs and raise_generation_to_floor (migration 011) are SECURITY DEFINER');
+          37, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, raise_generation_to_floor (migration 011) and change_control and set_change_control (migration 015) are SECURITY DEFINER');
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef

@@ -1,0 +1,128 @@
+-- 23_change_control: migration 015 (change_control.sql, evidence_guard_v3.sql).
+-- The change-control setting: its defaults keep the rules fixed before
+-- (ticket ^[A-Z][A-Z0-9]+-[0-9]+$, no approver required, self-approval
+-- refused); only an operator sets it, with a structured change record, and
+-- the change is control evidence; a pattern that is too long, empty or not a
+-- regular expression is refused with LF003 and changes nothing; every change
+-- record (lease policy, direct policy-table change, retention, change
+-- control) is then checked against the new setting with LF002.
+BEGIN;
+CREATE EXTENSION IF NOT EXISTS pgtap;
+SELECT plan(31);
+
+CREATE ROLE t23_approver LOGIN;
+CREATE ROLE t23_nologin NOLOGIN;
+
+CREATE FUNCTION pg_temp.t23_state()
+RETURNS text LANGUAGE sql AS $$
+    SELECT row(s.ticket_pattern, s.require_approver, s.approver_must_differ, s.changed_at)::text
+        || ' evidence=' || (SELECT count(*) FROM durable_jobs.control_evidence_record)
+    FROM durable_jobs.change_control_setting s;
+$$;
+CREATE TEMP TABLE t23_mark (mark_value text NOT NULL);
+GRANT ALL ON t23_mark TO PUBLIC;
+INSERT INTO t23_mark VALUES (pg_temp.t23_state());
+
+-- Defaults and who may read and change the setting -------------------------------
+
+SET LOCAL ROLE durable_job_auditor;
+SELECT results_eq($$SELECT ticket_pattern, require_approver, approver_must_differ FROM durable_jobs.change_control()$$,
+    $$VALUES ('^[A-Z][A-Z0-9]+-[0-9]+$'::text, false, true)$$,
+    'the defaults are the rules fixed before migration 015: the ticket pattern, no approver required, self-approval refused');
+SELECT throws_ok($$SELECT durable_jobs.set_change_control('^X-[0-9]+$', false, true, 'CHG-1 auditor', NULL)$$,
+    '42501', NULL, 'an auditor cannot change the setting');
+RESET ROLE;
+SET LOCAL ROLE durable_job_worker;
+SELECT throws_ok($$SELECT durable_jobs.set_change_control('^X-[0-9]+$', false, true, 'CHG-1 worker', NULL)$$,
+    '42501', NULL, 'a worker cannot change the setting');
+RESET ROLE;
+SET LOCAL ROLE durable_job_producer;
+SELECT throws_ok($$SELECT durable_jobs.set_change_control('^X-[0-9]+$', false, true, 'CHG-1 producer', NULL)$$,
+    '42501', NULL, 'a producer cannot change the setting');
+RESET ROLE;
+
+-- Bad settings: LF003, nothing changes -------------------------------------------
+
+SET LOCAL ROLE durable_job_operator;
+SELECT throws_ok($$SELECT durable_jobs.set_change_control('([A-Z', false, true, 'CHG-1 broken pattern', NULL)$$,
+    'LF003', 'invalid change control', 'a ticket pattern that is not a regular expression is refused with LF003');
+SELECT throws_ok(format('SELECT durable_jobs.set_change_control(%L, false, true, %L, NULL)', repeat('A', 201), 'CHG-1 long'),
+    'LF003', 'invalid change control', 'a ticket pattern longer than 200 characters is refused with LF003');
+SELECT throws_ok($$SELECT durable_jobs.set_change_control('', false, true, 'CHG-1 empty pattern', NULL)$$,
+    'LF003', 'invalid change control', 'an empty ticket pattern is refused with LF003');
+SELECT throws_ok($$SELECT durable_jobs.set_change_control(NULL, false, true, 'CHG-1 no pattern', NULL)$$,
+    'LF003', 'invalid change control', 'a NULL ticket pattern is refused with LF003');
+SELECT throws_ok($$SELECT durable_jobs.set_change_control('^X-[0-9]+$', NULL, true, 'CHG-1 no flag', NULL)$$,
+    'LF003', 'invalid change control', 'a NULL require_approver is refused with LF003');
+SELECT throws_ok($$SELECT durable_jobs.set_change_control('^X-[0-9]+$', false, NULL, 'CHG-1 no flag', NULL)$$,
+    'LF003', 'invalid change control', 'a NULL approver_must_differ is refused with LF003');
+SELECT throws_ok($$SELECT durable_jobs.set_change_control('^X-[0-9]+$', false, true, 'CHG-1 call 010-1234-5678', NULL)$$,
+    'LF002', 'invalid change record', 'a change-control change whose reason looks like personal data is refused with LF002');
+SELECT throws_ok($$SELECT durable_jobs.set_change_control('^X-[0-9]+$', false, true, 'ordinary reason', 'not a ticket')$$,
+    'LF002', 'invalid change record', 'a change-control change is checked against the pattern in force before it');
+RESET ROLE;
+SELECT is(pg_temp.t23_state(), (SELECT mark_value FROM t23_mark), 'the refused settings changed nothing and wrote no evidence');
+
+-- A valid change is control evidence ----------------------------------------------
+
+SET LOCAL ROLE durable_job_operator;
+SELECT lives_ok($$SELECT durable_jobs.set_change_control('^CHG[0-9]{7}$', true, true, 'tighter change control', 'SEC-23', 't23_approver')$$,
+    'an operator sets a new pattern and requires an approver, with a ticket of the old pattern and an approver');
+RESET ROLE;
+SELECT results_eq(
+    $$SELECT evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver, changed_by_role = session_user
+      FROM durable_jobs.control_evidence_record ORDER BY evidence_record_id DESC LIMIT 1$$,
+    $$VALUES ('change_control_changed'::text, NULL::text,
+              '{"ticket_pattern": "^[A-Z][A-Z0-9]+-[0-9]+$", "require_approver": false, "approver_must_differ": true}'::jsonb,
+              '{"ticket_pattern": "^CHG[0-9]{7}$", "require_approver": true, "approver_must_differ": true}'::jsonb,
+              'tighter change control'::text, 'SEC-23'::text, 't23_approver'::text, true)$$,
+    'the change is one change_control_changed record with the values before and after, reason, ticket, approver and login');
+SELECT results_eq($$SELECT ticket_pattern, require_approver, approver_must_differ, changed_by_role = session_user FROM durable_jobs.change_control()$$,
+    $$VALUES ('^CHG[0-9]{7}$'::text, true, true, true)$$, 'the setting holds the new values and who set them');
+
+-- Every change record is checked against the new setting ---------------------------
+
+SET LOCAL ROLE durable_job_operator;
+SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t23.q', '30 s', '10 s', '1 h', true, 'longer lease', 'SEC-23', 't23_approver')$$,
+    'LF002', 'invalid change record', 'a ticket of the old pattern is now refused');
+SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t23.q', '30 s', '10 s', '1 h', true, 'longer lease', 'CHG0000023', NULL)$$,
+    'LF002', 'invalid change record', 'a policy change without an approver is refused when an approver is required');
+SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t23.q', '30 s', '10 s', '1 h', true, 'longer lease')$$,
+    'LF002', 'invalid change record', 'the contract overload, which has no approver, is refused when an approver is required');
+SELECT throws_ok(format('SELECT durable_jobs.set_queue_lease_policy(%L, %L, %L, %L, true, %L, %L, %L)',
+        't23.q', '30 s', '10 s', '1 h', 'longer lease', 'CHG0000023', session_user),
+    'LF002', 'invalid change record', 'the changing login cannot approve its own change when approver_must_differ is set');
+SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t23.q', '30 s', '10 s', '1 h', true, 'longer lease', 'CHG0000023', 't23_nologin')$$,
+    'LF002', 'invalid change record', 'an approver that is not a login is refused');
+SELECT throws_ok($$SELECT durable_jobs.set_queue_retention_policy('t23.q', '2 days', '10 days', 'CHG0000023 shorter retention')$$,
+    'LF002', 'invalid change record', 'a retention change, which carries no approver, is refused when an approver is required');
+SELECT throws_ok($$SELECT durable_jobs.set_change_control('^CHG[0-9]{7}$', false, true, 'loosen', 'CHG0000023')$$,
+    'LF002', 'invalid change record', 'loosening change control itself needs an approver while one is required');
+SELECT lives_ok($$SELECT durable_jobs.set_queue_lease_policy('t23.q', '30 s', '10 s', '1 h', true, 'longer lease', 'CHG0000023', 't23_approver')$$,
+    'a policy change with a ticket of the new pattern and another login as approver is accepted');
+RESET ROLE;
+SELECT results_eq(
+    $$SELECT change_ticket, change_approver FROM durable_jobs.control_evidence_record
+      WHERE queue_name = 't23.q' AND evidence_kind = 'lease_policy_changed'$$,
+    $$VALUES ('CHG0000023'::text, 't23_approver'::text)$$, 'the accepted change is recorded with its ticket and approver');
+SELECT throws_ok($$UPDATE durable_jobs.queue_lease_policy SET renewal_enabled = false WHERE queue_name = 't23.q'$$,
+    'LF002', 'invalid change record', 'a direct table change, which names no approver, is refused when an approver is required');
+
+-- approver_must_differ off: the changing login may approve ---------------------------
+
+SET LOCAL ROLE durable_job_operator;
+SELECT lives_ok($$SELECT durable_jobs.set_change_control('^CHG[0-9]{7}$', true, false, 'self approval allowed', 'CHG0000024', 't23_approver')$$,
+    'an operator switches approver_must_differ off, with an approver');
+SELECT lives_ok(format('SELECT durable_jobs.set_queue_lease_policy(%L, %L, %L, %L, true, %L, %L, %L)',
+        't23.q', '40 s', '10 s', '1 h', 'longer lease', 'CHG0000025', session_user),
+    'with approver_must_differ off the changing login may approve its own change');
+SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t23.q', '30 s', '10 s', '1 h', true, 'longer lease', 'CHG0000026', 't23_missing')$$,
+    'LF002', 'invalid change record', 'an approver that does not exist is still refused');
+RESET ROLE;
+SELECT is((SELECT count(*)::integer FROM durable_jobs.control_evidence_record WHERE evidence_kind = 'change_control_changed'), 2,
+    'each accepted change-control change wrote exactly one record, each refused one none');
+SELECT ok((SELECT s.ticket_pattern = '^CHG[0-9]{7}$' AND s.require_approver AND NOT s.approver_must_differ
+           FROM durable_jobs.change_control_setting s), 'the table holds the last accepted setting');
+
+SELECT * FROM finish();
+ROLLBACK;
