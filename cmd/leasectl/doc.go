@@ -7,6 +7,7 @@
 //
 //	leasectl migrate up|down|status   apply, revert or inspect the bundle
 //	leasectl policy show|set          read or change a queue's lease policy
+//	leasectl change-control show|set  ticket pattern and approval rules of change records
 //	leasectl audit                    check roles, privileges and guards
 //	leasectl health                   lease health per queue
 //	leasectl evidence                 control-evidence report (Markdown or JSON)

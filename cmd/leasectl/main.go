@@ -33,16 +33,17 @@ type command struct {
 
 // commands lists every subcommand. The demo command lives in demo.go.
 var commands = map[string]command{
-	"migrate":    {"apply, revert or inspect the migration bundle", runMigrate},
-	"policy":     {"show or set queue lease policies", runPolicy},
-	"jobs":       {"list, show, cancel or replay single jobs (payload-blind)", runJobs},
-	"audit":      {"check the live database against the contract (exit 2 on findings)", runAudit},
-	"health":     {"show lease health per queue", runHealth},
-	"evidence":   {"write the control-evidence report (Markdown or JSON)", runEvidence},
-	"deployment": {"record a deployed application version as control evidence", runDeployment},
-	"demo":       {"run the lease demo", runDemo},
-	"retention":  {"show, set or apply retention of finished jobs' data", runRetention},
-	"erase":      {"erase one finished job's payload (data-subject request)", runErase},
+	"migrate":        {"apply, revert or inspect the migration bundle", runMigrate},
+	"policy":         {"show or set queue lease policies", runPolicy},
+	"change-control": {"show or set the ticket pattern and approval rules of change records", runChangeControl},
+	"jobs":           {"list, show, cancel or replay single jobs (payload-blind)", runJobs},
+	"audit":          {"check the live database against the contract (exit 2 on findings)", runAudit},
+	"health":         {"show lease health per queue", runHealth},
+	"evidence":       {"write the control-evidence report (Markdown or JSON)", runEvidence},
+	"deployment":     {"record a deployed application version as control evidence", runDeployment},
+	"demo":           {"run the lease demo", runDemo},
+	"retention":      {"show, set or apply retention of finished jobs' data", runRetention},
+	"erase":          {"erase one finished job's payload (data-subject request)", runErase},
 }
 
 const mainUsage = `leasectl operates a leasefence database: durable-job leases that PostgreSQL

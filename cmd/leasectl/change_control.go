@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/mightyetl/leasefence/internal/textfmt"
+)
+
+const changeControlUsage = `Usage:
+  leasectl change-control show [--output text|json] [--database-url URL]
+  leasectl change-control set --reason TEXT [--ticket T] [--approver LOGIN]
+                              [--ticket-pattern REGEX] [--require-approver=true|false]
+                              [--approver-must-differ=true|false]
+                              [--output text|json] [--database-url URL]
+
+show prints the change-control setting every change record is checked
+against: the pattern a change ticket must match, whether every change needs
+an approver and whether the approver must be another login than the one
+making the change. Needs a login granted durable_job_auditor (or
+durable_job_operator).
+
+set changes it; a setting you leave out keeps its current value. The
+database refuses a pattern that is not a valid regular expression or longer
+than 200 characters (LF003), and a reason, ticket or approver that the
+current setting does not accept (LF002); then nothing changes and leasectl
+prints the database's reason and exits 1. An accepted change is recorded as
+control evidence (change_control_changed) with its reason, ticket, approver
+and your database role. Needs a login granted durable_job_operator.
+`
+
+// runChangeControl is "leasectl change-control".
+func runChangeControl(ctx context.Context, env *cliEnv, args []string) int {
+	if len(args) == 0 {
+		return env.usageError("change-control: say show or set")
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		fmt.Fprint(env.stdout, changeControlUsage)
+		return exitOK
+	case "show":
+		return changeControlShow(ctx, env, args[1:])
+	case "set":
+		return changeControlSet(ctx, env, args[1:])
+	}
+	return env.usageError("change-control: unknown action %q (want show or set)", args[0])
+}
+
+// changeControlJSON is the setting in JSON output.
+type changeControlJSON struct {
+	TicketPattern      string `json:"ticket_pattern"`
+	RequireApprover    bool   `json:"require_approver"`
+	ApproverMustDiffer bool   `json:"approver_must_differ"`
+	ChangedAt          string `json:"changed_at"`
+	ChangedByRole      string `json:"changed_by_role"`
+}
+
+// readChangeControl reads durable_jobs.change_control().
+func readChangeControl(ctx context.Context, s *session) (changeControlJSON, error) {
+	var c changeControlJSON
+	var at time.Time
+	err := s.pool.QueryRow(ctx, `SELECT ticket_pattern, require_approver, approver_must_differ, changed_at, changed_by_role
+		FROM durable_jobs.change_control()`).Scan(&c.TicketPattern, &c.RequireApprover, &c.ApproverMustDiffer, &at, &c.ChangedByRole)
+	c.ChangedAt = textfmt.Time(at)
+	return c, err
+}
+
+// printChangeControl prints the setting as text or JSON.
+func printChangeControl(env *cliEnv, asJSON bool, c changeControlJSON) {
+	if asJSON {
+		_ = writeJSON(env.stdout, c)
+		return
+	}
+	printf(env.stdout, "ticket pattern:       %s\nrequire approver:     %s\napprover must differ: %s\nchanged at:           %s\nchanged by:           %s\n",
+		textfmt.Visible(c.TicketPattern), formatBool(c.RequireApprover), formatBool(c.ApproverMustDiffer), c.ChangedAt,
+		textfmt.Visible(c.ChangedByRole))
+}
+
+func changeControlShow(ctx context.Context, env *cliEnv, args []string) int {
+	fs := newFlagSet("change-control show")
+	common := addCommonFlags(fs, true)
+	if done, code := parseFlags(env, fs, changeControlUsage, args); done {
+		return code
+	}
+	if err := common.checkOutput(); err != nil {
+		return env.usageError("change-control show: %s", err)
+	}
+	s, err := openSession(ctx, common.databaseURL)
+	if err != nil {
+		return env.fail("connect to database", err)
+	}
+	defer s.close()
+	c, err := readChangeControl(ctx, s)
+	if err != nil {
+		return env.fail("read change control", err)
+	}
+	printChangeControl(env, common.json(), c)
+	return exitOK
+}
+
+func changeControlSet(ctx context.Context, env *cliEnv, args []string) int {
+	fs := newFlagSet("change-control set")
+	common := addCommonFlags(fs, true)
+	reason := fs.String("reason", "", "why change control changes; kept in the control evidence (required)")
+	ticket := fs.String("ticket", "", "change ticket of this change, checked against the current pattern")
+	approver := fs.String("approver", "", "login that approved this change")
+	pattern := fs.String("ticket-pattern", "", "regular expression every change ticket must match")
+	requireApprover := fs.Bool("require-approver", false, "whether every change must name an approver (=true or =false)")
+	mustDiffer := fs.Bool("approver-must-differ", false, "whether the approver must be another login (=true or =false)")
+	if done, code := parseFlags(env, fs, changeControlUsage, args); done {
+		return code
+	}
+	if err := common.checkOutput(); err != nil {
+		return env.usageError("change-control set: %s", err)
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if !given["reason"] {
+		return env.usageError("change-control set: --reason is required")
+	}
+	s, err := openSession(ctx, common.databaseURL)
+	if err != nil {
+		return env.fail("connect to database", err)
+	}
+	defer s.close()
+	current, err := readChangeControl(ctx, s)
+	if err != nil {
+		return env.fail("read change control", err)
+	}
+	if !given["ticket-pattern"] {
+		*pattern = current.TicketPattern
+	}
+	if !given["require-approver"] {
+		*requireApprover = current.RequireApprover
+	}
+	if !given["approver-must-differ"] {
+		*mustDiffer = current.ApproverMustDiffer
+	}
+	if _, err := s.pool.Exec(ctx, "SELECT durable_jobs.set_change_control($1, $2, $3, $4, NULLIF($5, ''), NULLIF($6, ''))",
+		*pattern, *requireApprover, *mustDiffer, *reason, *ticket, *approver); err != nil {
+		return env.fail("set change control", err)
+	}
+	updated, err := readChangeControl(ctx, s)
+	if err != nil {
+		return env.fail("read change control", err)
+	}
+	if common.json() {
+		printChangeControl(env, true, updated)
+		return exitOK
+	}
+	printf(env.stdout, "change control set: ticket pattern %s, require approver %s, approver must differ %s\n",
+		textfmt.Visible(updated.TicketPattern), formatBool(updated.RequireApprover), formatBool(updated.ApproverMustDiffer))
+	return exitOK
+}

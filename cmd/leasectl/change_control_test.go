@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mightyetl/leasefence/internal/testdb"
+)
+
+// changeControlSnapshot is the setting and the evidence count, as the
+// superuser sees them.
+func changeControlSnapshot(t *testing.T, pool *pgxpool.Pool) (setting string, evidence int) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, pool.QueryRow(ctx, `SELECT row(s.*)::text FROM durable_jobs.change_control_setting s`).Scan(&setting))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM durable_jobs.control_evidence_record`).Scan(&evidence))
+	return setting, evidence
+}
+
+func TestChangeControlShowAndSetRecordEvidence(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	admin := db.Pool(t)
+	auditor := db.LoginURL(t, "durable_job_auditor")
+	operator := db.LoginURL(t, "durable_job_operator")
+	_, err := admin.Exec(ctx, "CREATE ROLE t_cc_approver LOGIN")
+	require.NoError(t, err)
+
+	r := leasectl(t, "change-control", "show", "--database-url", auditor)
+	requireCode(t, exitOK, r)
+	require.Regexp(t, `(?m)^ticket pattern:\s+\^\[A-Z\]\[A-Z0-9\]\+-\[0-9\]\+\$$`, r.stdout)
+	require.Regexp(t, `(?m)^require approver:\s+no$`, r.stdout)
+	require.Regexp(t, `(?m)^approver must differ:\s+yes$`, r.stdout)
+
+	r = leasectl(t, "change-control", "set", "--require-approver=true", "--ticket-pattern", "^CHG[0-9]{7}$",
+		"--reason", "approvals from now on", "--ticket", "SEC-1", "--approver", "t_cc_approver", "--database-url", operator)
+	requireCode(t, exitOK, r)
+	require.Equal(t, "change control set: ticket pattern ^CHG[0-9]{7}$, require approver yes, approver must differ yes\n", r.stdout)
+
+	r = leasectl(t, "change-control", "show", "--output", "json", "--database-url", auditor)
+	requireCode(t, exitOK, r)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
+	require.Equal(t, "^CHG[0-9]{7}$", got["ticket_pattern"])
+	require.Equal(t, true, got["require_approver"])
+	require.Equal(t, true, got["approver_must_differ"])
+
+	var kind, ticket, approver string
+	require.NoError(t, admin.QueryRow(ctx, `SELECT evidence_kind, change_ticket, change_approver FROM durable_jobs.control_evidence_record
+		ORDER BY evidence_record_id DESC LIMIT 1`).Scan(&kind, &ticket, &approver))
+	require.Equal(t, []string{"change_control_changed", "SEC-1", "t_cc_approver"}, []string{kind, ticket, approver})
+
+	// The policy command is now held to the new setting: no approver, refused.
+	r = leasectl(t, "policy", "set", "--queue", "billing", "--reason", "CHG0000001: longer", "--database-url", operator)
+	requireCode(t, exitError, r)
+	require.Contains(t, r.stderr, "invalid change record (SQLSTATE LF002)")
+}
+
+func TestChangeControlSetRefusesBadInputAndChangesNothing(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	admin := db.Pool(t)
+	operator := db.LoginURL(t, "durable_job_operator")
+	before, evidenceBefore := changeControlSnapshot(t, admin)
+	for _, tc := range []struct {
+		args  []string
+		code  int
+		state string
+	}{
+		{[]string{"--ticket-pattern", "([A-Z", "--reason", "broken"}, exitError, "(SQLSTATE LF003)"},
+		{[]string{"--ticket-pattern", strings.Repeat("A", 201), "--reason", "long"}, exitError, "(SQLSTATE LF003)"},
+		{[]string{"--ticket-pattern", "^X-[0-9]+$", "--reason", "call 010-1234-5678"}, exitError, "(SQLSTATE LF002)"},
+		{[]string{"--require-approver=true", "--reason", "bad ticket", "--ticket", "not a ticket"}, exitError, "(SQLSTATE LF002)"},
+		{[]string{"--require-approver=true"}, exitUsage, "--reason is required"},
+		{[]string{"--reason", "x", "--output", "yaml"}, exitUsage, "error: usage: change-control set"},
+	} {
+		args := append([]string{"change-control", "set"}, tc.args...)
+		args = append(args, "--database-url", operator)
+		r := leasectl(t, args...)
+		requireCode(t, tc.code, r, args)
+		require.Contains(t, r.stderr, tc.state, args)
+		require.Empty(t, r.stdout, args)
+		lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+		require.True(t, strings.HasPrefix(lines[0], "error: "), "one-line error: %q", r.stderr)
+		for _, l := range lines[1:] {
+			require.True(t, strings.HasPrefix(l, "DETAIL: ") || strings.HasPrefix(l, "HINT: "), "one-line error: %q", r.stderr)
+		}
+		after, evidenceAfter := changeControlSnapshot(t, admin)
+		require.Equal(t, before, after, args)
+		require.Equal(t, evidenceBefore, evidenceAfter, args)
+	}
+
+	// A worker or producer may neither read nor set it; an auditor may not set it.
+	for _, role := range []string{"durable_job_worker", "durable_job_producer", "durable_job_auditor"} {
+		r := leasectl(t, "change-control", "set", "--reason", "not mine", "--database-url", db.LoginURL(t, role))
+		requireCode(t, exitError, r, role)
+		require.Contains(t, r.stderr, "(SQLSTATE 42501)", role)
+	}
+	after, evidenceAfter := changeControlSnapshot(t, admin)
+	require.Equal(t, before, after)
+	require.Equal(t, evidenceBefore, evidenceAfter)
+
+	for _, args := range [][]string{{"change-control"}, {"change-control", "frob"}} {
+		r := leasectl(t, args...)
+		requireCode(t, exitUsage, r, args)
+	}
+	r := leasectl(t, "change-control", "--help")
+	requireCode(t, exitOK, r)
+	require.Contains(t, r.stdout, "leasectl change-control set --reason TEXT")
+	r = leasectl(t, "change-control", "show", "--output", "yaml")
+	requireCode(t, exitUsage, r)
+}
