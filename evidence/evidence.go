@@ -620,7 +620,7 @@ func build(d data) (Report, error) {
 		controls.SectionMigrations:  recordsOfKind(d.records, "migration_applied", "migration_reverted"),
 		controls.SectionDeployments: recordsOfKind(d.records, "deployment_recorded"),
 		controls.SectionPolicies:    policies,
-		controls.SectionPolicy:      recordsOfKind(d.records, "lease_policy_changed"),
+		controls.SectionPolicy:      recordsOfKind(d.records, "lease_policy_changed", "change_control_changed"),
 		controls.SectionEnablement:  recordsOfKind(d.records, "renewal_enablement_changed"),
 		controls.SectionDisposal:    disposal,
 		controls.SectionOutcomes:    outcomes,

@@ -218,3 +218,26 @@ func TestBuildCountsTheOutcomesAndJobStatusesOfThePeriod(t *testing.T) {
 	require.Contains(t, outcomes, Outcome{Queue: "*", Outcome: "stale_renewal", Count: 1})
 	require.Contains(t, statuses, Status{Queue: "ev.counts", Status: "QUEUED", Count: 1})
 }
+
+// A change of the change-control setting is part of the policy history:
+// it governs what every later policy change must carry.
+func TestPolicyHistoryShowsChangeControlChanges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	_, err := db.Pool(t).Exec(ctx, `SELECT durable_jobs.set_change_control('^OPS-[0-9]+$', false, true,
+		'tickets of the ops tracker only', 'CHG-7')`)
+	require.NoError(t, err)
+
+	report, err := Build(ctx, db.LoginPool(t, "durable_job_auditor"), Options{})
+	require.NoError(t, err)
+	var kinds []string
+	for _, s := range report.Sections {
+		if s.ID == controls.SectionPolicy {
+			for _, r := range s.Data.([]Record) {
+				kinds = append(kinds, r.Kind)
+			}
+		}
+	}
+	require.Contains(t, kinds, "change_control_changed")
+}

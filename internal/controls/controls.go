@@ -291,7 +291,7 @@ var evidenceSectionTable = []EvidenceSection{
 		"The lease policy in force for each queue and the default '*', with who changed it last and when: at report time, or with --until as of the period's end, reconstructed from the evidence.",
 		[]string{ChangePolicy}},
 	{SectionPolicy, "Lease policy history",
-		"Every recorded lease policy change in the period with old and new values, reason, ticket, approver and role, and each queue's policy as of the period's end reconstructed from the evidence.",
+		"Every recorded lease policy change in the period with old and new values, reason, ticket, approver and role, every change of the change-control setting that governs them (ticket pattern, approver rules: kind change_control_changed), and each queue's policy as of the period's end reconstructed from the evidence.",
 		[]string{ChangePolicy, AuditAppendOnly}},
 	{SectionEnablement, "Renewal enablement history",
 		"Every change of a queue's renewal switch with reason and role.",
