@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -241,10 +239,13 @@ func (e *env) failoverAsync(ctx context.Context) (bool, error) {
 			_ = w.cmd.Process.Signal(syscall.SIGCONT)
 		}
 	}()
-	if err := e.waitReplayed(ctx, as); err != nil {
+	replayCtx, cancelReplay := context.WithTimeout(ctx, 10*time.Second)
+	err = as.WaitReplayedFrom(replayCtx, e.cluster)
+	cancelReplay()
+	if err != nil {
 		return false, err
 	}
-	if err := e.cutStream(ctx); err != nil {
+	if err := e.cluster.CutReplication(ctx); err != nil {
 		return false, err
 	}
 	_, ok, err := e.zombieClaim(ctx, conn, q, "zombie-async-1")
@@ -285,63 +286,4 @@ func (e *env) failoverAsync(ctx context.Context) (bool, error) {
 		return false, errors.Join(err, errors.New("campaign: the job lost in the promotion was not claimable on the new primary"))
 	}
 	return true, e.zombieComplete(ctx, conn2, again)
-}
-
-// waitReplayed waits until standby has replayed everything the primary
-// has written so far.
-func (e *env) waitReplayed(ctx context.Context, standby *pglocal.Cluster) error {
-	var lsn string
-	if err := e.admin.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&lsn); err != nil {
-		return err
-	}
-	conn, err := pgx.Connect(ctx, standby.URL("campaign"))
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	for i := 0; i < 500; i++ {
-		var replayed bool
-		if err := conn.QueryRow(ctx, `SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn`, lsn).Scan(&replayed); err != nil {
-			return err
-		}
-		if replayed {
-			return nil
-		}
-		sleepCtx(ctx, 20*time.Millisecond)
-	}
-	return fmt.Errorf("campaign: the standby never replayed the primary's WAL up to %s", lsn)
-}
-
-// cutStream makes the current primary refuse replication connections
-// (pg_hba.conf) and ends its walsenders until none comes back, as
-// sql/integration's failover tests do.
-func (e *env) cutStream(ctx context.Context) error {
-	hba := filepath.Join(e.cluster.DataDir(), "pg_hba.conf")
-	old, err := os.ReadFile(hba)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(hba, append([]byte("host replication all all reject\n"), old...), 0o600); err != nil {
-		return err
-	}
-	if _, err := e.admin.Exec(ctx, `SELECT pg_reload_conf()`); err != nil {
-		return err
-	}
-	for i := 0; i < 60; i++ {
-		var n int
-		if err := e.admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_replication`).Scan(&n); err != nil {
-			return err
-		}
-		if n == 0 {
-			sleepCtx(ctx, 300*time.Millisecond)
-			if err := e.admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_replication`).Scan(&n); err != nil {
-				return err
-			}
-			if n == 0 {
-				return nil
-			}
-		}
-		sleepCtx(ctx, 50*time.Millisecond)
-	}
-	return errors.New("campaign: the asynchronous standby keeps streaming")
 }

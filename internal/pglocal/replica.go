@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // StartStandby makes a streaming standby of c: pg_basebackup -R (which
@@ -86,6 +88,86 @@ func (s *Cluster) createStandby(ctx context.Context, primary *Cluster, name stri
 		}
 	}
 	return lastErr
+}
+
+// WaitReplayedFrom waits until c, a standby of primary, has replayed
+// everything primary has written so far, or ctx ends.
+func (c *Cluster) WaitReplayedFrom(ctx context.Context, primary *Cluster) error {
+	p, err := pgx.Connect(ctx, primary.URL("postgres"))
+	if err != nil {
+		return err
+	}
+	defer p.Close(context.WithoutCancel(ctx))
+	var lsn string
+	if err := p.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&lsn); err != nil {
+		return err
+	}
+	s, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		return err
+	}
+	defer s.Close(context.WithoutCancel(ctx))
+	for {
+		var replayed bool
+		if err := s.QueryRow(ctx, `SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn`, lsn).Scan(&replayed); err != nil {
+			return err
+		}
+		if replayed {
+			return nil
+		}
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return fmt.Errorf("pglocal: the standby on port %d never replayed the primary's WAL up to %s: %w",
+				c.Port(), lsn, context.Cause(ctx))
+		}
+	}
+}
+
+// CutReplication makes c's standbys stop receiving WAL while every server
+// keeps running: c's pg_hba.conf refuses replication connections from now
+// on (a reject line at its top, reloaded), and c's walsenders are ended
+// until none comes back (pg_reload_conf only signals, so a walsender ended
+// before the postmaster has read the file again could reconnect). It gives
+// up after 20 s.
+func (c *Cluster) CutReplication(ctx context.Context) error {
+	hba := filepath.Join(c.dataDir, "pg_hba.conf")
+	old, err := os.ReadFile(hba)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(hba, append([]byte("host replication all all reject\n"), old...), 0o600); err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, `SELECT pg_reload_conf()`); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_replication`).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			time.Sleep(300 * time.Millisecond)
+			if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_replication`).Scan(&n); err != nil {
+				return err
+			}
+			if n == 0 {
+				return nil
+			}
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	return fmt.Errorf("pglocal: the standbys of port %d keep streaming", c.Port())
 }
 
 // Promote turns a standby into a primary with pg_ctl promote and waits

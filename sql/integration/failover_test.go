@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -60,54 +58,6 @@ func onPort(t *testing.T, u string, c *pglocal.Cluster) string {
 	return parsed.String()
 }
 
-// waitReplayed waits until the standby has replayed everything the
-// primary has written so far.
-func (p *failoverPair) waitReplayed(t *testing.T) {
-	t.Helper()
-	var lsn string
-	require.NoError(t, p.admin.QueryRow(p.ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&lsn))
-	standby := p.connect(t, onPort(t, p.db.URL, p.standby))
-	for {
-		var replayed bool
-		require.NoError(t, standby.QueryRow(p.ctx,
-			`SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn`, lsn).Scan(&replayed))
-		if replayed {
-			return
-		}
-		select {
-		case <-time.After(20 * time.Millisecond):
-		case <-p.ctx.Done():
-			t.Fatalf("the standby never replayed the primary's WAL up to %s", lsn)
-		}
-	}
-}
-
-// cutStream makes the standby stop receiving WAL while both keep running:
-// the primary's pg_hba.conf refuses replication connections from then on
-// and the walsender is ended, so the standby retries and is refused.
-func (p *failoverPair) cutStream(t *testing.T) {
-	t.Helper()
-	hba := filepath.Join(p.primary.DataDir(), "pg_hba.conf")
-	old, err := os.ReadFile(hba)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(hba, append([]byte("host replication all all reject\n"), old...), 0o600))
-	_, err = p.admin.Exec(p.ctx, `SELECT pg_reload_conf()`)
-	require.NoError(t, err)
-	// pg_reload_conf only signals; a walsender ended before the postmaster
-	// has read the file again could reconnect, so end walsenders until
-	// none comes back.
-	require.Eventually(t, func() bool {
-		var n int
-		_ = p.admin.QueryRow(p.ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_replication`).Scan(&n)
-		if n > 0 {
-			return false
-		}
-		time.Sleep(300 * time.Millisecond)
-		_ = p.admin.QueryRow(p.ctx, `SELECT count(*) FROM pg_stat_replication`).Scan(&n)
-		return n == 0
-	}, 20*time.Second, 50*time.Millisecond, "the standby keeps streaming")
-}
-
 // timeline is the WAL timeline a primary writes on.
 func timeline(t *testing.T, ctx context.Context, q querier) int64 {
 	t.Helper()
@@ -143,11 +93,11 @@ func TestPromotionAfterLostStreamIssuesHigherGenerations(t *testing.T) {
 	lost := p.enqueue(t, `{"job": "lost on promotion"}`)
 	other := p.enqueue(t, `{"job": "claimed on both primaries"}`)
 	workerURL := p.workerURL(t)
-	p.waitReplayed(t)
+	require.NoError(t, p.standby.WaitReplayedFrom(p.ctx, p.primary))
 
 	// The standby stops receiving: the primary refuses replication
 	// connections from now on and its walsender is ended.
-	p.cutStream(t)
+	require.NoError(t, p.primary.CutReplication(p.ctx))
 
 	old := p.connect(t, workerURL)
 	first := mustClaim(t, ctx, old, p.queue, "worker-old-1")
