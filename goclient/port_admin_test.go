@@ -87,7 +87,11 @@ func TestDeploymentAndPolicyChangesAppearInControlEvidence(t *testing.T) {
 	operator := adminClient(t, db.LoginPool(t, "durable_job_operator"))
 	auditor := adminClient(t, db.LoginPool(t, "durable_job_auditor"))
 
-	start := time.Now().Add(-time.Second)
+	// The period starts on the database's clock after the template's own
+	// records (its migrations), not on this process's clock: a template made
+	// a moment ago would otherwise fall inside the period.
+	var start time.Time
+	require.NoError(t, db.Pool(t).QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&start))
 	require.NoError(t, deployer.RecordDeploymentVersion(ctx, "3.1.4+rc.1", "REL-31 admin test"))
 	require.ErrorIs(t, deployer.RecordDeploymentVersion(ctx, "3.1.4 beta", "REL-31"), goclient.ErrInvalidArgument)
 	require.ErrorIs(t, operator.RecordDeploymentVersion(ctx, "3.1.4", "REL-31"), goclient.ErrPermissionDenied)
