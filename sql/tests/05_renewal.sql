@@ -81,20 +81,10 @@ FROM (VALUES ('m1', 'renew_check_m1'), ('m2', 'renew_check_m2'), ('m3', 'renew_c
              ('e1', 'renew_check_expiry'), ('s1', 'renew_check_supersede')) AS v(label, queue_name);
 INSERT INTO marks VALUES ('star_stale_before', pg_temp.tally('*', 'stale_renewal'));
 
+-- worker-a claims each job under the job's label, in the order they were
+-- enqueued (PostgreSQL evaluates a volatile output column after ORDER BY).
 SET LOCAL ROLE durable_job_worker;
-SELECT pg_temp.claim_job('m1', 'renew_check_m1');
-SELECT pg_temp.claim_job('m2', 'renew_check_m2');
-SELECT pg_temp.claim_job('m3', 'renew_check_m3');
-SELECT pg_temp.claim_job('m4', 'renew_check_m4');
-SELECT pg_temp.claim_job('m5', 'renew_check_m5');
-SELECT pg_temp.claim_job('m6', 'renew_check_m6');
-SELECT pg_temp.claim_job('b1', 'renew_check_b1');
-SELECT pg_temp.claim_job('b2', 'renew_check_b2');
-SELECT pg_temp.claim_job('l1', 'renew_check_lower');
-SELECT pg_temp.claim_job('c1', 'renew_check_cap');
-SELECT pg_temp.claim_job('d1', 'renew_check_disabled');
-SELECT pg_temp.claim_job('e1', 'renew_check_expiry');
-SELECT pg_temp.claim_job('s1', 'renew_check_supersede');
+SELECT pg_temp.claim_job(label, queue_name) FROM jobs ORDER BY job_record_id;
 RESET ROLE;
 SELECT is((SELECT count(*)::integer FROM claims), 13, 'each of the thirteen jobs is claimed');
 
