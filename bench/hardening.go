@@ -88,12 +88,15 @@ func renewOne(d *dbPools, set claimSet) load {
 	}}
 }
 
+// sqlRenewOne renews one claim; renewClaim runs it, and so does the
+// renew_job_lease phase of profile (hot.go).
+const sqlRenewOne = `SELECT renewal_outcome FROM durable_jobs.renew_job_lease($1, $2, $3)`
+
 // renewClaim renews claim i of set with renew_job_lease and requires it
 // renewed.
 func renewClaim(ctx context.Context, c *pgx.Conn, set claimSet, i int) (int, error) {
 	var outcome string
-	if err := c.QueryRow(ctx, `SELECT renewal_outcome FROM durable_jobs.renew_job_lease($1, $2, $3)`,
-		set.ids[i], set.tokens[i], benchOwner).Scan(&outcome); err != nil {
+	if err := c.QueryRow(ctx, sqlRenewOne, set.ids[i], set.tokens[i], benchOwner).Scan(&outcome); err != nil {
 		return 0, err
 	}
 	if outcome != "renewed" {
@@ -102,12 +105,16 @@ func renewClaim(ctx context.Context, c *pgx.Conn, set claimSet, i int) (int, err
 	return 1, nil
 }
 
+// sqlClaimOne claims the next due job of a queue; claimOne runs it, and so
+// does the claim_next_job phase of profile (hot.go).
+const sqlClaimOne = `SELECT job_record_id FROM durable_jobs.claim_next_job($1, $2)`
+
 // claimOne is a claim load of d: one client claiming the next due job of
 // queue with claim_next_job.
 func claimOne(d *dbPools, queue string) load {
 	return load{pool: d.worker, clients: 1, op: func(ctx context.Context, c *pgx.Conn, _, _ int) (int, error) {
 		var id int64
-		err := c.QueryRow(ctx, `SELECT job_record_id FROM durable_jobs.claim_next_job($1, $2)`, queue, benchOwner).Scan(&id)
+		err := c.QueryRow(ctx, sqlClaimOne, queue, benchOwner).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = fmt.Errorf("claim_next_job found no due job in %s: raise Config.ClaimRate", queue)
 		}
@@ -115,10 +122,14 @@ func claimOne(d *dbPools, queue string) load {
 	}}
 }
 
+// sqlRenewBatch renews a batch of claims; renewSlice runs it, and so do
+// hotShare and the renew_job_leases phase of profile (hot.go).
+const sqlRenewBatch = `SELECT renewal_outcome FROM durable_jobs.renew_job_leases($1, $2, $3)`
+
 // renewSlice renews the batch of batchSize claims of set from lo with one
 // renew_job_leases call and requires every one renewed.
 func renewSlice(ctx context.Context, c *pgx.Conn, set claimSet, lo int) (int, error) {
-	rows, err := c.Query(ctx, `SELECT renewal_outcome FROM durable_jobs.renew_job_leases($1, $2, $3)`,
+	rows, err := c.Query(ctx, sqlRenewBatch,
 		benchOwner, set.ids[lo:lo+batchSize], set.tokens[lo:lo+batchSize])
 	if err != nil {
 		return 0, err

@@ -52,7 +52,7 @@ func (r *runner) hotShare(ctx context.Context) error {
 	for time.Now().Before(stop) {
 		tick := time.Now()
 		for lo := 0; lo < claims; lo += batchSize {
-			rows, err := pool.Query(ctx, `SELECT renewal_outcome FROM durable_jobs.renew_job_leases($1, $2, $3)`,
+			rows, err := pool.Query(ctx, sqlRenewBatch,
 				benchOwner, set.ids[lo:lo+batchSize], set.tokens[lo:lo+batchSize])
 			if err != nil {
 				return err
@@ -172,12 +172,12 @@ func (r *runner) profile(ctx context.Context) error {
 	}{
 		{"renew_job_lease", func(ctx context.Context, i int) error {
 			var o string
-			return pool.QueryRow(ctx, `SELECT renewal_outcome FROM durable_jobs.renew_job_lease($1, $2, $3)`,
+			return pool.QueryRow(ctx, sqlRenewOne,
 				set.ids[i%1000], set.tokens[i%1000], benchOwner).Scan(&o)
 		}},
 		{"renew_job_leases", func(ctx context.Context, i int) error {
 			lo := (i % 10) * batchSize
-			rows, err := pool.Query(ctx, `SELECT renewal_outcome FROM durable_jobs.renew_job_leases($1, $2, $3)`,
+			rows, err := pool.Query(ctx, sqlRenewBatch,
 				benchOwner, set.ids[lo:lo+batchSize], set.tokens[lo:lo+batchSize])
 			if err != nil {
 				return err
@@ -187,7 +187,7 @@ func (r *runner) profile(ctx context.Context) error {
 		}},
 		{"claim_next_job", func(ctx context.Context, i int) error {
 			var id int64
-			return pool.QueryRow(ctx, `SELECT job_record_id FROM durable_jobs.claim_next_job($1, $2)`, queue, benchOwner).Scan(&id)
+			return pool.QueryRow(ctx, sqlClaimOne, queue, benchOwner).Scan(&id)
 		}},
 	}
 	d := max(r.cfg.CaseTime/6, 300*time.Millisecond)

@@ -364,6 +364,7 @@
 // All SQL text lives in two port files: port_pg.go (producer, claim,
 // renewal and terminal calls) and port_admin.go (operator and auditor calls:
 // policy, deployment evidence, lease health, control evidence). Each
-// statement calls one function of the leasefence bundle; no other file of
-// this package holds SQL.
+// statement calls one function of the leasefence bundle and is written
+// once, as a constant directly above the one helper or method that runs
+// it; no other file of this package holds SQL.
 package goclient

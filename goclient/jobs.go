@@ -74,7 +74,9 @@ func (c *Client) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]int64
 // does not start the heartbeat; pass the job to Keep for that, or use a
 // Worker.
 func (c *Client) Claim(ctx context.Context, queue string) (Job, error) {
-	jobs, err := c.claim(ctx, queue, sqlClaimNextJob, queue, c.cfg.OwnerID)
+	jobs, err := c.claim(ctx, queue, func(q querier) ([]Job, error) {
+		return claimNextJob(ctx, q, queue, c.cfg.OwnerID)
+	})
 	if err != nil {
 		return Job{}, err
 	}
@@ -88,12 +90,15 @@ func (c *Client) Claim(ctx context.Context, queue string) (Job, error) {
 // own claim, with Claim's policy check. It returns an empty slice, not an
 // error, when nothing is claimable.
 func (c *Client) ClaimMany(ctx context.Context, queue string, n int) ([]Job, error) {
-	return c.claim(ctx, queue, sqlClaimNextJobs, queue, c.cfg.OwnerID, n)
+	return c.claim(ctx, queue, func(q querier) ([]Job, error) {
+		return claimNextJobs(ctx, q, queue, c.cfg.OwnerID, n)
+	})
 }
 
-// claim runs one claim statement and checks every claim's lease against
-// the client's rules and bounds.
-func (c *Client) claim(ctx context.Context, queue, sql string, args ...any) ([]Job, error) {
+// claim runs one claim call (claimNextJob or claimNextJobs) on a
+// connection of its own and checks every claim's lease against the
+// client's rules and bounds.
+func (c *Client) claim(ctx context.Context, queue string, run func(querier) ([]Job, error)) ([]Job, error) {
 	if c.isClosed() {
 		return nil, ErrClosed
 	}
@@ -104,7 +109,7 @@ func (c *Client) claim(ctx context.Context, queue, sql string, args ...any) ([]J
 		return nil, err
 	}
 	defer conn.Release()
-	jobs, err := claimJobs(ctx, conn, queue, c.cfg.OwnerID, sql, args...)
+	jobs, err := run(conn)
 	if err != nil {
 		return nil, err
 	}

@@ -11,9 +11,10 @@ import (
 
 // This file is the admin port: the operator and auditor calls (lease policy,
 // deployment evidence, lease health and control evidence), methods of
-// Admin that a Client delegates to (admin.go). Like port_pg.go,
-// it is one of the port_*.go files, the only places SQL text appears in
-// goclient. Every call here is payload-blind: the functions it calls never
+// Admin that a Client delegates to (admin.go). Like port_pg.go, it writes
+// each statement once, as a constant directly above the method that runs
+// it; these two files are the only places SQL text appears in goclient.
+// Every call here is payload-blind: the functions it calls never
 // return a payload, claim token, owner id, idempotency key or job id, so
 // neither do these methods.
 
@@ -141,23 +142,25 @@ type MigrationVersion struct {
 	AppliedAt time.Time
 }
 
+const sqlSetQueueLeasePolicy = `SELECT durable_jobs.set_queue_lease_policy($1, $2, $3, $4, $5, $6)`
+
 // SetQueueLeasePolicy sets one queue's lease policy (operator role). The
 // change and its reason are recorded as control evidence by the database.
 // A refused change returns an error matching ErrInvalidPolicy, and nothing
 // changes.
 func (a *Admin) SetQueueLeasePolicy(ctx context.Context, change LeasePolicyChange) error {
-	_, err := a.pool.Exec(ctx,
-		`SELECT durable_jobs.set_queue_lease_policy($1, $2, $3, $4, $5, $6)`,
-		change.Queue, change.LeaseDuration, change.RenewalInterval, change.MaxClaimLifetime,
-		change.RenewalEnabled, change.Reason)
+	_, err := a.pool.Exec(ctx, sqlSetQueueLeasePolicy, change.Queue, change.LeaseDuration, change.RenewalInterval,
+		change.MaxClaimLifetime, change.RenewalEnabled, change.Reason)
 	return translateError(err)
 }
+
+const sqlQueueLeasePolicies = `SELECT queue_name, lease_duration, renewal_interval, max_claim_lifetime,
+	renewal_enabled, changed_at, changed_by_role FROM durable_jobs.queue_lease_policies()`
 
 // QueueLeasePolicies returns every queue's lease policy, the default "*"
 // included, ordered by queue name (auditor role).
 func (a *Admin) QueueLeasePolicies(ctx context.Context) ([]LeasePolicy, error) {
-	rows, _ := a.pool.Query(ctx, `SELECT queue_name, lease_duration, renewal_interval, max_claim_lifetime,
-		renewal_enabled, changed_at, changed_by_role FROM durable_jobs.queue_lease_policies()`)
+	rows, _ := a.pool.Query(ctx, sqlQueueLeasePolicies)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (LeasePolicy, error) {
 		var p LeasePolicy
 		err := row.Scan(&p.Queue, &p.LeaseDuration, &p.RenewalInterval, &p.MaxClaimLifetime,
@@ -167,12 +170,14 @@ func (a *Admin) QueueLeasePolicies(ctx context.Context) ([]LeasePolicy, error) {
 	return out, translateError(err)
 }
 
+const sqlRecordDeploymentVersion = `SELECT durable_jobs.record_deployment_version($1, $2)`
+
 // RecordDeploymentVersion records that version of the application was
 // deployed, with reason, as control evidence (operator role). A malformed
 // version (^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$) or a blank reason returns an
 // error matching ErrInvalidArgument.
 func (a *Admin) RecordDeploymentVersion(ctx context.Context, version, reason string) error {
-	_, err := a.pool.Exec(ctx, `SELECT durable_jobs.record_deployment_version($1, $2)`, version, reason)
+	_, err := a.pool.Exec(ctx, sqlRecordDeploymentVersion, version, reason)
 	return translateError(err)
 }
 
@@ -195,6 +200,8 @@ type Deployment struct {
 	Reason string
 }
 
+const sqlRecordDeployment = `SELECT durable_jobs.record_deployment($1, $2, $3, $4, $5)`
+
 // RecordDeployment records a deployment with its version, source, person,
 // ticket and reason as control evidence, through the database function
 // record_deployment (only the role that applied the bundle may execute it).
@@ -202,17 +209,18 @@ type Deployment struct {
 // personal data or a secret, returns an error matching ErrInvalidPolicy
 // (SQLSTATE LF002) and records nothing.
 func (a *Admin) RecordDeployment(ctx context.Context, d Deployment) error {
-	_, err := a.pool.Exec(ctx, `SELECT durable_jobs.record_deployment($1, $2, $3, $4, $5)`,
-		d.Version, d.Source, d.DeployedBy, d.Ticket, d.Reason)
+	_, err := a.pool.Exec(ctx, sqlRecordDeployment, d.Version, d.Source, d.DeployedBy, d.Ticket, d.Reason)
 	return translateError(err)
 }
+
+const sqlLeaseHealthByQueue = `SELECT queue_name, running_jobs, expiring_within_interval,
+	expired_awaiting_reclaim, reclaims_last_hour, stale_renewals_last_hour, stale_releases_last_hour,
+	oldest_lease_age, database_time FROM durable_jobs.lease_health_by_queue()`
 
 // LeaseHealth returns the lease health of every queue that has a policy or
 // a job, ordered by queue name (auditor role).
 func (a *Admin) LeaseHealth(ctx context.Context) ([]QueueLeaseHealth, error) {
-	rows, _ := a.pool.Query(ctx, `SELECT queue_name, running_jobs, expiring_within_interval,
-		expired_awaiting_reclaim, reclaims_last_hour, stale_renewals_last_hour, stale_releases_last_hour,
-		oldest_lease_age, database_time FROM durable_jobs.lease_health_by_queue()`)
+	rows, _ := a.pool.Query(ctx, sqlLeaseHealthByQueue)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (QueueLeaseHealth, error) {
 		var h QueueLeaseHealth
 		err := row.Scan(&h.Queue, &h.RunningJobs, &h.ExpiringWithinInterval, &h.ExpiredAwaitingReclaim,
@@ -222,12 +230,14 @@ func (a *Admin) LeaseHealth(ctx context.Context) ([]QueueLeaseHealth, error) {
 	return out, translateError(err)
 }
 
+const sqlControlEvidenceHistory = `SELECT evidence_record_id, evidence_kind, COALESCE(queue_name, ''),
+	previous_values, new_values, change_reason, changed_by_role, recorded_at
+	FROM durable_jobs.control_evidence_history($1)`
+
 // ControlEvidence returns the control-evidence records written at or after
 // since, oldest first; a zero since returns all of them (auditor role).
 func (a *Admin) ControlEvidence(ctx context.Context, since time.Time) ([]EvidenceRecord, error) {
-	rows, _ := a.pool.Query(ctx, `SELECT evidence_record_id, evidence_kind, COALESCE(queue_name, ''),
-		previous_values, new_values, change_reason, changed_by_role, recorded_at
-		FROM durable_jobs.control_evidence_history($1)`, optionalTime(since))
+	rows, _ := a.pool.Query(ctx, sqlControlEvidenceHistory, optionalTime(since))
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (EvidenceRecord, error) {
 		var e EvidenceRecord
 		var previous, next []byte
@@ -241,12 +251,14 @@ func (a *Admin) ControlEvidence(ctx context.Context, since time.Time) ([]Evidenc
 	return out, translateError(err)
 }
 
+const sqlLeaseOutcomeTotals = `SELECT queue_name, outcome_kind, outcome_count
+	FROM durable_jobs.lease_outcome_totals($1)`
+
 // LeaseOutcomeTotals returns how many reclaims, stale renewals and stale
 // releases each queue had since the given time (to the minute); a zero since counts everything
 // still kept (auditor role).
 func (a *Admin) LeaseOutcomeTotals(ctx context.Context, since time.Time) ([]LeaseOutcomeTotal, error) {
-	rows, _ := a.pool.Query(ctx, `SELECT queue_name, outcome_kind, outcome_count
-		FROM durable_jobs.lease_outcome_totals($1)`, optionalTime(since))
+	rows, _ := a.pool.Query(ctx, sqlLeaseOutcomeTotals, optionalTime(since))
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (LeaseOutcomeTotal, error) {
 		var t LeaseOutcomeTotal
 		err := row.Scan(&t.Queue, &t.Outcome, &t.Count)
@@ -255,10 +267,12 @@ func (a *Admin) LeaseOutcomeTotals(ctx context.Context, since time.Time) ([]Leas
 	return out, translateError(err)
 }
 
+const sqlJobStatusTotals = `SELECT queue_name, job_status, job_count FROM durable_jobs.job_status_totals()`
+
 // JobStatusTotals returns how many jobs each queue holds in each status
 // (auditor role).
 func (a *Admin) JobStatusTotals(ctx context.Context) ([]JobStatusTotal, error) {
-	rows, _ := a.pool.Query(ctx, `SELECT queue_name, job_status, job_count FROM durable_jobs.job_status_totals()`)
+	rows, _ := a.pool.Query(ctx, sqlJobStatusTotals)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (JobStatusTotal, error) {
 		var t JobStatusTotal
 		err := row.Scan(&t.Queue, &t.Status, &t.Count)
@@ -267,14 +281,14 @@ func (a *Admin) JobStatusTotals(ctx context.Context) ([]JobStatusTotal, error) {
 	return out, translateError(err)
 }
 
+const sqlBundleMigrationVersion = `SELECT migration_version, applied_at FROM durable_jobs.bundle_migration_version()`
+
 // BundleMigrationVersion returns the bundle version the database was last
 // migrated to and when, from the migration evidence (auditor role). Version
 // is 0 when there is no such evidence.
 func (a *Admin) BundleMigrationVersion(ctx context.Context) (MigrationVersion, error) {
 	var v MigrationVersion
-	err := a.pool.QueryRow(ctx,
-		`SELECT migration_version, applied_at FROM durable_jobs.bundle_migration_version()`).
-		Scan(&v.Version, &v.AppliedAt)
+	err := a.pool.QueryRow(ctx, sqlBundleMigrationVersion).Scan(&v.Version, &v.AppliedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return MigrationVersion{}, nil
 	}

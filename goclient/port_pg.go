@@ -10,35 +10,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// This file and its siblings named port_*.go are the only places SQL text
-// appears in goclient. Each statement calls one function of docs/sql-api.md.
-const (
-	sqlEnqueueJob  = `SELECT durable_jobs.enqueue_job($1, $2, $3, $4, $5)`
-	sqlEnqueueJobs = `SELECT durable_jobs.enqueue_jobs($1, $2, $3, $4, $5)`
-
-	sqlClaimColumns  = `job_record_id, lease_claim_token, lease_fencing_generation, lease_expires_at, lease_renewal_interval, attempt_number, job_payload, database_time`
-	sqlClaimNextJob  = `SELECT ` + sqlClaimColumns + ` FROM durable_jobs.claim_next_job($1, $2)`
-	sqlClaimNextJobs = `SELECT ` + sqlClaimColumns + ` FROM durable_jobs.claim_next_jobs($1, $2, $3)`
-
-	sqlRenewJobLease  = `SELECT renewal_outcome, lease_expires_at, database_time FROM durable_jobs.renew_job_lease($1, $2, $3)`
-	sqlRenewJobLeases = `SELECT renewal_outcome, lease_expires_at, database_time FROM durable_jobs.renew_job_leases($1, $2, $3)`
-
-	sqlCompleteJob     = `SELECT durable_jobs.complete_job($1, $2, $3, $4)`
-	sqlCompleteJobs    = `SELECT job_record_id FROM durable_jobs.complete_jobs($1, $2, $3)`
-	sqlRetryJob        = `SELECT durable_jobs.retry_job($1, $2, $3, $4, $5)`
-	sqlFailJob         = `SELECT durable_jobs.fail_job($1, $2, $3, $4)`
-	sqlReleaseJobClaim = `SELECT durable_jobs.release_job_claim($1, $2, $3)`
-	sqlCancelJob       = `SELECT durable_jobs.cancel_job($1)`
-	sqlReplayJob       = `SELECT durable_jobs.replay_job($1)`
-	// sqlProbe makes the worker's probe write WAL: a transactional
-	// logical decoding message (prefix leasefence.probe, empty) gives the
-	// transaction an xid and a WAL record, so its COMMIT writes a commit
-	// record and waits for a synchronous standby as a terminal write does.
-	// (txid_current() alone gives an xid but writes no WAL before the
-	// commit record, and PostgreSQL then does not wait for the standby.)
-	sqlProbe    = `SELECT pg_logical_emit_message(true, 'leasefence.probe', '')`
-	sqlJobState = `SELECT job_status, attempt_number, max_attempts, lease_fencing_generation, lease_expires_at, lease_renewal_count, failure_reason_code FROM durable_jobs.job_lifecycle_state($1)`
-)
+// This file and port_admin.go are the only places SQL text appears in
+// goclient. Each statement is a constant written once, directly above the
+// helper that runs it, and calls one function of docs/sql-api.md
+// (TestSQLOnlyInPortStatements checks this).
 
 // querier is what both *pgxpool.Pool and pgx.Tx offer.
 type querier interface {
@@ -96,6 +71,15 @@ func NewPgRenewalPort(pool *pgxpool.Pool, attemptTimeout time.Duration) RenewalP
 	return &pgRenewalPort{pool: pool, attemptTimeout: attemptTimeout}
 }
 
+// sqlSetStatementTimeout bounds each statement of a renewal transaction.
+func sqlSetStatementTimeout(d time.Duration) string {
+	return `SET LOCAL statement_timeout = '` + millis(d) + `'`
+}
+
+// sqlRenewJobLeases renews two or more claims of one owner; RenewClaims
+// runs it.
+const sqlRenewJobLeases = `SELECT renewal_outcome, lease_expires_at, database_time FROM durable_jobs.renew_job_leases($1, $2, $3)`
+
 // RenewClaims implements RenewalPort.
 func (p *pgRenewalPort) RenewClaims(ctx context.Context, claims []Claim) ([]RenewalResult, error) {
 	var owner string
@@ -130,7 +114,7 @@ func (p *pgRenewalPort) RenewClaims(ctx context.Context, claims []Claim) ([]Rene
 	// locked.
 	err = inConnTx(tctx, conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, timeout, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
-		b.Queue(`SET LOCAL statement_timeout = '` + millis(timeout) + `'`)
+		b.Queue(sqlSetStatementTimeout(timeout))
 		b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
 			var err error
 			results, err = pgx.CollectRows(rows, scanRenewal)
@@ -150,12 +134,18 @@ func scanRenewal(row pgx.CollectableRow) (RenewalResult, error) {
 	return r, err
 }
 
+// sqlRenewJobLease renews one claim; renewOne runs it, and RenewClaims for
+// a single claim.
+const sqlRenewJobLease = `SELECT renewal_outcome, lease_expires_at, database_time FROM durable_jobs.renew_job_lease($1, $2, $3)`
+
 // renewOne calls renew_job_lease for one claim.
 func renewOne(ctx context.Context, q querier, c Claim) (RenewalResult, error) {
 	rows, _ := q.Query(ctx, sqlRenewJobLease, c.jobID, c.tokenValue(), c.ownerValue())
 	r, err := pgx.CollectExactlyOneRow(rows, scanRenewal)
 	return r, translateError(err)
 }
+
+const sqlEnqueueJob = `SELECT durable_jobs.enqueue_job($1, $2, $3, $4, $5)`
 
 // enqueueJob calls enqueue_job.
 func enqueueJob(ctx context.Context, q querier, p EnqueueParams) (int64, error) {
@@ -164,6 +154,8 @@ func enqueueJob(ctx context.Context, q querier, p EnqueueParams) (int64, error) 
 	err := q.QueryRow(ctx, sqlEnqueueJob, p.Queue, p.Payload, key, runAfter, maxAttempts).Scan(&id)
 	return id, translateError(err)
 }
+
+const sqlEnqueueJobs = `SELECT durable_jobs.enqueue_jobs($1, $2, $3, $4, $5)`
 
 // enqueueJobs calls enqueue_jobs for jobs of one queue: element i of each
 // array is job i, and so is id i of the result.
@@ -197,7 +189,25 @@ func (p EnqueueParams) sqlValues() (key *string, runAfter *time.Time, maxAttempt
 	return key, runAfter, maxAttempts
 }
 
-// claimJobs runs a claim statement (claim_next_job or claim_next_jobs) and
+// sqlClaimColumns are the columns of a claim, in the order claimJobs scans
+// them.
+const sqlClaimColumns = `job_record_id, lease_claim_token, lease_fencing_generation, lease_expires_at, lease_renewal_interval, attempt_number, job_payload, database_time`
+
+const sqlClaimNextJob = `SELECT ` + sqlClaimColumns + ` FROM durable_jobs.claim_next_job($1, $2)`
+
+// claimNextJob calls claim_next_job: at most one job of queue for owner.
+func claimNextJob(ctx context.Context, q querier, queue, owner string) ([]Job, error) {
+	return claimJobs(ctx, q, queue, owner, sqlClaimNextJob, queue, owner)
+}
+
+const sqlClaimNextJobs = `SELECT ` + sqlClaimColumns + ` FROM durable_jobs.claim_next_jobs($1, $2, $3)`
+
+// claimNextJobs calls claim_next_jobs: up to n jobs of queue for owner.
+func claimNextJobs(ctx context.Context, q querier, queue, owner string, n int) ([]Job, error) {
+	return claimJobs(ctx, q, queue, owner, sqlClaimNextJobs, queue, owner, n)
+}
+
+// claimJobs runs a claim statement (claimNextJob's or claimNextJobs') and
 // builds the claims. Each job's sentAt is taken just before the call is sent.
 func claimJobs(ctx context.Context, q querier, queue, owner, sql string, args ...any) ([]Job, error) {
 	sentAt := time.Now()
@@ -215,6 +225,8 @@ func claimJobs(ctx context.Context, q querier, queue, owner, sql string, args ..
 	return jobs, translateError(err)
 }
 
+const sqlCompleteJob = `SELECT durable_jobs.complete_job($1, $2, $3, $4)`
+
 // completeJob calls complete_job inside tx.
 func completeJob(ctx context.Context, q querier, c Claim, result []byte) error {
 	var doc any
@@ -224,6 +236,8 @@ func completeJob(ctx context.Context, q querier, c Claim, result []byte) error {
 	_, err := q.Exec(ctx, sqlCompleteJob, c.jobID, c.tokenValue(), c.ownerValue(), doc)
 	return translateError(err)
 }
+
+const sqlCompleteJobs = `SELECT job_record_id FROM durable_jobs.complete_jobs($1, $2, $3)`
 
 // completeJobs calls complete_jobs (migration 008) for claims, which are
 // all of one owner: one transaction's completion of them all, or LF001
@@ -238,6 +252,8 @@ func completeJobs(ctx context.Context, q querier, claims []Claim) error {
 	return translateError(err)
 }
 
+const sqlRetryJob = `SELECT durable_jobs.retry_job($1, $2, $3, $4, $5)`
+
 // retryJob calls retry_job and returns the new status.
 func retryJob(ctx context.Context, q querier, c Claim, delay time.Duration, reason string) (JobStatus, error) {
 	var status JobStatus
@@ -245,51 +261,23 @@ func retryJob(ctx context.Context, q querier, c Claim, delay time.Duration, reas
 	return status, translateError(err)
 }
 
+const sqlFailJob = `SELECT durable_jobs.fail_job($1, $2, $3, $4)`
+
 // failJob calls fail_job.
 func failJob(ctx context.Context, q querier, c Claim, reason string) error {
 	_, err := q.Exec(ctx, sqlFailJob, c.jobID, c.tokenValue(), c.ownerValue(), reason)
 	return translateError(err)
 }
 
+// sqlReleaseJobClaim gives up one claim; releaseClaim runs it, and
+// releaseClaims once per claim in one batch.
+const sqlReleaseJobClaim = `SELECT durable_jobs.release_job_claim($1, $2, $3)`
+
 // releaseClaim calls release_job_claim.
 func releaseClaim(ctx context.Context, q querier, c Claim) (bool, error) {
 	var released bool
 	err := q.QueryRow(ctx, sqlReleaseJobClaim, c.jobID, c.tokenValue(), c.ownerValue()).Scan(&released)
 	return released, translateError(err)
-}
-
-// probeCommit runs the worker's probe statement inside tx.
-func probeCommit(ctx context.Context, tx pgx.Tx) error {
-	_, err := tx.Exec(ctx, sqlProbe)
-	return err
-}
-
-// cancelJob calls cancel_job.
-func cancelJob(ctx context.Context, q querier, jobID int64) (bool, error) {
-	var cancelled bool
-	err := q.QueryRow(ctx, sqlCancelJob, jobID).Scan(&cancelled)
-	return cancelled, translateError(err)
-}
-
-// replayJob calls replay_job.
-func replayJob(ctx context.Context, q querier, jobID int64) (bool, error) {
-	var replayed bool
-	err := q.QueryRow(ctx, sqlReplayJob, jobID).Scan(&replayed)
-	return replayed, translateError(err)
-}
-
-// jobState calls job_lifecycle_state; ErrJobNotFound for zero rows.
-func jobState(ctx context.Context, q querier, jobID int64) (JobState, error) {
-	var s JobState
-	var expires pgtype.Timestamptz
-	var reason pgtype.Text
-	err := q.QueryRow(ctx, sqlJobState, jobID).Scan(&s.Status, &s.AttemptNumber, &s.MaxAttempts,
-		&s.FencingGeneration, &expires, &s.RenewalCount, &reason)
-	s.LeaseExpiresAt, s.FailureReasonCode = expires.Time, reason.String
-	if err == pgx.ErrNoRows {
-		err = ErrJobNotFound
-	}
-	return s, translateError(err)
 }
 
 // releaseClaims releases claims in one round trip: one pipelined batch of
@@ -313,4 +301,52 @@ func releaseClaims(ctx context.Context, pool *pgxpool.Pool, claims []Claim) (sta
 	}
 	_ = results.Close()
 	return stale
+}
+
+// sqlProbe makes the worker's probe write WAL: a transactional
+// logical decoding message (prefix leasefence.probe, empty) gives the
+// transaction an xid and a WAL record, so its COMMIT writes a commit
+// record and waits for a synchronous standby as a terminal write does.
+// (txid_current() alone gives an xid but writes no WAL before the
+// commit record, and PostgreSQL then does not wait for the standby.)
+const sqlProbe = `SELECT pg_logical_emit_message(true, 'leasefence.probe', '')`
+
+// probeCommit runs the worker's probe statement inside tx.
+func probeCommit(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, sqlProbe)
+	return err
+}
+
+const sqlCancelJob = `SELECT durable_jobs.cancel_job($1)`
+
+// cancelJob calls cancel_job.
+func cancelJob(ctx context.Context, q querier, jobID int64) (bool, error) {
+	var cancelled bool
+	err := q.QueryRow(ctx, sqlCancelJob, jobID).Scan(&cancelled)
+	return cancelled, translateError(err)
+}
+
+const sqlReplayJob = `SELECT durable_jobs.replay_job($1)`
+
+// replayJob calls replay_job.
+func replayJob(ctx context.Context, q querier, jobID int64) (bool, error) {
+	var replayed bool
+	err := q.QueryRow(ctx, sqlReplayJob, jobID).Scan(&replayed)
+	return replayed, translateError(err)
+}
+
+const sqlJobState = `SELECT job_status, attempt_number, max_attempts, lease_fencing_generation, lease_expires_at, lease_renewal_count, failure_reason_code FROM durable_jobs.job_lifecycle_state($1)`
+
+// jobState calls job_lifecycle_state; ErrJobNotFound for zero rows.
+func jobState(ctx context.Context, q querier, jobID int64) (JobState, error) {
+	var s JobState
+	var expires pgtype.Timestamptz
+	var reason pgtype.Text
+	err := q.QueryRow(ctx, sqlJobState, jobID).Scan(&s.Status, &s.AttemptNumber, &s.MaxAttempts,
+		&s.FencingGeneration, &expires, &s.RenewalCount, &reason)
+	s.LeaseExpiresAt, s.FailureReasonCode = expires.Time, reason.String
+	if err == pgx.ErrNoRows {
+		err = ErrJobNotFound
+	}
+	return s, translateError(err)
 }

@@ -253,27 +253,27 @@ func FuzzWorkerFunctions(f *testing.F) {
 				}
 			}
 		case 3:
-			_, err := fx.worker.Exec(ctx, `SELECT durable_jobs.complete_job($1, $2, $3, $4::jsonb)`, id, token, owner, doc)
+			_, err := fx.worker.Exec(ctx, sqlCompleteJob, id, token, owner, doc)
 			fx.checkCall(t, "complete_job", before, err)
 			if err == nil && !isReal {
 				t.Fatal("complete_job accepted a claim never issued")
 			}
 		case 4:
 			var status string
-			err := fx.worker.QueryRow(ctx, `SELECT durable_jobs.retry_job($1, $2, $3, $4, $5)`, id, token, owner, delay, reason).Scan(&status)
+			err := fx.worker.QueryRow(ctx, sqlRetryJob, id, token, owner, delay, reason).Scan(&status)
 			fx.checkCall(t, "retry_job", before, err)
 			if err == nil && ((status != "RETRY_SCHEDULED" && status != "FAILED") || !isReal) {
 				t.Fatalf("retry_job answered %q (claim issued: %v)", status, isReal)
 			}
 		case 5:
-			_, err := fx.worker.Exec(ctx, `SELECT durable_jobs.fail_job($1, $2, $3, $4)`, id, token, owner, reason)
+			_, err := fx.worker.Exec(ctx, sqlFailJob, id, token, owner, reason)
 			fx.checkCall(t, "fail_job", before, err)
 			if err == nil && !isReal {
 				t.Fatal("fail_job accepted a claim never issued")
 			}
 		case 6:
 			var released bool
-			err := fx.worker.QueryRow(ctx, `SELECT durable_jobs.release_job_claim($1, $2, $3)`, id, token, owner).Scan(&released)
+			err := fx.worker.QueryRow(ctx, sqlReleaseJobClaim, id, token, owner).Scan(&released)
 			fx.checkCall(t, "release_job_claim", before, err)
 			if err == nil && released && !isReal {
 				t.Fatal("release_job_claim released a claim never issued")

@@ -214,26 +214,36 @@ func mustRenew(t *testing.T, ctx context.Context, q querier, jobID int64, token 
 	return r
 }
 
+// The terminal statements are written once, each above its helper;
+// FuzzWorkerFunctions runs them too, with its own arguments.
+
+const sqlCompleteJob = "SELECT durable_jobs.complete_job($1, $2, $3, $4::jsonb)"
+
 func complete(ctx context.Context, q querier, c claim, owner string) error {
-	_, err := q.Exec(ctx, "SELECT durable_jobs.complete_job($1, $2, $3, $4::jsonb)", c.JobID, c.Token, owner, `{"rows_loaded": 3}`)
+	_, err := q.Exec(ctx, sqlCompleteJob, c.JobID, c.Token, owner, `{"rows_loaded": 3}`)
 	return err
 }
+
+const sqlRetryJob = "SELECT durable_jobs.retry_job($1, $2, $3, $4, $5)"
 
 func retry(ctx context.Context, q querier, c claim, owner string, delay time.Duration) (string, error) {
 	var status string
-	err := q.QueryRow(ctx, "SELECT durable_jobs.retry_job($1, $2, $3, $4, $5)",
-		c.JobID, c.Token, owner, delay, "target_unavailable").Scan(&status)
+	err := q.QueryRow(ctx, sqlRetryJob, c.JobID, c.Token, owner, delay, "target_unavailable").Scan(&status)
 	return status, err
 }
 
+const sqlFailJob = "SELECT durable_jobs.fail_job($1, $2, $3, $4)"
+
 func fail(ctx context.Context, q querier, c claim, owner string) error {
-	_, err := q.Exec(ctx, "SELECT durable_jobs.fail_job($1, $2, $3, $4)", c.JobID, c.Token, owner, "schema_mismatch")
+	_, err := q.Exec(ctx, sqlFailJob, c.JobID, c.Token, owner, "schema_mismatch")
 	return err
 }
 
+const sqlReleaseJobClaim = "SELECT durable_jobs.release_job_claim($1, $2, $3)"
+
 func release(ctx context.Context, q querier, c claim, owner string) (bool, error) {
 	var released bool
-	err := q.QueryRow(ctx, "SELECT durable_jobs.release_job_claim($1, $2, $3)", c.JobID, c.Token, owner).Scan(&released)
+	err := q.QueryRow(ctx, sqlReleaseJobClaim, c.JobID, c.Token, owner).Scan(&released)
 	return released, err
 }
 

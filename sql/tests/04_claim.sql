@@ -7,20 +7,10 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 SELECT plan(57);
+\ir fixture/fixture.sql
 
 CREATE TEMP TABLE jobs (label text PRIMARY KEY, job_record_id bigint) ON COMMIT DROP;
-CREATE TEMP TABLE claims (
-    label                    text NOT NULL,
-    job_record_id            bigint,
-    lease_claim_token        uuid,
-    lease_fencing_generation bigint,
-    lease_expires_at         timestamptz,
-    lease_renewal_interval   interval,
-    attempt_number           integer,
-    job_payload              jsonb,
-    database_time            timestamptz
-) ON COMMIT DROP;
-GRANT ALL ON jobs, claims TO PUBLIC;
+GRANT ALL ON jobs TO PUBLIC;
 
 DO $setup$
 BEGIN
@@ -53,18 +43,18 @@ END
 $setup$;
 
 SET LOCAL ROLE durable_job_worker;
-INSERT INTO claims SELECT 'default', c.* FROM durable_jobs.claim_next_job('claim_check_default', 'worker-a') c;
-INSERT INTO claims SELECT 'default_again', c.* FROM durable_jobs.claim_next_job('claim_check_default', 'worker-b') c;
-INSERT INTO claims SELECT 'empty', c.* FROM durable_jobs.claim_next_job('claim_check_empty', 'worker-a') c;
-INSERT INTO claims SELECT 'future', c.* FROM durable_jobs.claim_next_job('claim_check_future', 'worker-a') c;
-INSERT INTO claims SELECT 'policy', c.* FROM durable_jobs.claim_next_job('claim_check_policy', 'worker-a') c;
-INSERT INTO claims SELECT 'batch_of_2', c.* FROM durable_jobs.claim_next_jobs('claim_check_batch', 'worker-b', 2) c;
-INSERT INTO claims SELECT 'batch_of_5', c.* FROM durable_jobs.claim_next_jobs('claim_check_batch', 'worker-b', 5) c;
-INSERT INTO claims SELECT 'batch_drained', c.* FROM durable_jobs.claim_next_jobs('claim_check_batch', 'worker-b', 5) c;
-INSERT INTO claims SELECT 'expiry_first', c.* FROM durable_jobs.claim_next_job('claim_check_expiry', 'worker-a') c;
-INSERT INTO claims SELECT 'expiry_too_early', c.* FROM durable_jobs.claim_next_job('claim_check_expiry', 'worker-c') c;
-INSERT INTO claims SELECT 'exhaust_first', c.* FROM durable_jobs.claim_next_job('claim_check_exhaust', 'worker-a') c;
-INSERT INTO claims SELECT 'exhaust_alone_first', c.* FROM durable_jobs.claim_next_job('claim_check_exhaust_alone', 'worker-a') c;
+SELECT pg_temp.claim_job('default', 'claim_check_default', 'worker-a');
+SELECT pg_temp.claim_job('default_again', 'claim_check_default', 'worker-b');
+SELECT pg_temp.claim_job('empty', 'claim_check_empty', 'worker-a');
+SELECT pg_temp.claim_job('future', 'claim_check_future', 'worker-a');
+SELECT pg_temp.claim_job('policy', 'claim_check_policy', 'worker-a');
+SELECT pg_temp.claim_jobs('batch_of_2', 'claim_check_batch', 'worker-b', 2);
+SELECT pg_temp.claim_jobs('batch_of_5', 'claim_check_batch', 'worker-b', 5);
+SELECT pg_temp.claim_jobs('batch_drained', 'claim_check_batch', 'worker-b', 5);
+SELECT pg_temp.claim_job('expiry_first', 'claim_check_expiry', 'worker-a');
+SELECT pg_temp.claim_job('expiry_too_early', 'claim_check_expiry', 'worker-c');
+SELECT pg_temp.claim_job('exhaust_first', 'claim_check_exhaust', 'worker-a');
+SELECT pg_temp.claim_job('exhaust_alone_first', 'claim_check_exhaust_alone', 'worker-a');
 RESET ROLE;
 
 -- A due job behind the exhausted one: due just after the exhausted job's lease runs out.
@@ -197,9 +187,9 @@ SELECT is((SELECT j.job_status::text FROM durable_jobs.job_record j
           'RUNNING', 'an expired claim that nobody has reclaimed still shows RUNNING');
 
 SET LOCAL ROLE durable_job_worker;
-INSERT INTO claims SELECT 'expiry_reclaim', c.* FROM durable_jobs.claim_next_job('claim_check_expiry', 'worker-c') c;
-INSERT INTO claims SELECT 'exhaust_reclaim', c.* FROM durable_jobs.claim_next_jobs('claim_check_exhaust', 'worker-c', 1) c;
-INSERT INTO claims SELECT 'exhaust_alone_reclaim', c.* FROM durable_jobs.claim_next_job('claim_check_exhaust_alone', 'worker-c') c;
+SELECT pg_temp.claim_job('expiry_reclaim', 'claim_check_expiry', 'worker-c');
+SELECT pg_temp.claim_jobs('exhaust_reclaim', 'claim_check_exhaust', 'worker-c', 1);
+SELECT pg_temp.claim_job('exhaust_alone_reclaim', 'claim_check_exhaust_alone', 'worker-c');
 RESET ROLE;
 
 -- Reclaim of an expired RUNNING job ---------------------------------------------------------------
@@ -227,9 +217,8 @@ SELECT isnt((SELECT j.lease_claim_digest FROM durable_jobs.job_record j
              WHERE j.job_record_id = (SELECT job_record_id FROM jobs WHERE label = 'expiry')),
             (SELECT sha256(uuid_send(lease_claim_token)) FROM claims WHERE label = 'expiry_first'),
             'the first token''s digest is no longer stored after the reclaim');
-SELECT is((SELECT COALESCE(sum(t.outcome_count), 0)::integer FROM durable_jobs.lease_outcome_tally t
-           WHERE t.queue_name = 'claim_check_expiry' AND t.outcome_kind = 'reclaim'),
-          1, 'the reclaim is tallied once as a reclaim of its queue');
+SELECT is(pg_temp.tally('claim_check_expiry', 'reclaim'),
+          1::bigint, 'the reclaim is tallied once as a reclaim of its queue');
 SELECT is((SELECT COALESCE(sum(t.outcome_count), 0)::integer FROM durable_jobs.lease_outcome_tally t
            WHERE t.queue_name IN ('claim_check_default', 'claim_check_batch', 'claim_check_policy')
              AND t.outcome_kind = 'reclaim'),
@@ -264,7 +253,7 @@ RESET ROLE;
 CREATE ROLE t_claim_other_login LOGIN IN ROLE durable_job_worker;
 INSERT INTO jobs VALUES ('other_login', durable_jobs.enqueue_job('claim_check_login', '{}'::jsonb));
 SET SESSION AUTHORIZATION t_claim_other_login;
-INSERT INTO claims SELECT 'other_login', c.* FROM durable_jobs.claim_next_job('claim_check_login', 'worker-d') c;
+SELECT pg_temp.claim_job('other_login', 'claim_check_login', 'worker-d');
 RESET SESSION AUTHORIZATION;
 SELECT is((SELECT j.lease_claimed_by_role FROM durable_jobs.job_record j
            WHERE j.job_record_id = (SELECT job_record_id FROM jobs WHERE label = 'other_login')),

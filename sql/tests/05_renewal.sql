@@ -8,19 +8,9 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 SELECT plan(67);
+\ir fixture/fixture.sql
 
 CREATE TEMP TABLE jobs (label text PRIMARY KEY, queue_name text NOT NULL, job_record_id bigint NOT NULL) ON COMMIT DROP;
-CREATE TEMP TABLE claims (
-    label                    text PRIMARY KEY,
-    job_record_id            bigint,
-    lease_claim_token        uuid,
-    lease_fencing_generation bigint,
-    lease_expires_at         timestamptz,
-    lease_renewal_interval   interval,
-    attempt_number           integer,
-    job_payload              jsonb,
-    database_time            timestamptz
-) ON COMMIT DROP;
 CREATE TEMP TABLE renewals (
     label            text PRIMARY KEY,
     job_record_id    bigint,
@@ -41,18 +31,7 @@ CREATE TEMP TABLE batch_renewals (
     after_at         timestamptz NOT NULL
 ) ON COMMIT DROP;
 CREATE TEMP TABLE marks (label text PRIMARY KEY, value bigint) ON COMMIT DROP;
-GRANT ALL ON jobs, claims, renewals, batch_renewals, marks TO PUBLIC;
-
--- claim_job: claim the job labelled p_label from its own queue and keep what the claim returned.
-CREATE PROCEDURE pg_temp.claim_job(p_claim_label text, p_job_label text, p_worker_owner_id text DEFAULT 'worker-a')
-LANGUAGE plpgsql AS $procedure$
-BEGIN
-    INSERT INTO claims
-    SELECT p_claim_label, c.*
-    FROM jobs j, durable_jobs.claim_next_job(j.queue_name, p_worker_owner_id) c
-    WHERE j.label = p_job_label;
-END
-$procedure$;
+GRANT ALL ON jobs, renewals, batch_renewals, marks TO PUBLIC;
 
 -- renew_claim: renew the claim labelled p_claim_label (or the given id and token)
 -- once and keep the outcome with the clock readings taken just before and after.
@@ -100,23 +79,12 @@ FROM (VALUES ('m1', 'renew_check_m1'), ('m2', 'renew_check_m2'), ('m3', 'renew_c
              ('m5', 'renew_check_m5'), ('m6', 'renew_check_m6'), ('b1', 'renew_check_b1'), ('b2', 'renew_check_b2'),
              ('l1', 'renew_check_lower'), ('c1', 'renew_check_cap'), ('d1', 'renew_check_disabled'),
              ('e1', 'renew_check_expiry'), ('s1', 'renew_check_supersede')) AS v(label, queue_name);
-INSERT INTO marks SELECT 'star_stale_before', COALESCE(sum(outcome_count), 0)
-FROM durable_jobs.lease_outcome_tally WHERE queue_name = '*' AND outcome_kind = 'stale_renewal';
+INSERT INTO marks VALUES ('star_stale_before', pg_temp.tally('*', 'stale_renewal'));
 
+-- worker-a claims each job under the job's label, in the order they were
+-- enqueued (PostgreSQL evaluates a volatile output column after ORDER BY).
 SET LOCAL ROLE durable_job_worker;
-CALL pg_temp.claim_job('m1', 'm1');
-CALL pg_temp.claim_job('m2', 'm2');
-CALL pg_temp.claim_job('m3', 'm3');
-CALL pg_temp.claim_job('m4', 'm4');
-CALL pg_temp.claim_job('m5', 'm5');
-CALL pg_temp.claim_job('m6', 'm6');
-CALL pg_temp.claim_job('b1', 'b1');
-CALL pg_temp.claim_job('b2', 'b2');
-CALL pg_temp.claim_job('l1', 'l1');
-CALL pg_temp.claim_job('c1', 'c1');
-CALL pg_temp.claim_job('d1', 'd1');
-CALL pg_temp.claim_job('e1', 'e1');
-CALL pg_temp.claim_job('s1', 's1');
+SELECT pg_temp.claim_job(label, queue_name) FROM jobs ORDER BY job_record_id;
 RESET ROLE;
 SELECT is((SELECT count(*)::integer FROM claims), 13, 'each of the thirteen jobs is claimed');
 
@@ -387,8 +355,7 @@ SELECT lives_ok(
           (SELECT array_agg(gen_random_uuid()) FROM generate_series(1, 1000)))$$,
     'exactly 1,000 claims are accepted');
 RESET ROLE;
-INSERT INTO marks SELECT 'star_stale_after_1000', COALESCE(sum(outcome_count), 0)
-FROM durable_jobs.lease_outcome_tally WHERE queue_name = '*' AND outcome_kind = 'stale_renewal';
+INSERT INTO marks VALUES ('star_stale_after_1000', pg_temp.tally('*', 'stale_renewal'));
 SELECT is((SELECT lease_renewal_count FROM durable_jobs.job_record j JOIN claims c USING (job_record_id) WHERE c.label = 'b1'),
           1::bigint, 'refused batches renewed nothing');
 
@@ -398,7 +365,7 @@ SET LOCAL ROLE durable_job_worker;
 SELECT ok(durable_jobs.release_job_claim((SELECT job_record_id FROM claims WHERE label = 'm1'),
                                          (SELECT lease_claim_token FROM claims WHERE label = 'm1'), 'worker-a'),
           'the worker releases its claim on m1');
-CALL pg_temp.claim_job('m1_again', 'm1');
+SELECT pg_temp.claim_job('m1_again', 'renew_check_m1');
 RESET ROLE;
 SELECT results_eq(
     $$SELECT j.lease_renewal_count, j.lease_fencing_generation FROM durable_jobs.job_record j
@@ -420,7 +387,7 @@ DO $wait$ BEGIN PERFORM pg_sleep(1.1); END $wait$;
 
 SET LOCAL ROLE durable_job_worker;
 CALL pg_temp.renew_claim('e1_expired', 'e1');
-CALL pg_temp.claim_job('s1_reclaimed', 's1', 'worker-a');
+SELECT pg_temp.claim_job('s1_reclaimed', 'renew_check_supersede', 'worker-a');
 CALL pg_temp.renew_claim('s1_superseded', 's1');
 CALL pg_temp.renew_claim('s1_new_token', 's1_reclaimed');
 RESET ROLE;
@@ -469,9 +436,8 @@ SELECT set_eq(
 SELECT is((SELECT value FROM marks WHERE label = 'star_stale_after_1000') - (SELECT value FROM marks WHERE label = 'star_stale_before'),
           1005::bigint,
           'stale renewals of unknown jobs and of a job another login claimed are tallied under queue ''*'' (3 single, 1 in the mixed batch, 1,000 in the largest batch, m2''s from another login role)');
-SELECT is((SELECT COALESCE(sum(outcome_count), 0)::integer FROM durable_jobs.lease_outcome_tally
-           WHERE queue_name = 'renew_check_m2' AND outcome_kind = 'stale_renewal'),
-          2, 'm2''s stale renewals with a wrong token and a wrong owner are tallied under its queue, the one from another login role is not (migration 012)');
+SELECT is(pg_temp.tally('renew_check_m2', 'stale_renewal'),
+          2::bigint, 'm2''s stale renewals with a wrong token and a wrong owner are tallied under its queue, the one from another login role is not (migration 012)');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -10,17 +10,16 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 SELECT plan(73);
+\ir fixture/fixture.sql
 
 -- Fixtures -------------------------------------------------------------------
 
--- One row per claim the test holds: the real job, token, owner and generation.
-CREATE TEMP TABLE t06_claim (
-    claim_label  text PRIMARY KEY,
-    job_id       bigint NOT NULL,
-    claim_token  uuid NOT NULL,
-    owner_id     text NOT NULL,
-    generation   bigint NOT NULL
-);
+-- One row per claim the test holds (the fixture's claims, made by
+-- pg_temp.enqueue_and_claim): the real job, token, owner and generation.
+CREATE TEMP VIEW t06_claim AS
+SELECT label AS claim_label, job_record_id AS job_id, lease_claim_token AS claim_token, owner_id,
+       lease_fencing_generation AS generation
+FROM claims;
 -- The worker's own "target" table: what it writes in the same transaction as
 -- its terminal write. A stale claim must take these rows down with it.
 CREATE TEMP TABLE t06_target (claim_label text NOT NULL, terminal_write text NOT NULL);
@@ -28,26 +27,6 @@ CREATE TEMP TABLE t06_target (claim_label text NOT NULL, terminal_write text NOT
 CREATE TEMP TABLE t06_before (claim_label text PRIMARY KEY, job_state text NOT NULL);
 CREATE TEMP TABLE t06_mark (mark_label text PRIMARY KEY, mark_time timestamptz NOT NULL);
 GRANT ALL ON t06_claim, t06_target, t06_before, t06_mark TO PUBLIC;
-
--- Enqueue one job in p_queue_name and claim it as p_owner_id; the queue must
--- hold nothing else that is claimable.
-CREATE FUNCTION pg_temp.t06_claim_job(p_claim_label text, p_queue_name text, p_owner_id text,
-                                      p_max_attempts integer DEFAULT 5)
-RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE
-    v_job_id bigint;
-    v_claim record;
-BEGIN
-    v_job_id := durable_jobs.enqueue_job(p_queue_name, jsonb_build_object('fixture', p_claim_label),
-                                         NULL, NULL, p_max_attempts);
-    SELECT * INTO v_claim FROM durable_jobs.claim_next_job(p_queue_name, p_owner_id);
-    IF v_claim.job_record_id IS DISTINCT FROM v_job_id THEN
-        RAISE EXCEPTION 'fixture: claimed % instead of %', v_claim.job_record_id, v_job_id;
-    END IF;
-    INSERT INTO t06_claim VALUES (p_claim_label, v_job_id, v_claim.lease_claim_token, p_owner_id,
-                                  v_claim.lease_fencing_generation);
-    RETURN v_job_id;
-END $$;
 
 -- A worker transaction: the target write, then one terminal write with the
 -- presented claim. Run inside throws_ok/lives_ok it is a subtransaction.
@@ -82,12 +61,12 @@ DO $$ BEGIN
     PERFORM durable_jobs.set_queue_lease_policy('t06.superseded', interval '1 second', interval '300 milliseconds',
                                                 interval '1 minute', true, 't06 short lease');
 END $$;
-DO $$ BEGIN PERFORM pg_temp.t06_claim_job('expired', 't06.expired', 'worker-a'); END $$;
-DO $$ BEGIN PERFORM pg_temp.t06_claim_job('superseded', 't06.superseded', 'worker-a'); END $$;
+DO $$ BEGIN PERFORM pg_temp.enqueue_and_claim('expired', 't06.expired', 'worker-a'); END $$;
+DO $$ BEGIN PERFORM pg_temp.enqueue_and_claim('superseded', 't06.superseded', 'worker-a'); END $$;
 
 -- complete_job ---------------------------------------------------------------
 
-DO $$ BEGIN PERFORM pg_temp.t06_claim_job('complete', 't06.complete', 'worker-a'); END $$;
+DO $$ BEGIN PERFORM pg_temp.enqueue_and_claim('complete', 't06.complete', 'worker-a'); END $$;
 SELECT lives_ok(
     format('SELECT pg_temp.t06_worker_tx(%L, %s, %L, %L, ''complete'')', claim_label, job_id, claim_token, owner_id),
     'complete_job with a fenced claim succeeds in the same transaction as the worker''s target write')
@@ -107,7 +86,7 @@ FROM t06_claim WHERE claim_label = 'complete';
 SELECT is((SELECT count(*) FROM t06_target WHERE claim_label = 'complete'), 1::bigint,
           'the fenced worker''s target write is kept')
 ;
-DO $$ BEGIN PERFORM pg_temp.t06_claim_job('complete_no_result', 't06.complete', 'worker-a'); END $$;
+DO $$ BEGIN PERFORM pg_temp.enqueue_and_claim('complete_no_result', 't06.complete', 'worker-a'); END $$;
 SELECT lives_ok(format('SELECT durable_jobs.complete_job(%s, %L, %L)', job_id, claim_token, owner_id),
                 'complete_job without a result document is accepted')
 FROM t06_claim WHERE claim_label = 'complete_no_result';
@@ -117,7 +96,7 @@ FROM t06_claim WHERE claim_label = 'complete_no_result';
 
 -- retry_job ------------------------------------------------------------------
 
-DO $$ BEGIN PERFORM pg_temp.t06_claim_job('retry', 't06.retry', 'worker-a', 3); END $$;
+DO $$ BEGIN PERFORM pg_temp.enqueue_and_claim('retry', 't06.retry', 'worker-a', 3); END $$;
 INSERT INTO t06_mark SELECT 'retry_before', clock_timestamp();
 SELECT is(durable_jobs.retry_job(job_id, claim_token, owner_id, interval '5 minutes', 'upstream_timeout'),
           'RETRY_SCHEDULED', 'retry_job with attempts left returns RETRY_SCHEDULED')
@@ -142,7 +121,7 @@ FROM t06_claim WHERE claim_label = 'retry';
 SELECT is_empty($$SELECT * FROM durable_jobs.claim_next_job('t06.retry', 'worker-b')$$,
                 'a retried job is not claimable before its run_after');
 
-DO $$ BEGIN PERFORM pg_temp.t06_claim_job('retry_now', 't06.retry_now', 'worker-a', 3); END $$;
+DO $$ BEGIN PERFORM pg_temp.enqueue_and_claim('retry_now', 't06.retry_now', 'worker-a', 3); END $$;
 SELECT is(durable_jobs.retry_job(job_id, claim_token, owner_id, interval '0', 'transient_error'),
           'RETRY_SCHEDULED', 'retry_job accepts a zero delay')
 FROM t06_claim WHERE claim_label = 'retry_now';
@@ -152,7 +131,7 @@ SELECT results_eq(
     'a job retried with zero delay is claimable at once as its next attempt with the next generation')
 FROM t06_claim WHERE claim_label = 'retry_now';
 
-DO $$ BEGIN PERFORM pg_temp.t06_claim_job('retry_last', 't06.retry_last', 'worker-a', 1); END $$;
+DO $$ BEGIN PERFORM pg_temp.enqueue_and_claim('retry_last', 't06.retry_last', 'worker-a', 1); END $$;
 SELECT is(durable_jobs.retry_job(job_id, claim_token, owner_id, interval '1 minute', 'quota_exceeded'),
           'FAILED', 'retry_job on the last attempt returns FAILED')
 FROM t06_claim WHERE claim_label = 'retry_last';
@@ -172,7 +151,7 @@ SELECT is_empty($$SELECT * FROM durable_jobs.claim_next_job('t06.retry_last', 'w
 
 -- fail_job -------------------------------------------------------------------
 
-DO $$ BEGIN PERFORM pg_temp.t06_claim_job('fail', 't06.fail', 'worker-a'); END $$;
+DO $$ BEGIN PERFORM pg_temp.enqueue_and_claim('fail', 't06.fail', 'worker-a'); END $$;
 SELECT lives_ok(format('SELECT durable_jobs.fail_job(%s, %L, %L, ''bad_payload'')', job_id, claim_token, owner_id),
                 'fail_job with a fenced claim is accepted')
 FROM t06_claim WHERE claim_label = 'fail';
@@ -193,7 +172,7 @@ SELECT is_empty($$SELECT * FROM durable_jobs.claim_next_job('t06.fail', 'worker-
 -- release_job_claim ----------------------------------------------------------
 
 -- max_attempts 1: the reclaim below only works if the attempt was given back.
-DO $$ BEGIN PERFORM pg_temp.t06_claim_job('release', 't06.release', 'worker-a', 1); END $$;
+DO $$ BEGIN PERFORM pg_temp.enqueue_and_claim('release', 't06.release', 'worker-a', 1); END $$;
 SELECT is(durable_jobs.release_job_claim(job_id, claim_token, owner_id), true,
           'release_job_claim of a fenced claim returns true')
 FROM t06_claim WHERE claim_label = 'release';
@@ -232,12 +211,12 @@ FROM t06_claim WHERE claim_label = 'release';
 
 -- Stale claims ---------------------------------------------------------------
 
-DO $$ BEGIN PERFORM pg_temp.t06_claim_job('wrong_token', 't06.wrong_token', 'worker-a'); END $$;
-DO $$ BEGIN PERFORM pg_temp.t06_claim_job('wrong_owner', 't06.wrong_owner', 'worker-a'); END $$;
-DO $$ BEGIN PERFORM pg_temp.t06_claim_job('other_role', 't06.other_role', 'worker-a'); END $$;
-DO $$ BEGIN PERFORM pg_temp.t06_claim_job('terminal', 't06.terminal', 'worker-a'); END $$;
+DO $$ BEGIN PERFORM pg_temp.enqueue_and_claim('wrong_token', 't06.wrong_token', 'worker-a'); END $$;
+DO $$ BEGIN PERFORM pg_temp.enqueue_and_claim('wrong_owner', 't06.wrong_owner', 'worker-a'); END $$;
+DO $$ BEGIN PERFORM pg_temp.enqueue_and_claim('other_role', 't06.other_role', 'worker-a'); END $$;
+DO $$ BEGIN PERFORM pg_temp.enqueue_and_claim('terminal', 't06.terminal', 'worker-a'); END $$;
 DO $$ BEGIN PERFORM durable_jobs.complete_job(job_id, claim_token, owner_id) FROM t06_claim WHERE claim_label = 'terminal'; END $$;
-DO $$ BEGIN PERFORM pg_temp.t06_claim_job('cancelled', 't06.cancelled', 'worker-a'); END $$;
+DO $$ BEGIN PERFORM pg_temp.enqueue_and_claim('cancelled', 't06.cancelled', 'worker-a'); END $$;
 DO $$ BEGIN PERFORM durable_jobs.cancel_job(job_id) FROM t06_claim WHERE claim_label = 'cancelled'; END $$;
 
 -- Let the 1 s leases run out by the database clock, then supersede one.

@@ -6,38 +6,32 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 SELECT plan(52);
+\ir fixture/fixture.sql
 
 -- Fixtures -------------------------------------------------------------------
 
-CREATE TEMP TABLE t07_job (
-    job_label        text PRIMARY KEY,
-    job_id           bigint NOT NULL,
-    claim_token      uuid,
-    owner_id         text,
-    generation       bigint,
-    lease_expires_at timestamptz
-);
+-- Every job the file enqueued; t07_job adds the claim (the fixture's
+-- claims) of those that were claimed.
+CREATE TEMP TABLE t07_enqueued (job_label text PRIMARY KEY, job_id bigint NOT NULL);
+CREATE TEMP VIEW t07_job AS
+SELECT e.job_label, e.job_id, c.lease_claim_token AS claim_token, c.owner_id, c.lease_fencing_generation AS generation,
+       c.lease_expires_at
+FROM t07_enqueued e LEFT JOIN claims c ON c.label = e.job_label;
 
 -- Enqueue one job into its own queue (t07.<label>); claim it when p_claim.
 CREATE FUNCTION pg_temp.t07_job(p_job_label text, p_claim boolean, p_max_attempts integer DEFAULT 5)
 RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
+    v_queue_name text := 't07.' || p_job_label;
+    v_payload jsonb := jsonb_build_object('customer_email', 'pat.t07@example.com');
     v_job_id bigint;
-    v_claim record;
 BEGIN
-    v_job_id := durable_jobs.enqueue_job('t07.' || p_job_label,
-                                         jsonb_build_object('customer_email', 'pat.t07@example.com'),
-                                         NULL, NULL, p_max_attempts);
-    INSERT INTO t07_job (job_label, job_id) VALUES (p_job_label, v_job_id);
     IF p_claim THEN
-        SELECT * INTO v_claim FROM durable_jobs.claim_next_job('t07.' || p_job_label, 'worker-t07');
-        IF v_claim.job_record_id IS DISTINCT FROM v_job_id THEN
-            RAISE EXCEPTION 'fixture: claimed % instead of %', v_claim.job_record_id, v_job_id;
-        END IF;
-        UPDATE t07_job SET claim_token = v_claim.lease_claim_token, owner_id = 'worker-t07',
-                           generation = v_claim.lease_fencing_generation, lease_expires_at = v_claim.lease_expires_at
-        WHERE job_label = p_job_label;
+        v_job_id := pg_temp.enqueue_and_claim(p_job_label, v_queue_name, 'worker-t07', p_max_attempts, v_payload);
+    ELSE
+        v_job_id := durable_jobs.enqueue_job(v_queue_name, v_payload, NULL, NULL, p_max_attempts);
     END IF;
+    INSERT INTO t07_enqueued VALUES (p_job_label, v_job_id);
     RETURN v_job_id;
 END $$;
 

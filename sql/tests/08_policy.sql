@@ -4,32 +4,17 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 SELECT plan(82);
+\ir fixture/fixture.sql
 
 -- Fixtures -------------------------------------------------------------------
 
-CREATE TEMP TABLE t08_claim (
-    claim_label      text PRIMARY KEY,
-    job_id           bigint NOT NULL,
-    claim_token      uuid NOT NULL,
-    owner_id         text NOT NULL,
-    lease_expires_at timestamptz NOT NULL,
-    claimed_at       timestamptz NOT NULL,
-    renewal_interval interval NOT NULL
-);
+-- The claims of worker-t08 (pg_temp.claim_job of the fixture), by label.
+CREATE TEMP VIEW t08_claim AS
+SELECT label AS claim_label, job_record_id AS job_id, lease_claim_token AS claim_token, owner_id, lease_expires_at,
+       database_time AS claimed_at, lease_renewal_interval AS renewal_interval
+FROM claims;
 CREATE TEMP TABLE t08_mark (mark_label text PRIMARY KEY, mark_value text NOT NULL);
 GRANT ALL ON t08_claim, t08_mark TO PUBLIC;
-
--- Claim the next job of p_queue_name as worker-t08 and keep the claim.
-CREATE FUNCTION pg_temp.t08_claim(p_claim_label text, p_queue_name text)
-RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE
-    v_claim record;
-BEGIN
-    SELECT * INTO STRICT v_claim FROM durable_jobs.claim_next_job(p_queue_name, 'worker-t08');
-    INSERT INTO t08_claim VALUES (p_claim_label, v_claim.job_record_id, v_claim.lease_claim_token, 'worker-t08',
-                                  v_claim.lease_expires_at, v_claim.database_time, v_claim.lease_renewal_interval);
-    RETURN v_claim.job_record_id;
-END $$;
 
 -- Everything a rejected policy change could have touched.
 CREATE FUNCTION pg_temp.t08_policy_state()
@@ -134,10 +119,10 @@ DO $$ BEGIN
                                                 interval '1 hour', true, 'before');
     PERFORM durable_jobs.enqueue_job('t08.change', '{}');
     PERFORM durable_jobs.enqueue_job('t08.change', '{}');
-    PERFORM pg_temp.t08_claim('first', 't08.change');
+    PERFORM pg_temp.claim_job('first', 't08.change', 'worker-t08');
     PERFORM durable_jobs.set_queue_lease_policy('t08.change', interval '2 minutes', interval '30 seconds',
                                                 interval '1 hour', true, 'shorter lease');
-    PERFORM pg_temp.t08_claim('second', 't08.change');
+    PERFORM pg_temp.claim_job('second', 't08.change', 'worker-t08');
 END $$;
 SELECT is(lease_expires_at - claimed_at, interval '10 minutes', 'a claim gets the lease duration in force at claim time')
 FROM t08_claim WHERE claim_label = 'first';
@@ -190,7 +175,7 @@ SELECT lives_ok($$SELECT durable_jobs.set_queue_lease_policy('*', interval '45 s
                 'the default policy ''*'' can be set');
 DO $$ BEGIN
     PERFORM durable_jobs.enqueue_job('t08.default', '{}');
-    PERFORM pg_temp.t08_claim('default', 't08.default');
+    PERFORM pg_temp.claim_job('default', 't08.default', 'worker-t08');
 END $$;
 SELECT results_eq(
     format('SELECT %L::timestamptz - %L::timestamptz, %L::interval', lease_expires_at, claimed_at, renewal_interval),
@@ -239,22 +224,22 @@ DO $$ BEGIN
                                                 interval '1 hour', true, 'health');
     PERFORM durable_jobs.enqueue_job('t08.health', '{}');
     PERFORM durable_jobs.enqueue_job('t08.health', '{}');
-    PERFORM pg_temp.t08_claim('health_soon', 't08.health');
+    PERFORM pg_temp.claim_job('health_soon', 't08.health', 'worker-t08');
     PERFORM durable_jobs.set_queue_lease_policy('t08.health', interval '24 hours', interval '8 hours',
                                                 interval '7 days', true, 'health longer');
-    PERFORM pg_temp.t08_claim('health_later', 't08.health');
+    PERFORM pg_temp.claim_job('health_later', 't08.health', 'worker-t08');
     -- t08.expiry: two 1 s leases, left to expire.
     PERFORM durable_jobs.set_queue_lease_policy('t08.expiry', interval '1 second', interval '300 milliseconds',
                                                 interval '1 minute', true, 'expiry');
     PERFORM durable_jobs.enqueue_job('t08.expiry', '{}');
     PERFORM durable_jobs.enqueue_job('t08.expiry', '{}');
-    PERFORM pg_temp.t08_claim('expiry_reclaimed', 't08.expiry');
-    PERFORM pg_temp.t08_claim('expiry_left', 't08.expiry');
+    PERFORM pg_temp.claim_job('expiry_reclaimed', 't08.expiry', 'worker-t08');
+    PERFORM pg_temp.claim_job('expiry_left', 't08.expiry', 'worker-t08');
     -- t08.totals: two QUEUED, one SUCCEEDED, one CANCELLED.
     PERFORM durable_jobs.enqueue_job('t08.totals', '{}') FROM generate_series(1, 4);
-    PERFORM pg_temp.t08_claim('totals_done', 't08.totals');
+    PERFORM pg_temp.claim_job('totals_done', 't08.totals', 'worker-t08');
     PERFORM durable_jobs.complete_job(job_id, claim_token, owner_id) FROM t08_claim WHERE claim_label = 'totals_done';
-    PERFORM pg_temp.t08_claim('totals_cancelled', 't08.totals');
+    PERFORM pg_temp.claim_job('totals_cancelled', 't08.totals', 'worker-t08');
     PERFORM durable_jobs.cancel_job(job_id) FROM t08_claim WHERE claim_label = 'totals_cancelled';
     PERFORM pg_sleep(1.1);
 END $$;

@@ -7,23 +7,19 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 SELECT plan(207);
+\ir fixture/fixture.sql
 
 -- Fixtures -------------------------------------------------------------------
 
 -- 'fenced': a valid claim, so a call with it fails only for the bad value.
 -- 'stale': the claim of a cancelled job.
-CREATE TEMP TABLE t10_claim (claim_label text PRIMARY KEY, job_id bigint NOT NULL, claim_token uuid NOT NULL);
+-- (The fixture's claims, made by pg_temp.enqueue_and_claim.)
+CREATE TEMP VIEW t10_claim AS
+SELECT label AS claim_label, job_record_id AS job_id, lease_claim_token AS claim_token FROM claims;
 DO $$
-DECLARE
-    v_claim record;
 BEGIN
-    PERFORM durable_jobs.enqueue_job('t10.fenced', '{"fixture": "fenced"}');
-    SELECT * INTO STRICT v_claim FROM durable_jobs.claim_next_job('t10.fenced', 'worker-t10');
-    INSERT INTO t10_claim VALUES ('fenced', v_claim.job_record_id, v_claim.lease_claim_token);
-    PERFORM durable_jobs.enqueue_job('t10.stale', '{"fixture": "stale"}');
-    SELECT * INTO STRICT v_claim FROM durable_jobs.claim_next_job('t10.stale', 'worker-t10');
-    INSERT INTO t10_claim VALUES ('stale', v_claim.job_record_id, v_claim.lease_claim_token);
-    PERFORM durable_jobs.cancel_job(v_claim.job_record_id);
+    PERFORM pg_temp.enqueue_and_claim('fenced', 't10.fenced', 'worker-t10');
+    PERFORM durable_jobs.cancel_job(pg_temp.enqueue_and_claim('stale', 't10.stale', 'worker-t10'));
     -- A job that a malformed claim call must leave QUEUED.
     PERFORM durable_jobs.enqueue_job('t10.waiting', '{"fixture": "waiting"}');
 END $$;

@@ -13,22 +13,12 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 SELECT plan(15);
+\ir fixture/fixture.sql
 
 CREATE EXTENSION IF NOT EXISTS dblink;
-CREATE TEMP TABLE claims (
-    label                    text PRIMARY KEY,
-    job_record_id            bigint,
-    lease_claim_token        uuid,
-    lease_fencing_generation bigint,
-    lease_expires_at         timestamptz,
-    lease_renewal_interval   interval,
-    attempt_number           integer,
-    job_payload              jsonb,
-    database_time            timestamptz
-) ON COMMIT DROP;
 CREATE TEMP TABLE renewals (label text PRIMARY KEY, renewal_outcome text, lease_expires_at timestamptz,
                             database_time timestamptz) ON COMMIT DROP;
-GRANT ALL ON claims, renewals TO PUBLIC;
+GRANT ALL ON renewals TO PUBLIC;
 
 DO $setup$
 BEGIN
@@ -60,7 +50,7 @@ SELECT ok(extract(epoch FROM (now() + interval '1 day') - now()) > 86400,
           'under this TimeZone, timestamptz + ''1 day'' is more than 24 hours (the setting bites)');
 
 SET LOCAL ROLE durable_job_worker;
-INSERT INTO claims SELECT 'tz', c.* FROM durable_jobs.claim_next_job('locked_check_days', 'worker-tz') c;
+SELECT pg_temp.claim_job('tz', 'locked_check_days', 'worker-tz');
 INSERT INTO renewals SELECT 'tz', r.* FROM claims c,
     durable_jobs.renew_job_lease(c.job_record_id, c.lease_claim_token, 'worker-tz') r WHERE c.label = 'tz';
 RESET ROLE;
@@ -81,8 +71,7 @@ RESET DateStyle;
 -- A batch of one's own claims -----------------------------------------------------------------
 
 SET LOCAL ROLE durable_job_worker;
-INSERT INTO claims SELECT 'b' || c.job_record_id, c.*
-FROM durable_jobs.claim_next_jobs('locked_check_batch', 'worker-b', 3) c;
+SELECT pg_temp.claim_jobs('b', 'locked_check_batch', 'worker-b', 3);
 RESET ROLE;
 SELECT is((SELECT count(*)::integer FROM claims WHERE label LIKE 'b%'), 3, 'three jobs of the batch queue are claimed');
 SET LOCAL ROLE durable_job_worker;

@@ -6,6 +6,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 SELECT plan(78);
+\ir fixture/fixture.sql
 
 CREATE TEMP TABLE t13_job (job_label text PRIMARY KEY, job_id bigint NOT NULL, claim_token uuid);
 CREATE TEMP TABLE t13_mark (mark_label text PRIMARY KEY, mark_value text NOT NULL);
@@ -28,10 +29,12 @@ DECLARE
     v_id bigint;
     v_token uuid;
 BEGIN
-    v_id := durable_jobs.enqueue_job(p_queue, jsonb_build_object('subject', 'alice-' || p_label));
-    IF p_status <> 'QUEUED' THEN
-        SELECT c.lease_claim_token INTO STRICT v_token FROM durable_jobs.claim_next_job(p_queue, 'worker-t13') c
-        WHERE c.job_record_id = v_id;
+    IF p_status = 'QUEUED' THEN
+        v_id := durable_jobs.enqueue_job(p_queue, jsonb_build_object('subject', 'alice-' || p_label));
+    ELSE
+        v_id := pg_temp.enqueue_and_claim(p_label, p_queue, 'worker-t13', 5,
+                                          jsonb_build_object('subject', 'alice-' || p_label));
+        SELECT c.lease_claim_token INTO STRICT v_token FROM claims c WHERE c.label = p_label;
         IF p_status = 'SUCCEEDED' THEN
             PERFORM durable_jobs.complete_job(v_id, v_token, 'worker-t13',
                                               jsonb_build_object('result', 'alice-' || p_label));

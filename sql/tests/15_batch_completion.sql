@@ -17,21 +17,11 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 SELECT plan(43);
+\ir fixture/fixture.sql
 
-CREATE TEMP TABLE claims (
-    label                    text NOT NULL,
-    job_record_id            bigint,
-    lease_claim_token        uuid,
-    lease_fencing_generation bigint,
-    lease_expires_at         timestamptz,
-    lease_renewal_interval   interval,
-    attempt_number           integer,
-    job_payload              jsonb,
-    database_time            timestamptz
-) ON COMMIT DROP;
 CREATE TEMP TABLE completions (label text NOT NULL, job_record_id bigint, job_status text,
                                lease_fencing_generation bigint, position integer) ON COMMIT DROP;
-GRANT ALL ON claims, completions TO PUBLIC;
+GRANT ALL ON completions TO PUBLIC;
 
 DO $setup$
 BEGIN
@@ -49,10 +39,10 @@ SELECT durable_jobs.enqueue_job('batch_check_off', '{"n": 1}');
 SELECT durable_jobs.enqueue_job('batch_check_pass', jsonb_build_object('n', n)) FROM generate_series(1, 4) n;
 
 SET LOCAL ROLE durable_job_worker;
-INSERT INTO claims SELECT 'done', c.* FROM durable_jobs.claim_next_jobs('batch_check_done', 'worker-a', 6) c;
-INSERT INTO claims SELECT 'floor', c.* FROM durable_jobs.claim_next_jobs('batch_check_floor', 'worker-a', 4) c;
-INSERT INTO claims SELECT 'off', c.* FROM durable_jobs.claim_next_job('batch_check_off', 'worker-a') c;
-INSERT INTO claims SELECT 'pass', c.* FROM durable_jobs.claim_next_jobs('batch_check_pass', 'worker-a', 2) c;
+SELECT pg_temp.claim_jobs('done', 'batch_check_done', 'worker-a', 6);
+SELECT pg_temp.claim_jobs('floor', 'batch_check_floor', 'worker-a', 4);
+SELECT pg_temp.claim_job('off', 'batch_check_off', 'worker-a');
+SELECT pg_temp.claim_jobs('pass', 'batch_check_pass', 'worker-a', 2);
 RESET ROLE;
 
 -- complete_jobs ------------------------------------------------------------------------------
@@ -232,7 +222,7 @@ UPDATE durable_jobs.job_record
 SET lease_expiry_floor = clock_timestamp() - interval '2 seconds', lease_expires_at = clock_timestamp() - interval '1 second'
 WHERE job_record_id = (SELECT job_record_id FROM floor_claims WHERE n = 4);
 SET LOCAL ROLE durable_job_worker;
-INSERT INTO claims SELECT 'floor_reclaim', c.* FROM durable_jobs.claim_next_jobs('batch_check_floor', 'worker-b', 5) c;
+SELECT pg_temp.claim_jobs('floor_reclaim', 'batch_check_floor', 'worker-b', 5);
 RESET ROLE;
 SELECT is(ARRAY(SELECT job_record_id FROM claims WHERE label = 'floor_reclaim'),
           ARRAY(SELECT job_record_id FROM floor_claims WHERE n = 4),
@@ -247,7 +237,7 @@ SET lease_expiry_floor = clock_timestamp() - interval '2 seconds', lease_expires
 WHERE job_record_id IN (SELECT job_record_id FROM claims WHERE label = 'pass');
 SET LOCAL plan_cache_mode = force_custom_plan;
 SET LOCAL ROLE durable_job_worker;
-INSERT INTO claims SELECT 'pass_again', c.* FROM durable_jobs.claim_next_jobs('batch_check_pass', 'worker-b', 3) c;
+SELECT pg_temp.claim_jobs('pass_again', 'batch_check_pass', 'worker-b', 3);
 RESET ROLE;
 SELECT is((SELECT count(*)::integer FROM claims WHERE label = 'pass_again'), 3, 'claim_next_jobs(…, 3) claims three jobs');
 SELECT is((SELECT count(*)::integer FROM claims WHERE label = 'pass_again'
@@ -255,9 +245,8 @@ SELECT is((SELECT count(*)::integer FROM claims WHERE label = 'pass_again'
           2, 'the two expired claims are among them (reclaims come first)');
 SELECT is((SELECT count(DISTINCT lease_claim_token)::integer FROM claims WHERE label = 'pass_again'),
           3, 'each job has a token of its own');
-SELECT is((SELECT sum(outcome_count)::integer FROM durable_jobs.lease_outcome_tally
-           WHERE queue_name = 'batch_check_pass' AND outcome_kind = 'reclaim'),
-          2, 'the reclaims of the pass are tallied: 2');
+SELECT is(pg_temp.tally('batch_check_pass', 'reclaim'),
+          2::bigint, 'the reclaims of the pass are tallied: 2');
 SELECT is(current_setting('plan_cache_mode'), 'force_custom_plan',
           'claim_next_jobs leaves the caller''s plan_cache_mode as it found it');
 

@@ -9,19 +9,12 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 SELECT plan(17);
+\ir fixture/fixture.sql
 
 CREATE ROLE t19_victim LOGIN IN ROLE durable_job_worker;
 CREATE ROLE t19_guesser LOGIN IN ROLE durable_job_worker;
-CREATE TEMP TABLE claims (label text PRIMARY KEY, job_record_id bigint, lease_claim_token uuid) ON COMMIT DROP;
 CREATE TEMP TABLE answers (label text PRIMARY KEY, answer text) ON COMMIT DROP;
-GRANT ALL ON claims, answers TO PUBLIC;
-
--- The tally under a queue and kind, however many rows it is spread over.
-CREATE FUNCTION pg_temp.tally(p_queue_name text, p_outcome_kind text) RETURNS bigint
-LANGUAGE sql AS $$
-    SELECT COALESCE(sum(t.outcome_count), 0)::bigint FROM durable_jobs.lease_outcome_tally t
-    WHERE t.queue_name = p_queue_name AND t.outcome_kind = p_outcome_kind
-$$;
+GRANT ALL ON answers TO PUBLIC;
 CREATE TEMP TABLE marks (label text PRIMARY KEY, value bigint) ON COMMIT DROP;
 INSERT INTO marks VALUES ('star_renewals', pg_temp.tally('*', 'stale_renewal')),
                          ('star_releases', pg_temp.tally('*', 'stale_release'));
@@ -30,12 +23,10 @@ SELECT durable_jobs.enqueue_job('t19.victim', jsonb_build_object('job', n)) FROM
 
 -- The guesser claims one job of the victim's queue; the victim the other.
 SET SESSION AUTHORIZATION t19_guesser;
-INSERT INTO claims SELECT 'guesser', c.job_record_id, c.lease_claim_token
-FROM durable_jobs.claim_next_job('t19.victim', 'guesser-1') c;
+SELECT pg_temp.claim_job('guesser', 't19.victim', 'guesser-1');
 RESET SESSION AUTHORIZATION;
 SET SESSION AUTHORIZATION t19_victim;
-INSERT INTO claims SELECT 'victim', c.job_record_id, c.lease_claim_token
-FROM durable_jobs.claim_next_job('t19.victim', 'victim-1') c;
+SELECT pg_temp.claim_job('victim', 't19.victim', 'victim-1');
 RESET SESSION AUTHORIZATION;
 SELECT is((SELECT count(DISTINCT job_record_id)::integer FROM claims), 2, 'each login holds a claim on its own job of t19.victim');
 

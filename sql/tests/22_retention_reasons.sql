@@ -7,15 +7,16 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 SELECT plan(17);
+\ir fixture/fixture.sql
 
 CREATE TEMP TABLE t22_job (job_id bigint NOT NULL);
 GRANT ALL ON t22_job TO PUBLIC;
 DO $$
 DECLARE
-    v_id bigint := durable_jobs.enqueue_job('t22.erase', '{"subject": "t22"}'::jsonb);
+    v_id bigint := pg_temp.enqueue_and_claim('erase', 't22.erase', 'worker-t22', 5, '{"subject": "t22"}'::jsonb);
     v_token uuid;
 BEGIN
-    SELECT c.lease_claim_token INTO STRICT v_token FROM durable_jobs.claim_next_job('t22.erase', 'worker-t22') c;
+    SELECT c.lease_claim_token INTO STRICT v_token FROM claims c WHERE c.label = 'erase';
     PERFORM durable_jobs.complete_job(v_id, v_token, 'worker-t22', '{"result": "t22"}'::jsonb);
     INSERT INTO t22_job VALUES (v_id);
 END $$;

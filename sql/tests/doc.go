@@ -13,6 +13,38 @@
 //	SELECT * FROM finish();
 //	ROLLBACK;
 //
+// # The shared fixture
+//
+// Helpers more than one file needs live in one file, fixture/fixture.sql
+// (its header lists them with their arguments), never in a file's own
+// prelude. A file that uses them includes the fixture right after its plan,
+// with psql's \ir, so the file still runs with plain pg_prove:
+//
+//	BEGIN;
+//	CREATE EXTENSION IF NOT EXISTS pgtap;
+//	SELECT plan(N);
+//	\ir fixture/fixture.sql
+//
+// It makes, for the session only and rolled back with the file:
+//
+//   - claims: every claim the file made, under a label (label, then
+//     claim_next_job's columns, then the owner id; a batch keeps one row per
+//     job under one label);
+//   - pg_temp.claim_job(label, queue, owner DEFAULT 'worker-a'): claim_next_job
+//     as the current role, kept in claims; the job id, or NULL;
+//   - pg_temp.claim_jobs(label, queue, owner, n): claim_next_jobs, kept in
+//     claims; how many were claimed;
+//   - pg_temp.enqueue_and_claim(label, queue, owner, max_attempts DEFAULT 5,
+//     payload DEFAULT {"fixture": label}): enqueue one job and claim it,
+//     raising when the claim took another job; the job id;
+//   - pg_temp.tally(queue, kind): the lease_outcome_tally count of kind
+//     for queue, 0 when none.
+//
+// The fixture makes no assertion, so it adds nothing to a plan, and nothing
+// in schema durable_jobs, so the coverage gate never counts it.
+// TestPgTAPFixtureIsTheOnePlace holds these rules and fails when a file
+// makes a table or function of the same name as one of the fixture's.
+//
 // TestPgTAP runs every file as its own parallel subtest in its own database
 // cloned from the migrated template (internal/testdb), through
 // `pg_prove --verbose`. A failing assertion, a plan that does not match, a

@@ -183,6 +183,71 @@ func TestPgTAPFilesFollowTheHouseShape(t *testing.T) {
 	}
 }
 
+// fixtureFile is the helpers the pgTAP files share; a file includes it with
+// fixtureInclude right after its plan.
+const (
+	fixtureFile    = "fixture/fixture.sql"
+	fixtureInclude = `\ir fixture/fixture.sql`
+)
+
+var (
+	// fixtureObject is an object the fixture makes, and the only kinds it
+	// may make: a temporary table, a function in pg_temp.
+	fixtureObject = regexp.MustCompile(`(?im)^\s*CREATE\s+(TEMP TABLE|FUNCTION pg_temp\.)\s*(\w+)`)
+	// anyCreate is every CREATE statement at the start of a line.
+	anyCreate = regexp.MustCompile(`(?im)^\s*CREATE\b`)
+	// assertion is a pgTAP call that would count against a file's plan.
+	assertion = regexp.MustCompile(`(?i)\b(plan|ok|is|isnt|results_eq|set_eq|throws_ok|lives_ok|is_empty|finish)\s*\(`)
+)
+
+// TestPgTAPFixtureIsTheOnePlace keeps the shared helpers in one place: the
+// fixture makes only session-temporary objects (so the coverage gate, which
+// counts schema durable_jobs, never sees them) and no assertion (so plans
+// do not change); a file that includes it does so right after its plan;
+// and no file makes an object of the same name as one of the fixture's.
+func TestPgTAPFixtureIsTheOnePlace(t *testing.T) {
+	text, err := os.ReadFile(fixtureFile)
+	require.NoError(t, err)
+	var code []string
+	for _, line := range strings.Split(string(text), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+			code = append(code, line)
+		}
+	}
+	body := strings.Join(code, "\n")
+	objects := fixtureObject.FindAllStringSubmatch(body, -1)
+	require.NotEmpty(t, objects, "the fixture makes no helper")
+	require.Len(t, anyCreate.FindAllString(body, -1), len(objects),
+		"the fixture may make only temporary tables and functions in pg_temp")
+	require.NotRegexp(t, assertion, body, "the fixture must not plan or assert")
+	names := map[string]bool{}
+	for _, o := range objects {
+		names[strings.ToLower(o[2])] = true
+	}
+	users := 0
+	for _, file := range pgTAPFiles(t) {
+		text, err := os.ReadFile(file)
+		require.NoError(t, err)
+		for _, o := range fixtureObject.FindAllStringSubmatch(string(text), -1) {
+			require.False(t, names[strings.ToLower(o[2])], "%s makes %s, which the fixture already makes", file, o[2])
+		}
+		var lines []string
+		for _, line := range strings.Split(string(text), "\n") {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "--") {
+				lines = append(lines, line)
+			}
+		}
+		for i, line := range lines {
+			if strings.HasPrefix(line, `\i`) {
+				require.Equal(t, fixtureInclude, line, "%s: the only file a pgTAP file includes is the fixture", file)
+				require.Equal(t, len(houseShape.head), i, "%s: the fixture is included right after the plan", file)
+				users++
+			}
+		}
+	}
+	require.NotZero(t, users, "no pgTAP file includes the fixture")
+}
+
 func TestPgTAP(t *testing.T) {
 	for _, file := range pgTAPFiles(t) {
 		name := strings.TrimSuffix(file, ".sql")
