@@ -1,5 +1,7 @@
 -- Policy family, version 4 (migration 016): adds update_queue_lease_policy;
 -- every other function of the family stays as policy_v3.sql installs it.
+-- The queue's effective policy is found with the rule function
+-- effective_lease_policy_queue (rules.sql).
 
 -- update_queue_lease_policy: changes only the settings given (a NULL
 -- setting keeps its current value) and returns the queue's policy as
@@ -49,10 +51,8 @@ BEGIN
     IF p_lease_duration IS NULL OR p_renewal_interval IS NULL OR p_max_claim_lifetime IS NULL
        OR p_renewal_enabled IS NULL THEN
         SELECT p.* INTO v_current
-        FROM durable_jobs.queue_lease_policy p
-        WHERE p.queue_name = p_queue_name OR p.queue_name = '*'
-        ORDER BY p.queue_name = p_queue_name DESC
-        LIMIT 1;
+        FROM durable_jobs.effective_lease_policy_queue(p_queue_name) e
+        JOIN durable_jobs.queue_lease_policy p ON p.queue_name = e.policy_queue_name;
         IF NOT FOUND THEN
             RAISE EXCEPTION 'invalid lease policy' USING
                 ERRCODE = 'LF002',
