@@ -70,6 +70,12 @@ func (c *Client) SetQueueLeasePolicy(ctx context.Context, change LeasePolicyChan
 	return c.admin.SetQueueLeasePolicy(ctx, change)
 }
 
+// UpdateQueueLeasePolicy is Admin.UpdateQueueLeasePolicy over the client's
+// pool.
+func (c *Client) UpdateQueueLeasePolicy(ctx context.Context, update LeasePolicyUpdate) (LeasePolicy, error) {
+	return c.admin.UpdateQueueLeasePolicy(ctx, update)
+}
+
 // QueueLeasePolicies is Admin.QueueLeasePolicies over the client's pool.
 func (c *Client) QueueLeasePolicies(ctx context.Context) ([]LeasePolicy, error) {
 	return c.admin.QueueLeasePolicies(ctx)

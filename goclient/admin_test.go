@@ -109,6 +109,11 @@ func TestClientAdminCallsAnswerAsAdmin(t *testing.T) {
 	require.NoError(t, client.SetQueueLeasePolicy(ctx, goclient.LeasePolicyChange{Queue: "etl.same",
 		LeaseDuration: 30 * time.Second, RenewalInterval: 10 * time.Second, MaxClaimLifetime: time.Hour,
 		RenewalEnabled: true, Reason: "CHG-1 same answers"}))
+	longer := 60 * time.Second
+	updated, err := client.UpdateQueueLeasePolicy(ctx, goclient.LeasePolicyUpdate{Queue: "etl.same",
+		LeaseDuration: &longer, Reason: "CHG-1 same answers, longer"})
+	require.NoError(t, err)
+	require.Equal(t, longer, updated.LeaseDuration)
 	require.NoError(t, client.RecordDeploymentVersion(ctx, "1.0.0", "REL-1 same answers"))
 	require.NoError(t, client.RecordDeployment(ctx, goclient.Deployment{Version: "1.0.1",
 		Source: "0123456789abcdef0123456789abcdef01234567", DeployedBy: "ops.bob", Ticket: "REL-2", Reason: "same answers"}))

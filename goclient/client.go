@@ -24,7 +24,9 @@ const DefaultStatementTimeout = 30 * time.Second
 // DefaultCommitTimeout is Config.CommitTimeout when it is zero.
 const DefaultCommitTimeout = 5 * time.Second
 
-// ownerPattern is the database's rule for worker_owner_id (require_well_formed in sql/functions/input_checks.sql; docs/sql-api.md).
+// ownerPattern is the database's rule for worker_owner_id: the text of
+// durable_jobs.worker_owner_id_pattern() (sql/functions/rules.sql;
+// docs/sql-api.md). TestGoCopiesOfTheRulesEqualTheDatabaseRules keeps the two equal.
 var ownerPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
 
 // DefaultSafetyMargin is Config.SafetyMargin when it is zero.

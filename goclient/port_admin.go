@@ -154,6 +154,51 @@ func (a *Admin) SetQueueLeasePolicy(ctx context.Context, change LeasePolicyChang
 	return translateError(err)
 }
 
+// LeasePolicyUpdate is the input of UpdateQueueLeasePolicy: the settings
+// to change, each nil to keep the queue's current value. The values kept
+// are read by the database, inside the change and after it has waited for
+// every other policy change to commit, so a change committed meanwhile by
+// someone else is kept, never overwritten.
+type LeasePolicyUpdate struct {
+	// Queue is the queue to change, or "*" for the default policy.
+	Queue string
+	// LeaseDuration is the new lease duration, or nil to keep it.
+	LeaseDuration *time.Duration
+	// RenewalInterval is the new renewal interval, or nil to keep it.
+	RenewalInterval *time.Duration
+	// MaxClaimLifetime is the new maximum claim lifetime, or nil to keep it.
+	MaxClaimLifetime *time.Duration
+	// RenewalEnabled switches renewals on or off, or is nil to keep the
+	// switch as it is.
+	RenewalEnabled *bool
+	// Reason says why the change is made; it is kept in the control evidence.
+	Reason string
+	// Ticket is the change ticket; empty to take it from a leading
+	// "ABC-123:" of Reason (none when Reason has no such prefix).
+	Ticket string
+	// Approver is the login role that approved the change; empty for none.
+	Approver string
+}
+
+const sqlUpdateQueueLeasePolicy = `SELECT queue_name, lease_duration, renewal_interval, max_claim_lifetime,
+	renewal_enabled, changed_at, changed_by_role
+	FROM durable_jobs.update_queue_lease_policy($1, $2, $3, $4, $5, $6, $7, $8)`
+
+// UpdateQueueLeasePolicy changes the settings of one queue's lease policy
+// that update gives and keeps the others (operator role), through the
+// database function update_queue_lease_policy. A queue without a policy of
+// its own keeps the default "*" policy's values. It returns the queue's
+// policy as written. A refused change (a value out of the bounds of
+// LeasePolicyChange, a malformed queue or change record, or a setting left
+// out when the queue has no policy and there is no "*") returns an error
+// matching ErrInvalidPolicy, and nothing changes.
+func (a *Admin) UpdateQueueLeasePolicy(ctx context.Context, update LeasePolicyUpdate) (LeasePolicy, error) {
+	p, err := scanLeasePolicy(a.pool.QueryRow(ctx, sqlUpdateQueueLeasePolicy,
+		update.Queue, update.LeaseDuration, update.RenewalInterval, update.MaxClaimLifetime,
+		update.RenewalEnabled, update.Reason, optionalText(update.Ticket), optionalText(update.Approver)))
+	return p, translateError(err)
+}
+
 const sqlQueueLeasePolicies = `SELECT queue_name, lease_duration, renewal_interval, max_claim_lifetime,
 	renewal_enabled, changed_at, changed_by_role FROM durable_jobs.queue_lease_policies()`
 
@@ -161,13 +206,17 @@ const sqlQueueLeasePolicies = `SELECT queue_name, lease_duration, renewal_interv
 // included, ordered by queue name (auditor role).
 func (a *Admin) QueueLeasePolicies(ctx context.Context) ([]LeasePolicy, error) {
 	rows, _ := a.pool.Query(ctx, sqlQueueLeasePolicies)
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (LeasePolicy, error) {
-		var p LeasePolicy
-		err := row.Scan(&p.Queue, &p.LeaseDuration, &p.RenewalInterval, &p.MaxClaimLifetime,
-			&p.RenewalEnabled, &p.ChangedAt, &p.ChangedByRole)
-		return p, err
-	})
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (LeasePolicy, error) { return scanLeasePolicy(row) })
 	return out, translateError(err)
+}
+
+// scanLeasePolicy reads one row of the policy columns that
+// sqlQueueLeasePolicies and sqlUpdateQueueLeasePolicy both select.
+func scanLeasePolicy(row pgx.Row) (LeasePolicy, error) {
+	var p LeasePolicy
+	err := row.Scan(&p.Queue, &p.LeaseDuration, &p.RenewalInterval, &p.MaxClaimLifetime,
+		&p.RenewalEnabled, &p.ChangedAt, &p.ChangedByRole)
+	return p, err
 }
 
 const sqlRecordDeploymentVersion = `SELECT durable_jobs.record_deployment_version($1, $2)`
@@ -301,4 +350,12 @@ func optionalTime(t time.Time) any {
 		return nil
 	}
 	return t
+}
+
+// optionalText is nil (SQL NULL) for the empty string and s otherwise.
+func optionalText(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

@@ -7,6 +7,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"net/url"
 	"os"
 	"regexp"
 	"sort"
@@ -76,6 +77,54 @@ func TestSetQueueLeasePolicyIsReadBackAndInvalidOnesChangeNothing(t *testing.T) 
 	require.ErrorIs(t, auditor.SetQueueLeasePolicy(ctx, change), goclient.ErrPermissionDenied)
 	worker := adminClient(t, db.LoginPool(t, "durable_job_worker"))
 	_, err = worker.QueueLeasePolicies(ctx)
+	require.ErrorIs(t, err, goclient.ErrPermissionDenied)
+}
+
+// UpdateQueueLeasePolicy changes only the settings given: the others stay
+// the queue's own, or the default's for a queue without its own; it returns
+// what it wrote; a refused change is ErrInvalidPolicy and changes nothing.
+func TestUpdateQueueLeasePolicyKeepsTheSettingsLeftOut(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	operator := adminClient(t, db.LoginPool(t, "durable_job_operator"))
+	lease, off := 90*time.Second, false
+
+	got, err := operator.UpdateQueueLeasePolicy(ctx, goclient.LeasePolicyUpdate{Queue: "etl.update",
+		LeaseDuration: &lease, Reason: "CHG-7: longer lease"})
+	require.NoError(t, err)
+	require.Equal(t, "etl.update", got.Queue)
+	require.Equal(t, []time.Duration{90 * time.Second, 10 * time.Second, 24 * time.Hour},
+		[]time.Duration{got.LeaseDuration, got.RenewalInterval, got.MaxClaimLifetime}, "the rest comes from '*'")
+	require.True(t, got.RenewalEnabled)
+	require.WithinDuration(t, time.Now(), got.ChangedAt, time.Minute)
+
+	approverURL, err := url.Parse(db.LoginURL(t, "durable_job_auditor"))
+	require.NoError(t, err)
+	approverRole := approverURL.User.Username()
+	got, err = operator.UpdateQueueLeasePolicy(ctx, goclient.LeasePolicyUpdate{Queue: "etl.update",
+		RenewalEnabled: &off, Reason: "pause renewals", Ticket: "INC-8", Approver: approverRole})
+	require.NoError(t, err)
+	require.Equal(t, 90*time.Second, got.LeaseDuration, "its own lease is kept")
+	require.False(t, got.RenewalEnabled)
+
+	before, err := operator.QueueLeasePolicies(ctx)
+	require.NoError(t, err)
+	tooShort := 2 * time.Second
+	for _, bad := range []goclient.LeasePolicyUpdate{
+		{Queue: "etl.update", LeaseDuration: &tooShort, Reason: "CHG-9: lease below three renewal intervals"},
+		{Queue: "Not A Queue", LeaseDuration: &lease, Reason: "CHG-9: name"},
+		{Queue: "etl.update", LeaseDuration: &lease, Reason: " "},
+	} {
+		_, err := operator.UpdateQueueLeasePolicy(ctx, bad)
+		require.ErrorIs(t, err, goclient.ErrInvalidPolicy, bad.Reason)
+	}
+	after, err := operator.QueueLeasePolicies(ctx)
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+
+	auditor := adminClient(t, db.LoginPool(t, "durable_job_auditor"))
+	_, err = auditor.UpdateQueueLeasePolicy(ctx, goclient.LeasePolicyUpdate{Queue: "etl.update", LeaseDuration: &lease, Reason: "x"})
 	require.ErrorIs(t, err, goclient.ErrPermissionDenied)
 }
 

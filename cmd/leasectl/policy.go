@@ -23,7 +23,10 @@ durable_job_auditor (or durable_job_operator).
 
 set changes one queue's policy (use --queue '*' for the default). Durations
 are written like 30s, 1m30s, 500ms, 24h. A setting you leave out keeps the
-queue's current value (its own, or the default's when it has none). The
+queue's current value (its own, or the default's when it has none), read by
+the database inside the change after every other policy change has
+committed, so a change someone else made meanwhile is kept; with no policy
+of the queue's own and no default, give every setting. The
 database checks the result and refuses it as a whole when
   1s <= lease duration <= 24h,
   100ms <= renewal interval <= lease duration / 3,
@@ -135,72 +138,38 @@ func policySet(ctx context.Context, env *cliEnv, args []string) int {
 		return env.usageError("policy set: --reason is required")
 	}
 
+	// A setting left out is nil: the database keeps the queue's current
+	// value, read inside the change under its lock (never read here first,
+	// which would overwrite a change committed in between).
+	update := goclient.LeasePolicyUpdate{Queue: *queue, Reason: *reason}
+	if given["lease-duration"] {
+		update.LeaseDuration = lease
+	}
+	if given["renewal-interval"] {
+		update.RenewalInterval = interval
+	}
+	if given["max-claim-lifetime"] {
+		update.MaxClaimLifetime = lifetime
+	}
+	if given["renewal-enabled"] {
+		update.RenewalEnabled = enabled
+	}
+
 	s, err := openSession(ctx, common.databaseURL)
 	if err != nil {
 		return env.fail("connect to database", err)
 	}
 	defer s.close()
-	change := goclient.LeasePolicyChange{Queue: *queue, LeaseDuration: *lease, RenewalInterval: *interval,
-		MaxClaimLifetime: *lifetime, RenewalEnabled: *enabled, Reason: *reason}
-	if !given["lease-duration"] || !given["renewal-interval"] || !given["max-claim-lifetime"] || !given["renewal-enabled"] {
-		policies, err := s.admin.QueueLeasePolicies(ctx)
-		if err != nil {
-			return env.fail("read the current lease policy", err)
-		}
-		current, ok := effectivePolicy(policies, *queue)
-		if !ok {
-			return env.fail("read the current lease policy", fmt.Errorf("no policy for queue %s and no default '*'; give every setting", strconv.Quote(*queue)))
-		}
-		if !given["lease-duration"] {
-			change.LeaseDuration = current.LeaseDuration
-		}
-		if !given["renewal-interval"] {
-			change.RenewalInterval = current.RenewalInterval
-		}
-		if !given["max-claim-lifetime"] {
-			change.MaxClaimLifetime = current.MaxClaimLifetime
-		}
-		if !given["renewal-enabled"] {
-			change.RenewalEnabled = current.RenewalEnabled
-		}
-	}
-	if err := s.admin.SetQueueLeasePolicy(ctx, change); err != nil {
+	updated, err := s.admin.UpdateQueueLeasePolicy(ctx, update)
+	if err != nil {
 		return env.fail(fmt.Sprintf("set lease policy of queue %s", strconv.Quote(*queue)), err)
 	}
-	policies, err := s.admin.QueueLeasePolicies(ctx)
-	if err != nil {
-		return env.fail("read lease policies", err)
-	}
-	var updated []goclient.LeasePolicy
-	for _, p := range policies {
-		if p.Queue == *queue {
-			updated = append(updated, p)
-		}
-	}
 	if common.json() {
-		printPolicies(env, true, updated)
+		printPolicies(env, true, []goclient.LeasePolicy{updated})
 		return exitOK
 	}
 	printf(env.stdout, "lease policy of queue %s set: lease %s, renewal interval %s, max claim lifetime %s, renewal enabled %s\n",
-		*queue, textfmt.Duration(change.LeaseDuration), textfmt.Duration(change.RenewalInterval),
-		textfmt.Duration(change.MaxClaimLifetime), formatBool(change.RenewalEnabled))
+		*queue, textfmt.Duration(updated.LeaseDuration), textfmt.Duration(updated.RenewalInterval),
+		textfmt.Duration(updated.MaxClaimLifetime), formatBool(updated.RenewalEnabled))
 	return exitOK
-}
-
-// effectivePolicy returns the policy that applies to queue: its own, or the
-// default "*".
-func effectivePolicy(policies []goclient.LeasePolicy, queue string) (goclient.LeasePolicy, bool) {
-	var fallback *goclient.LeasePolicy
-	for i, p := range policies {
-		if p.Queue == queue {
-			return p, true
-		}
-		if p.Queue == "*" {
-			fallback = &policies[i]
-		}
-	}
-	if fallback == nil {
-		return goclient.LeasePolicy{}, false
-	}
-	return *fallback, true
 }

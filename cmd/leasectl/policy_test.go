@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -152,36 +153,85 @@ func TestPolicySetWithInvalidValuesChangesNothing(t *testing.T) {
 	r = leasectl(t, "policy", "set", "--queue", "billing", "--lease-duration", "30s", "--renewal-interval", "10s",
 		"--max-claim-lifetime", "1h", "--renewal-enabled=true", "--reason", "not mine", "--database-url", auditor)
 	requireCode(t, exitError, r)
-	require.Contains(t, r.stderr, "permission denied for function set_queue_lease_policy (SQLSTATE 42501)")
+	require.Contains(t, r.stderr, "permission denied for function update_queue_lease_policy (SQLSTATE 42501)")
 	after, evidenceAfter := policySnapshot(t, admin)
 	require.Equal(t, before, after)
 	require.Equal(t, evidenceBefore, evidenceAfter)
 }
 
-func TestPolicySetSaysWhenItCannotReadTheCurrentPolicy(t *testing.T) {
+func TestPolicySetWithoutACurrentPolicyNeedsEverySetting(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	admin := db.Pool(t)
 	operator := db.LoginURL(t, "durable_job_operator")
 
-	// Without a default policy a partial change has nothing to start from.
+	// Without a default policy a partial change has nothing to keep: the
+	// database refuses it and nothing changes.
 	execSQL(t, admin, `DELETE FROM durable_jobs.queue_lease_policy WHERE queue_name = '*'`)
+	before, evidenceBefore := policySnapshot(t, admin)
 	r := leasectl(t, "policy", "set", "--queue", "billing", "--renewal-enabled=false", "--reason", "r",
 		"--database-url", operator)
 	requireCode(t, exitError, r)
-	require.Equal(t, "error: read the current lease policy: no policy for queue \"billing\" and no default '*'; give every setting\n", r.stderr)
+	require.Equal(t, "error: set lease policy of queue \"billing\": invalid lease policy (SQLSTATE LF002)\n"+
+		"DETAIL: The queue has no policy of its own and there is no default '*' to keep settings from; give every setting.\n", r.stderr)
+	after, evidenceAfter := policySnapshot(t, admin)
+	require.Equal(t, before, after)
+	require.Equal(t, evidenceBefore, evidenceAfter)
 
-	// Without the right to read policies, the partial change cannot start,
-	// and a full change is made but cannot be shown.
+	// Every setting given, it needs no policy to start from, and no right
+	// to read the policies: the change returns what it wrote.
 	execSQL(t, admin, `REVOKE EXECUTE ON FUNCTION durable_jobs.queue_lease_policies() FROM durable_job_auditor`)
-	r = leasectl(t, "policy", "set", "--queue", "billing", "--renewal-enabled=false", "--reason", "r",
-		"--database-url", operator)
-	requireCode(t, exitError, r)
-	require.Contains(t, r.stderr, "error: read the current lease policy: permission denied")
 	r = leasectl(t, "policy", "set", "--queue", "billing", "--lease-duration", "30s", "--renewal-interval", "10s",
 		"--max-claim-lifetime", "1h", "--renewal-enabled=true", "--reason", "full change", "--database-url", operator)
-	requireCode(t, exitError, r)
-	require.Contains(t, r.stderr, "error: read lease policies: permission denied")
+	requireCode(t, exitOK, r)
+	require.Equal(t, "lease policy of queue billing set: lease 30s, renewal interval 10s, max claim lifetime 1h, renewal enabled yes\n", r.stdout)
 	policies, _ := policySnapshot(t, admin)
 	require.Contains(t, policies, "billing|00:00:30|00:00:10|01:00:00|t|")
+}
+
+// Two real sessions: A changes billing's lease duration and holds its
+// transaction open (and with it the evidence-order lock) while B runs
+// "policy set --renewal-enabled=false" only. B must keep A's lease once A
+// commits. Before update_queue_lease_policy, leasectl read the policy
+// before A committed and wrote the old lease back with B's switch.
+func TestPolicySetKeepsAChangeCommittedMeanwhile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	admin := db.Pool(t)
+	operator := db.LoginURL(t, "durable_job_operator")
+	r := leasectl(t, "policy", "set", "--queue", "billing", "--lease-duration", "30s", "--renewal-interval", "10s",
+		"--max-claim-lifetime", "1h", "--renewal-enabled=true", "--reason", "CHG-1 start", "--database-url", operator)
+	requireCode(t, exitOK, r)
+
+	a, err := admin.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = a.Rollback(ctx) }()
+	_, err = a.Exec(ctx, `SELECT durable_jobs.set_queue_lease_policy('billing', '90 seconds', '10 seconds', '1 hour', true, 'CHG-2 longer lease')`)
+	require.NoError(t, err)
+
+	done := make(chan result, 1)
+	go func() {
+		done <- leasectl(t, "policy", "set", "--queue", "billing",
+			"--renewal-enabled=false", "--reason", "INC-3 stop renewals", "--output", "json", "--database-url", operator)
+	}()
+	// B is inside its change, waiting for A's lock, before A commits.
+	require.Eventually(t, func() bool {
+		var waiting bool
+		err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity
+			WHERE datname = current_database() AND application_name = $1
+			AND wait_event_type = 'Lock' AND wait_event = 'advisory')`, applicationName).Scan(&waiting)
+		return err == nil && waiting
+	}, time.Minute, 20*time.Millisecond, "leasectl never waited for the open change")
+	require.NoError(t, a.Commit(ctx))
+
+	r = <-done
+	requireCode(t, exitOK, r)
+	var set []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &set))
+	require.Len(t, set, 1)
+	require.Equal(t, 90.0, set[0]["lease_duration_seconds"], "B kept A's lease duration")
+	require.Equal(t, false, set[0]["renewal_enabled"])
+	policies, _ := policySnapshot(t, admin)
+	require.Contains(t, policies, "billing|00:01:30|00:00:10|01:00:00|f|", "A's lease and B's switch are both in the table")
 }

@@ -4,7 +4,7 @@
 -- writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(179);
+SELECT plan(184);
 
 -- Schema, type, tables -------------------------------------------------------
 
@@ -237,8 +237,10 @@ SELECT functions_are('durable_jobs',
           'change_queue_lease_policy', 'passes_luhn', 'looks_personal_or_secret', 'require_structured_change',
           'evidence_content_digest', 'chain_evidence_record', 'stamp_policy_change', 'record_policy_change',
           'refuse_policy_truncate', 'raise_generation_to_floor', 'record_stale_call',
-          'change_control', 'set_change_control'],
-    'the schema holds exactly the contract functions, the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue, the generation-floor trigger function (migration 011) and the private helpers');
+          'change_control', 'set_change_control', 'update_queue_lease_policy',
+          'queue_name_pattern', 'queue_name_is_well_formed', 'worker_owner_id_pattern',
+          'worker_owner_id_is_well_formed', 'effective_lease_policy_queue'],
+    'the schema holds exactly the contract functions, the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue, the generation-floor trigger function (migration 011), change control (015), the partial policy change and the rule functions (016) and the private helpers');
 
 CREATE TEMP TABLE expected_signature (
     function_name   name PRIMARY KEY,
@@ -344,13 +346,28 @@ FROM (VALUES ('require_well_formed'::name, '{text,text,text}'::name[]), ('claim_
              ('raise_stale_claim', '{}'), ('refuse_evidence_change', '{}'),
              ('absolute_duration', '{interval}'),
              ('is_plain_change_reason', '{text}'), ('lock_evidence_order', '{}'),
-             ('record_stale_call', '{bigint,text}')) AS h(function_name, argument_types);
+             ('record_stale_call', '{bigint,text}'),
+             ('queue_name_pattern', '{}'), ('queue_name_is_well_formed', '{text}'),
+             ('worker_owner_id_pattern', '{}'), ('worker_owner_id_is_well_formed', '{text}'),
+             ('effective_lease_policy_queue', '{text}')) AS h(function_name, argument_types);
 
 -- Migration 004: functions that do time arithmetic also pin TimeZone = UTC,
 -- and the evidence writers bound their wait for the evidence-order lock.
+-- Migration 016: the five rule functions (rules.sql) set nothing, so that
+-- PostgreSQL inlines them (a SET clause prevents it); the exception holds
+-- for exactly those five, and only while each is a LANGUAGE sql body bound
+-- at creation (names resolved then, not by search_path at run time), not
+-- SECURITY DEFINER and owned like the other private helpers.
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text, p.proconfig::text FROM pg_proc p
       WHERE p.pronamespace = 'durable_jobs'::regnamespace
+        AND NOT (p.oid::regprocedure::text IN ('durable_jobs.queue_name_pattern()',
+                     'durable_jobs.queue_name_is_well_formed(text)', 'durable_jobs.worker_owner_id_pattern()',
+                     'durable_jobs.worker_owner_id_is_well_formed(text)', 'durable_jobs.effective_lease_policy_queue(text)')
+                 AND p.proconfig IS NULL AND NOT p.prosecdef AND p.prosqlbody IS NOT NULL
+                 AND p.prolang = (SELECT l.oid FROM pg_language l WHERE l.lanname = 'sql')
+                 AND p.proowner = (SELECT h.proowner FROM pg_proc h
+                                   WHERE h.oid = 'durable_jobs.require_well_formed(text,text,text)'::regprocedure))
         AND p.proconfig IS DISTINCT FROM CASE p.oid::regprocedure::text
             WHEN 'durable_jobs.record_lease_outcome(text,text,bigint)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC']
             WHEN 'durable_jobs.retry_job(bigint,uuid,text,interval,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC']
@@ -362,11 +379,12 @@ SELECT is_empty(
             WHEN 'durable_jobs.record_deployment(text,text,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.record_policy_change()' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.set_change_control(text,boolean,boolean,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
+            WHEN 'durable_jobs.update_queue_lease_policy(text,interval,interval,interval,boolean,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.enqueue_jobs(text,jsonb[],text[],timestamp with time zone[],integer[])' THEN ARRAY['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_custom_plan']
             ELSE ARRAY['search_path=pg_catalog, pg_temp'] END$$,
-    'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic and lock_timeout where it takes the evidence lock');
+    'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic and lock_timeout where it takes the evidence lock; only the five inlined rule functions of migration 016 set nothing');
 SELECT is((SELECT count(*)::integer FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef),
-          37, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, raise_generation_to_floor (migration 011) and change_control and set_change_control (migration 015) are SECURITY DEFINER');
+          38, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, raise_generation_to_floor (migration 011), change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) are SECURITY DEFINER');
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef

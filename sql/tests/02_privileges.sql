@@ -4,7 +4,7 @@
 -- renewal owner none on payloads; no bundle role can log in or escalate.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(487);
+SELECT plan(517);
 
 -- Which runtime role may execute which function. record_deployment_version
 -- is not a runtime function: only the role that applied the bundle runs it.
@@ -73,7 +73,15 @@ INSERT INTO expected_execute VALUES
  ('raise_generation_to_floor', '{}', '{}'),
  -- migration 015: change control
  ('change_control', '{}', '{durable_job_auditor,durable_job_operator}'),
- ('set_change_control', '{text,boolean,boolean,text,text,text}', '{durable_job_operator}');
+ ('set_change_control', '{text,boolean,boolean,text,text,text}', '{durable_job_operator}'),
+ -- migration 016: the partial policy change
+ ('update_queue_lease_policy', '{text,interval,interval,interval,boolean,text,text,text}', '{durable_job_operator}'),
+ -- migration 016: the rule functions, executed only by the definer roles (25_rules.sql)
+ ('queue_name_pattern', '{}', '{}'),
+ ('queue_name_is_well_formed', '{text}', '{}'),
+ ('worker_owner_id_pattern', '{}', '{}'),
+ ('worker_owner_id_is_well_formed', '{text}', '{}'),
+ ('effective_lease_policy_queue', '{text}', '{}');
 
 CREATE TEMP TABLE runtime_role (role_name name PRIMARY KEY) ON COMMIT DROP;
 INSERT INTO runtime_role VALUES
