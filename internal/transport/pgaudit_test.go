@@ -26,7 +26,7 @@ var pgauditSettings = map[string]string{
 
 // With pgaudit loaded and the runbook's configuration (pgauditSettings),
 // an operator's lease-policy change through leasectl is audited as the call
-// of set_queue_lease_policy on a line naming the operator's login, without
+// of update_queue_lease_policy on a line naming the operator's login, without
 // its parameters; the writes the definer function makes are not audited
 // (pgaudit skips a definer's own accesses), while a superuser's direct
 // write to the policy table is. The worker's and
@@ -56,10 +56,10 @@ func TestPgauditAuditsPolicyChangesButNeverTokensOrPayloads(t *testing.T) {
 
 	all := readLog(t, cluster.LogPath())
 	policyLines := auditLines(all, operator)
-	require.Contains(t, policyLines, "FUNCTION,EXECUTE,FUNCTION,durable_jobs.set_queue_lease_policy,", policyLines)
+	require.Contains(t, policyLines, "FUNCTION,EXECUTE,FUNCTION,durable_jobs.update_queue_lease_policy,", policyLines)
 	// pgaudit leaves out what a SECURITY DEFINER function reads and writes
 	// as its owner (on purpose: pgaudit/pgaudit#157), so the policy row and
-	// the control evidence written by set_queue_lease_policy have no WRITE
+	// the control evidence written by update_queue_lease_policy have no WRITE
 	// line; the function call is the audit record, the control evidence the
 	// content.
 	require.NotContains(t, policyLines, "WRITE,", policyLines)
