@@ -218,7 +218,6 @@ type heartbeat struct {
 	margin        time.Duration
 	baseInFlight  int
 	maxInFlight   int
-	maxBatch      int
 	commitTimeout time.Duration
 	releasePool   *pgxpool.Pool
 	closePool     *pgxpool.Pool
@@ -252,7 +251,6 @@ func newHeartbeat(cfg heartbeatConfig) *heartbeat {
 		margin:        cfg.margin,
 		baseInFlight:  cfg.baseInFlight,
 		maxInFlight:   cfg.maxInFlight,
-		maxBatch:      maxRenewalBatch,
 		commitTimeout: cfg.commitTimeout,
 		releasePool:   cfg.releasePool,
 		closePool:     cfg.closePool,
@@ -352,7 +350,7 @@ func (h *heartbeat) dueLocked(now time.Time) ([][]*Lease, time.Duration) {
 		}
 		horizon := now.Add(h.queue[0].terms.interval / coalesceFraction)
 		var batch []*Lease
-		for h.queue.Len() > 0 && len(batch) < h.maxBatch && !h.queue[0].nextDue.After(horizon) &&
+		for h.queue.Len() > 0 && len(batch) < maxRenewalBatch && !h.queue[0].nextDue.After(horizon) &&
 			(len(batch) == 0 || !h.queue[0].solo) {
 			l := heap.Pop(&h.queue).(*Lease)
 			h.obs.SchedulerLag(l.claim.queue, max(now.Sub(l.nextDue), 0))
@@ -379,7 +377,7 @@ func (h *heartbeat) dueLocked(now time.Time) ([][]*Lease, time.Duration) {
 // its trust deadline when that is earlier. A slot first finishes the call
 // it has open, then makes one call after another, each taking the measured
 // latency (the attempt timeout before any call has been timed); the due
-// claims go out maxBatch a call.
+// claims go out maxRenewalBatch a call.
 func (h *heartbeat) neededLocked(now time.Time) int {
 	if h.maxInFlight <= h.baseInFlight {
 		return h.baseInFlight
@@ -389,7 +387,7 @@ func (h *heartbeat) neededLocked(now time.Time) int {
 	if latency <= 0 {
 		latency = h.queue[0].terms.attemptTimeout
 	}
-	calls := (due + h.maxBatch - 1) / h.maxBatch
+	calls := (due + maxRenewalBatch - 1) / maxRenewalBatch
 	perSlot := int(answerBy.Sub(now)/latency) - 1
 	if perSlot < 1 {
 		return h.maxInFlight

@@ -51,7 +51,7 @@ func TestRenewalCallsNeededForTheDueLeases(t *testing.T) {
 	// late ago (trusted until 15 s after that, as after a renewal on
 	// time), and n more not due for a second.
 	queue := func(n int, late, latency time.Duration) *heartbeat {
-		h := &heartbeat{baseInFlight: 4, maxInFlight: 16, maxBatch: maxRenewalBatch, latency: latency}
+		h := &heartbeat{baseInFlight: 4, maxInFlight: 16, latency: latency}
 		for i := range 2 * n {
 			due := now.Add(-late)
 			if i%2 == 1 {
