@@ -377,7 +377,7 @@ func TestRenewalsInFlightAreBounded(t *testing.T) {
 	}
 }
 
-// A slow database: every renewal call takes most of its attempt timeout,
+// A slow database: every renewal call takes most of its renewal interval,
 // and the claims due at once fill four calls of renew_job_leases. One call
 // at a time (MaxInFlightRenewals 1, the old fixed bound) would answer the
 // later calls after their claims' trust deadlines and lose them; the
@@ -387,10 +387,10 @@ func TestRenewalsInFlightAreBounded(t *testing.T) {
 func TestSlowDatabaseRaisesRenewalsInFlight(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	// 6 s leases renewed every 2 s; the client's margin is one interval and
-	// its attempts 1.6 s, so a renewal must be answered within 2 s of when
-	// it falls due.
-	p := policy{lease: 6 * time.Second, interval: 2 * time.Second, maxLifetime: time.Hour, renewalEnabled: true}
+	// 9 s leases renewed every 3 s; the client's margin is one interval, so
+	// a renewal must be answered within 3 s of when it falls due (and a
+	// call may take 3 s, its attempt 2.4 s of them).
+	p := policy{lease: 9 * time.Second, interval: 3 * time.Second, maxLifetime: time.Hour, renewalEnabled: true}
 	e := setup(t, p)
 	const batches, batch = 4, 1000 // renew_job_leases takes at most 1,000 claims a call
 	params := make([]goclient.EnqueueParams, batches*batch)
@@ -400,10 +400,12 @@ func TestSlowDatabaseRaisesRenewalsInFlight(t *testing.T) {
 	_, err := e.producer.EnqueueMany(ctx, params)
 	require.NoError(t, err)
 	port := e.heartbeatPort()
-	// Each call takes at least 1.2 s: one call at a time answers the fourth
-	// batch, due at most a few hundred ms after the first, 4 x 1.2 s after
-	// the first fell due, well past the 2 s its claims have.
-	port.setDelay(1200 * time.Millisecond)
+	// Each call takes at least 1.8 s, which leaves the database 1.2 s. One
+	// call at a time answers the fourth batch 3 s + 4 x 1.8 s after the
+	// first was claimed, past its trust deadline (6 s after its own
+	// claim) unless the claims took more than 4 s; the third unless they
+	// took more than 2.4 s.
+	port.setDelay(1800 * time.Millisecond)
 	rec := newRecorder()
 	c := e.worker(goclient.Config{RenewalPort: port, MaxInFlightRenewals: 1, Observer: rec})
 	var leases []*goclient.Lease
@@ -434,7 +436,7 @@ func TestSlowDatabaseRaisesRenewalsInFlight(t *testing.T) {
 	port.setDelay(0)
 	time.Sleep(2 * p.interval)
 	port.setDelay(0)
-	time.Sleep(2 * p.interval)
+	time.Sleep(p.interval + p.interval/2)
 	_, _, peak = port.snapshot()
 	require.Equal(t, 1, peak, "back to MaxInFlightRenewals calls once the database is fast")
 	for _, l := range leases {
