@@ -21,10 +21,10 @@ type HeartbeatResult struct {
 	Database string `json:"database"`
 	// Leases is the number of live leases the client keeps.
 	Leases int `json:"leases"`
-	// MaxInFlight and PoolSize are the client's MaxInFlightRenewals and
-	// RenewalPoolSize.
+	// MaxInFlight is the client's MaxInFlightRenewals.
 	MaxInFlight int `json:"max_in_flight_renewals"`
-	PoolSize    int `json:"renewal_pool_size"`
+	// PoolSize is the client's RenewalPoolSize.
+	PoolSize int `json:"renewal_pool_size"`
 	// PeakInFlight is the most renewal calls open at once over the hold.
 	PeakInFlight int `json:"peak_calls_in_flight"`
 	// MeanInFlight is the time-weighted mean of renewal calls open.
