@@ -28,6 +28,11 @@
 //     and 1,000,000 finished (SUCCEEDED) job rows in the table against the
 //     same operation on a database of the same cluster without them (step
 //     "finished rows");
+//   - one client keeping 100,000 live leases for a minute on the database
+//     as it is (step "heartbeat") and with every renewal call slowed by a
+//     fixed second (step "heartbeat slow"): calls in flight, renewals per
+//     second, call latency, the smallest margin left, false expiries and
+//     the server's CPU;
 //   - a profile of each function's statements (pg_stat_statements).
 //
 // make bench runs it (go run ./bench/cmd/leasebench) and writes

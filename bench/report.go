@@ -143,16 +143,22 @@ func (r *Report) WriteMarkdown(w io.Writer, command string) error {
 		}
 		p("\n")
 	}
-	for _, h := range r.Heartbeat {
+	if len(r.Heartbeat) > 0 {
+		h := r.Heartbeat[0]
 		p("## Heartbeat at scale\n\n")
-		p("One client process (one goclient.Client, its heartbeat pool of 4 connections) keeps %d live\n", h.Leases)
-		p("leases of one queue under the bundle's default policy (30 s lease, renewed every 10 s, 5 s safety\n")
-		p("margin) for %s after the last claim; renewal latency is the renew_job_leases call's (up to 1,000\n", h.Held)
-		p("claims a call), database CPU is the server processes' CPU time over the hold (1.00 = one core).\n\n")
-		p("| leases | held | renewals/s | calls | p50 call ms | p99 call ms | smallest margin left ms | false expiries | database CPU cores |\n")
-		p("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-		p("| %d | %s | %.0f | %d | %.1f | %.1f | %.0f | **%d** | %.2f |\n\n", h.Leases, h.Held, h.RenewalsPerSec, h.Calls,
-			h.P50MS, h.P99MS, h.SmallestMarginMS, h.FalseExpiries, h.DatabaseCPU)
+		p("One client process (one goclient.Client: MaxInFlightRenewals %d, a heartbeat pool of %d connections)\n", h.MaxInFlight, h.PoolSize)
+		p("keeps %d live leases of one queue under the bundle's default policy (30 s lease, renewed every\n", h.Leases)
+		p("10 s, 5 s safety margin) for %s after the last claim (the table analyzed after the claims); the\n", h.Held)
+		p("database as it is, or slowed by a fixed delay before every renew_job_leases call (up to 1,000\n")
+		p("claims a call). Calls in flight are the most open at once and the time-weighted mean; renewal\n")
+		p("latency is the call's; database CPU is the server processes' CPU time over the hold (1.00 = one core).\n\n")
+		p("| database | leases | held | calls in flight: peak | mean | renewals/s | calls | p50 call ms | p99 call ms | smallest margin left ms | false expiries | database CPU cores |\n")
+		p("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		for _, h := range r.Heartbeat {
+			p("| %s | %d | %s | %d | %.1f | %.0f | %d | %.1f | %.1f | %.0f | **%d** | %.2f |\n", h.Database, h.Leases, h.Held,
+				h.PeakInFlight, h.MeanInFlight, h.RenewalsPerSec, h.Calls, h.P50MS, h.P99MS, h.SmallestMarginMS, h.FalseExpiries, h.DatabaseCPU)
+		}
+		p("\n")
 	}
 	for _, pl := range r.Plans {
 		p("### Plan: %s\n\n```\n%s```\n\n", pl.What, pl.Text)

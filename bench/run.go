@@ -44,7 +44,7 @@ type Config struct {
 	EnqueueRounds int
 	// Steps, when not empty, are the only steps run (by name: renewal,
 	// function wrapper, hardening, claims, claim_next_jobs, HOT share,
-	// finished rows, end to end, enqueue, heartbeat, profile).
+	// finished rows, end to end, enqueue, heartbeat, heartbeat slow, profile).
 	Steps []string
 	// PeersDir is the folder of the peer modules (bench/peers).
 	PeersDir string
@@ -225,6 +225,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{"end to end", r.endToEnd},
 		{"enqueue", r.enqueue},
 		{"heartbeat", r.heartbeatAtScale},
+		{"heartbeat slow", r.heartbeatSlow},
 		{"profile", r.profile},
 	} {
 		if len(cfg.Steps) > 0 && !slices.Contains(cfg.Steps, step.name) {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"math"
 	"regexp"
 	"strconv"
 	"sync"
@@ -34,6 +35,10 @@ const DefaultSafetyMargin = 5 * time.Second
 
 // DefaultMaxInFlightRenewals is Config.MaxInFlightRenewals when it is zero.
 const DefaultMaxInFlightRenewals = 4
+
+// renewalPoolFactor: Config.RenewalPoolSize defaults to this many times
+// MaxInFlightRenewals.
+const renewalPoolFactor = 4
 
 // Config holds the settings of a Client. The zero value of every field
 // means its default, so NewClient(pool, Config{}) is a working client: a
@@ -89,9 +94,20 @@ type Config struct {
 	CommitTimeout time.Duration
 
 	// MaxInFlightRenewals is how many renewal calls the client has open at
-	// once (and the size of its heartbeat connection pool). Defaults to
-	// DefaultMaxInFlightRenewals (4).
+	// once while they carry the renewals due in time: each answered within
+	// its attempt timeout of when it fell due, at the measured call latency.
+	// When they cannot (a slow or loaded database, many leases), the
+	// heartbeat opens more, up to RenewalPoolSize, and comes back to this
+	// many once they can. Defaults to DefaultMaxInFlightRenewals (4).
 	MaxInFlightRenewals int
+
+	// RenewalPoolSize is the size of the heartbeat's own connection pool
+	// and the most renewal calls the client ever has open at once (see
+	// MaxInFlightRenewals). It must not be smaller than
+	// MaxInFlightRenewals; equal to it, the heartbeat never opens more
+	// than MaxInFlightRenewals calls. Defaults to four times
+	// MaxInFlightRenewals (16).
+	RenewalPoolSize int
 
 	// Clock supplies the application wall clock, used only to compute the
 	// database clock offset metric (tests and fault campaigns set a skewed
@@ -116,7 +132,7 @@ type Config struct {
 	// set one that wraps or replaces the database. Defaults to
 	// NewPgRenewalPort over the client's own heartbeat pool (same
 	// connection settings as the pool given to NewClient,
-	// MaxInFlightRenewals connections).
+	// RenewalPoolSize connections).
 	RenewalPort RenewalPort
 }
 
@@ -133,6 +149,7 @@ const (
 	msgAttemptTimeoutTooLong   = "attempt timeout must be shorter than the renewal interval"
 	msgInsufficientMargin      = "renewal interval plus attempt timeout plus safety margin must not exceed the lease duration"
 	msgMaxInFlightNegative     = "max in-flight renewals must not be negative"
+	msgRenewalPoolTooSmall     = "renewal pool size must not be smaller than max in-flight renewals"
 	msgConcurrencyNegative     = "concurrency must not be negative"
 	msgNoHandler               = "exactly one of Handler and TxHandler must be set"
 	msgPollIntervalNegative    = "poll interval must not be negative"
@@ -152,6 +169,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxInFlightRenewals == 0 {
 		c.MaxInFlightRenewals = DefaultMaxInFlightRenewals
+	}
+	if c.RenewalPoolSize == 0 {
+		c.RenewalPoolSize = c.MaxInFlightRenewals
+		if c.MaxInFlightRenewals <= math.MaxInt32/renewalPoolFactor { // else it is the pool's size already
+			c.RenewalPoolSize *= renewalPoolFactor
+		}
 	}
 	if c.CommitTimeout == 0 {
 		c.CommitTimeout = DefaultCommitTimeout
@@ -181,6 +204,7 @@ func (c Config) withDefaults() Config {
 //	attempt timeout must not be negative
 //	commit timeout must not be negative
 //	max in-flight renewals must not be negative
+//	renewal pool size must not be smaller than max in-flight renewals (negative too)
 //	renewal interval must be shorter than the lease duration (equal or longer)
 //	attempt timeout must be shorter than the renewal interval
 //	renewal interval plus attempt timeout plus safety margin must not exceed the lease duration
@@ -215,6 +239,8 @@ func (c Config) Validate() error {
 		return &ConfigError{Field: "CommitTimeout", Message: msgCommitTimeoutNegative}
 	case c.MaxInFlightRenewals < 0:
 		return &ConfigError{Field: "MaxInFlightRenewals", Message: msgMaxInFlightNegative}
+	case c.RenewalPoolSize < c.MaxInFlightRenewals:
+		return &ConfigError{Field: "RenewalPoolSize", Message: msgRenewalPoolTooSmall}
 	case c.RenewalInterval == 0:
 		return nil
 	case c.LeaseDuration == 0:
@@ -310,7 +336,7 @@ type Client struct {
 	admin *Admin
 	cfg   Config
 	// heartbeatPool is the client's own pool for renewals, never shared
-	// with handlers, sized MaxInFlightRenewals.
+	// with handlers, sized RenewalPoolSize.
 	heartbeatPool *pgxpool.Pool
 	hb            *heartbeat
 
@@ -330,7 +356,7 @@ func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 	}
 	cfg = cfg.withDefaults()
 	hcfg := pool.Config()
-	hcfg.MaxConns = int32(cfg.MaxInFlightRenewals)
+	hcfg.MaxConns = int32(cfg.RenewalPoolSize)
 	hcfg.MinConns, hcfg.MinIdleConns = 0, 0
 	hcfg.ConnConfig.RuntimeParams["application_name"] = ApplicationName
 	if cfg.AttemptTimeout > 0 {
@@ -349,7 +375,8 @@ func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 		clock:         cfg.Clock,
 		scheduler:     cfg.Scheduler,
 		margin:        cfg.SafetyMargin,
-		maxInFlight:   cfg.MaxInFlightRenewals,
+		baseInFlight:  cfg.MaxInFlightRenewals,
+		maxInFlight:   cfg.RenewalPoolSize,
 		commitTimeout: cfg.CommitTimeout,
 		releasePool:   pool,
 		closePool:     heartbeatPool,

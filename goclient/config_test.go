@@ -56,7 +56,11 @@ func TestConfigRejectsUnsafeIntervals(t *testing.T) {
 		"attempt = interval bound, no lease bound": {with(func(c *goclient.Config) { c.LeaseDuration, c.AttemptTimeout = 0, time.Second }),
 			"AttemptTimeout", "attempt timeout must be shorter than the renewal interval"},
 		"in-flight negative": {with(func(c *goclient.Config) { c.MaxInFlightRenewals = -1 }), "MaxInFlightRenewals", "max in-flight renewals must not be negative"},
-		"owner malformed":    {with(func(c *goclient.Config) { c.OwnerID = "worker one" }), "OwnerID", "owner id must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"},
+		"renewal pool below in-flight": {with(func(c *goclient.Config) { c.MaxInFlightRenewals, c.RenewalPoolSize = 8, 4 }),
+			"RenewalPoolSize", "renewal pool size must not be smaller than max in-flight renewals"},
+		"renewal pool negative": {with(func(c *goclient.Config) { c.RenewalPoolSize = -1 }),
+			"RenewalPoolSize", "renewal pool size must not be smaller than max in-flight renewals"},
+		"owner malformed": {with(func(c *goclient.Config) { c.OwnerID = "worker one" }), "OwnerID", "owner id must match ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, err := goclient.NewClient(pool, tc.cfg)
@@ -107,6 +111,10 @@ func TestConfigRejectsUnsafeIntervals(t *testing.T) {
 	require.Equal(t, goclient.DefaultSafetyMargin, def.SafetyMargin, "the safety margin defaults to 5 s")
 	require.Equal(t, 5*time.Second, goclient.DefaultSafetyMargin)
 	require.Equal(t, goclient.DefaultMaxInFlightRenewals, def.MaxInFlightRenewals)
+	require.Equal(t, 16, def.RenewalPoolSize, "the renewal pool defaults to four times MaxInFlightRenewals")
+	// Four times a huge MaxInFlightRenewals would overflow: the pool is then that size.
+	require.NoError(t, goclient.Config{MaxInFlightRenewals: math.MaxInt}.Validate())
+	require.NoError(t, goclient.Config{MaxInFlightRenewals: 3, RenewalPoolSize: 3}.Validate(), "a pool of MaxInFlightRenewals: a fixed bound")
 	require.Equal(t, goclient.DefaultCommitTimeout, def.CommitTimeout)
 	require.Zero(t, def.LeaseDuration, "no lease bound by default: the policy decides")
 	require.Zero(t, def.RenewalInterval, "no interval bound by default: the policy decides")

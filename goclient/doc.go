@@ -119,8 +119,16 @@
 // the same deadline (getting its connection first may take up to one
 // interval, never past the trust deadline).
 // Renewals that fall due within a tenth of the interval of each other go out
-// in one call; none is sent later than its own schedule; at most
-// Config.MaxInFlightRenewals calls are open at once.
+// in one call (at most 1,000 claims); none is sent later than its own
+// schedule. Config.MaxInFlightRenewals calls are open at once while they
+// carry the renewals due in time: each answered within its attempt timeout
+// of when it fell due, at the measured call latency (a longer call raises
+// the measure at once, a shorter one lowers it gradually). When they cannot
+// (a slow or loaded database, many leases), the heartbeat opens more calls,
+// as many as the due claims need, never more than Config.RenewalPoolSize
+// (the size of its pool), and comes back to MaxInFlightRenewals once the
+// calls are fast again. This changes only how many calls are open, never
+// the trust deadline.
 //
 // The database answers with lease_expires_at and database_time, both on its
 // own clock. The client turns them into a local deadline on the monotonic
@@ -271,9 +279,10 @@
 // ConfigError.Field "Concurrency"), and the worker never claims more jobs than
 // the pool has connections free, so no claim waits unstarted while its
 // lease runs. A worked example: Concurrency 8 with a TxHandler needs
-// MaxConns 9; the heartbeat opens its own pool of MaxInFlightRenewals
-// connections (default 4) as the same login, so each such process uses at
-// most 13 connections, and three replicas 39 of the server's
+// MaxConns 9; the heartbeat opens its own pool of RenewalPoolSize
+// connections (default 16, four times MaxInFlightRenewals; 4 of them while
+// the database keeps up) as the same login, so each such process uses at
+// most 25 connections, and three replicas 75 of the server's
 // max_connections:
 //
 //	cfg, err := goclient.ParsePoolConfig(workerURL, 0)

@@ -193,7 +193,11 @@ type heartbeatConfig struct {
 	scheduler Scheduler
 	// margin is the safety margin taken off every granted lease.
 	margin time.Duration
-	// maxInFlight bounds the renewal calls open at once.
+	// baseInFlight is how many renewal calls are open at once while
+	// they carry the renewals due within their attempt timeout.
+	baseInFlight int
+	// maxInFlight bounds the renewal calls open at once when they do not
+	// (the heartbeat pool's size).
 	maxInFlight int
 	// commitTimeout bounds the commit of the releases at close.
 	commitTimeout time.Duration
@@ -212,6 +216,7 @@ type heartbeat struct {
 	clock         Clock
 	sched         Scheduler
 	margin        time.Duration
+	baseInFlight  int
 	maxInFlight   int
 	commitTimeout time.Duration
 	releasePool   *pgxpool.Pool
@@ -226,6 +231,10 @@ type heartbeat struct {
 	live     map[*Lease]struct{}
 	inFlight int
 	closing  bool
+	// latency is the measured renewal call latency: a longer call raises
+	// it at once, a shorter one brings it down by latencyDecay of the
+	// difference. Zero until the first call has been timed.
+	latency time.Duration
 
 	wake     chan struct{}
 	loopDone chan struct{}
@@ -240,6 +249,7 @@ func newHeartbeat(cfg heartbeatConfig) *heartbeat {
 		clock:         cfg.clock,
 		sched:         cfg.scheduler,
 		margin:        cfg.margin,
+		baseInFlight:  cfg.baseInFlight,
 		maxInFlight:   cfg.maxInFlight,
 		commitTimeout: cfg.commitTimeout,
 		releasePool:   cfg.releasePool,
@@ -327,9 +337,16 @@ func (h *heartbeat) run() {
 // long to sleep before the next check.
 func (h *heartbeat) dueLocked(now time.Time) ([][]*Lease, time.Duration) {
 	var batches [][]*Lease
-	for h.queue.Len() > 0 && h.inFlight < h.maxInFlight {
+	limit, raised := h.baseInFlight, false
+	for h.queue.Len() > 0 {
 		if wait := h.queue[0].nextDue.Sub(now); wait > 0 {
 			return batches, wait
+		}
+		if h.inFlight >= limit && !raised {
+			limit, raised = h.neededLocked(now), true
+		}
+		if h.inFlight >= limit {
+			break
 		}
 		horizon := now.Add(h.queue[0].terms.interval / coalesceFraction)
 		var batch []*Lease
@@ -350,6 +367,32 @@ func (h *heartbeat) dueLocked(now time.Time) ([][]*Lease, time.Duration) {
 	// Nothing queued, or every slot busy: a finished attempt or a new lease
 	// signals the loop.
 	return batches, time.Hour
+}
+
+// neededLocked is how many renewal calls the heartbeat may have open now
+// that baseInFlight are: baseInFlight while they carry the renewals due in
+// time, more (up to maxInFlight) when they cannot. In time is before the
+// earliest answer deadline of the due claims: a claim's next due time plus
+// its attempt timeout (the schedule the safety-margin rule allows for), or
+// its trust deadline when that is earlier. A slot first finishes the call
+// it has open, then makes one call after another, each taking the measured
+// latency (the attempt timeout before any call has been timed); the due
+// claims go out maxRenewalBatch a call.
+func (h *heartbeat) neededLocked(now time.Time) int {
+	if h.maxInFlight <= h.baseInFlight {
+		return h.baseInFlight
+	}
+	due, answerBy := h.queue.backlog(0, now, 0, h.queue[0].trustedUntil)
+	latency := h.latency
+	if latency <= 0 {
+		latency = h.queue[0].terms.attemptTimeout
+	}
+	calls := (due + maxRenewalBatch - 1) / maxRenewalBatch
+	perSlot := int(answerBy.Sub(now)/latency) - 1
+	if perSlot < 1 {
+		return h.maxInFlight
+	}
+	return min(max((calls+perSlot-1)/perSlot, h.baseInFlight), h.maxInFlight)
 }
 
 // submit hands one attempt to the Scheduler.
@@ -408,6 +451,7 @@ func (h *heartbeat) finish(batch []*Lease, sentAt time.Time, results []RenewalRe
 	recvAt := time.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.timeLocked(recvAt.Sub(sentAt))
 	h.inFlight--
 	h.obs.RenewalsInFlight(h.inFlight)
 	h.signal()
@@ -459,6 +503,21 @@ func (h *heartbeat) finish(batch []*Lease, sentAt time.Time, results []RenewalRe
 			h.loseLocked(l, LossStale, ErrStaleClaim)
 		}
 	}
+}
+
+// latencyDecay: a renewal call shorter than the measured latency brings
+// it down by 1/latencyDecay of the difference.
+const latencyDecay = 4
+
+// timeLocked takes one renewal call's latency d into the measured latency:
+// the first call sets it, a longer call raises it at once, a shorter one
+// lowers it gradually, so one fast call does not hide a slow database.
+func (h *heartbeat) timeLocked(d time.Duration) {
+	if d > h.latency {
+		h.latency = d
+		return
+	}
+	h.latency -= (h.latency - d) / latencyDecay
 }
 
 // extendLocked moves the trust deadline to sentAt + granted - margin when
@@ -542,6 +601,31 @@ func (h *heartbeat) close() {
 
 // leaseHeap orders queued leases by their next due time.
 type leaseHeap []*Lease
+
+// backlog counts the leases of the subtree at i that are due at now
+// (nextDue not after it) and returns their number and the earliest answer
+// deadline among them and answerBy: nextDue plus the attempt timeout, or
+// the trust deadline when earlier. A lease that is not due has no due
+// lease below it, so only the due part of the heap is visited.
+func (q leaseHeap) backlog(i int, now time.Time, due int, answerBy time.Time) (int, time.Time) {
+	if i >= len(q) || q[i].nextDue.After(now) {
+		return due, answerBy
+	}
+	l := q[i]
+	answerBy = earliest(answerBy, l.trustedUntil, l.nextDue.Add(l.terms.attemptTimeout))
+	due, answerBy = q.backlog(2*i+1, now, due+1, answerBy)
+	return q.backlog(2*i+2, now, due, answerBy)
+}
+
+// earliest returns the earliest of times.
+func earliest(t time.Time, times ...time.Time) time.Time {
+	for _, u := range times {
+		if u.Before(t) {
+			t = u
+		}
+	}
+	return t
+}
 
 // Len is the number of leases waiting for their next renewal (heap.Interface).
 func (q leaseHeap) Len() int { return len(q) }

@@ -342,8 +342,9 @@ func TestRenewalsDueTogetherGoOutAsOneCall(t *testing.T) {
 	}
 }
 
-// The heartbeat has at most MaxInFlightRenewals calls open; renewals that
-// fall due while every slot is busy wait and then go out together.
+// The heartbeat has at most RenewalPoolSize calls open, however slow the
+// database; renewals that fall due while every slot is busy wait and then
+// go out together.
 func TestRenewalsInFlightAreBounded(t *testing.T) {
 	t.Parallel()
 	e := setup(t, slowPolicy)
@@ -351,7 +352,7 @@ func TestRenewalsInFlightAreBounded(t *testing.T) {
 	port := e.heartbeatPort()
 	port.delay = 400 * time.Millisecond // a slow database: each call takes longer than the claims are apart
 	rec := newRecorder()
-	c := e.worker(goclient.Config{RenewalPort: port, MaxInFlightRenewals: 1, Observer: rec, AttemptTimeout: 800 * time.Millisecond})
+	c := e.worker(goclient.Config{RenewalPort: port, MaxInFlightRenewals: 1, RenewalPoolSize: 1, Observer: rec, AttemptTimeout: 800 * time.Millisecond})
 	var leases []*goclient.Lease
 	for range 3 {
 		leases = append(leases, c.Keep(context.Background(), claim(t, c)))
@@ -373,6 +374,74 @@ func TestRenewalsInFlightAreBounded(t *testing.T) {
 	defer rec.mu.Unlock()
 	for _, n := range rec.inFlight {
 		require.LessOrEqual(t, n, 1)
+	}
+}
+
+// A slow database: every renewal call takes most of its renewal interval,
+// and the claims due at once fill four calls of renew_job_leases. One call
+// at a time (MaxInFlightRenewals 1, the old fixed bound) would answer the
+// later calls after their claims' trust deadlines and lose them; the
+// heartbeat opens more calls instead, up to its pool's size, keeps every
+// lease, and comes back to one call at a time once the database is fast
+// again.
+func TestSlowDatabaseRaisesRenewalsInFlight(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// 9 s leases renewed every 3 s; the client's margin is one interval, so
+	// a renewal must be answered within 3 s of when it falls due (and a
+	// call may take 3 s, its attempt 2.4 s of them).
+	p := policy{lease: 9 * time.Second, interval: 3 * time.Second, maxLifetime: time.Hour, renewalEnabled: true}
+	e := setup(t, p)
+	const batches, batch = 4, 1000 // renew_job_leases takes at most 1,000 claims a call
+	params := make([]goclient.EnqueueParams, batches*batch)
+	for i := range params {
+		params[i] = goclient.EnqueueParams{Queue: testQueue, Payload: []byte(`{}`)}
+	}
+	_, err := e.producer.EnqueueMany(ctx, params)
+	require.NoError(t, err)
+	port := e.heartbeatPort()
+	// Each call takes at least 1.8 s, which leaves the database 1.2 s. One
+	// call at a time answers the fourth batch 3 s + 4 x 1.8 s after the
+	// first was claimed, past its trust deadline (6 s after its own
+	// claim) unless the claims took more than 4 s; the third unless they
+	// took more than 2.4 s.
+	port.setDelay(1800 * time.Millisecond)
+	rec := newRecorder()
+	c := e.worker(goclient.Config{RenewalPort: port, MaxInFlightRenewals: 1, Observer: rec})
+	var leases []*goclient.Lease
+	for len(leases) < batches*batch {
+		jobs, err := c.ClaimMany(ctx, testQueue, batch)
+		require.NoError(t, err)
+		require.NotEmpty(t, jobs)
+		for _, j := range jobs {
+			leases = append(leases, c.Keep(ctx, j))
+		}
+	}
+	time.Sleep(3*p.interval + p.interval/2)
+	for _, l := range leases {
+		require.NoError(t, l.Err(), "every lease kept on the slow database")
+	}
+	require.Zero(t, rec.lostCount(goclient.LossTrustDeadlinePassed))
+	require.GreaterOrEqual(t, rec.renewalCount(goclient.RenewalRenewed), 2*batches*batch)
+	_, _, peak := port.snapshot()
+	require.Greater(t, peak, 1, "more than MaxInFlightRenewals calls were open")
+	rec.mu.Lock()
+	for _, n := range rec.inFlight {
+		require.LessOrEqual(t, n, 4, "never more calls than the pool's size (4 x MaxInFlightRenewals)")
+	}
+	rec.mu.Unlock()
+
+	// The database is fast again: after a few calls the measured latency
+	// is down, and one call at a time carries the renewals.
+	port.setDelay(0)
+	time.Sleep(2 * p.interval)
+	port.setDelay(0)
+	time.Sleep(p.interval + p.interval/2)
+	_, _, peak = port.snapshot()
+	require.Equal(t, 1, peak, "back to MaxInFlightRenewals calls once the database is fast")
+	for _, l := range leases {
+		require.NoError(t, l.Err())
+		l.Stop()
 	}
 }
 

@@ -380,18 +380,27 @@ func (p *countingPort) RenewClaims(ctx context.Context, claims []goclient.Claim)
 	p.sentAt = append(p.sentAt, time.Now())
 	p.active++
 	p.peak = max(p.peak, p.active)
+	delay := p.delay
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
 		p.active--
 		p.mu.Unlock()
 	}()
-	time.Sleep(p.delay)
+	time.Sleep(delay)
 	r, err := p.inner.RenewClaims(ctx, claims)
 	if p.truncate {
 		r = r[:0]
 	}
 	return r, err
+}
+
+// setDelay changes the latency added to each call from now on and resets
+// the peak of calls open at once.
+func (p *countingPort) setDelay(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay, p.peak = d, p.active
 }
 
 func (p *countingPort) snapshot() ([][]int64, []time.Time, int) {

@@ -68,8 +68,8 @@ type WorkerConfig struct {
 	// too), so it never holds a claim it cannot start. For example, with
 	// Concurrency 8 and a TxHandler, give the pool MaxConns 9 (or more, if
 	// the program uses it for other work); the heartbeat adds its own pool
-	// of Config.MaxInFlightRenewals connections (default 4), so one such
-	// process opens at most 9 + 4 = 13 connections as its login role.
+	// of Config.RenewalPoolSize connections (default 16), so one such
+	// process opens at most 9 + 16 = 25 connections as its login role.
 	Concurrency int
 	// PollInterval is how long the worker waits after a claim found less
 	// work than it had room for. Default: DefaultPollInterval.

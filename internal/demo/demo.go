@@ -600,7 +600,7 @@ func (d *demo) newWorker(ctx context.Context, story int, label string) *demoWork
 		seen: map[int64]portSeen{}}
 	client := must(goclient.NewClient(pool, goclient.Config{
 		LeaseDuration: demoLeaseDuration, RenewalInterval: demoRenewalInterval, SafetyMargin: demoSafetyMargin,
-		AttemptTimeout: demoAttemptTimeout, MaxInFlightRenewals: 2, RenewalPort: port,
+		AttemptTimeout: demoAttemptTimeout, MaxInFlightRenewals: 2, RenewalPoolSize: 2, RenewalPort: port,
 	}))
 	return &demoWorker{label: label, pool: pool, hbPool: hbPool, port: port, client: client}
 }
