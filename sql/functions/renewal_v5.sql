@@ -63,7 +63,10 @@ BEGIN
         lease_renewal_count = j.lease_renewal_count + CASE WHEN p.renewal_enabled THEN 1 ELSE 0 END
     FROM durable_jobs.queue_lease_policy p
     WHERE j.job_record_id = p_job_record_id
-      AND j.job_status = 'RUNNING'
+      -- compared as text: no statistics can then make a partial index of RUNNING
+      -- rows (empty to a planner whose ANALYZE ran before the claims) look
+      -- cheaper than the primary key; the key finds the row, this checks it
+      AND j.job_status::text = 'RUNNING'
       AND j.lease_claim_digest = pg_catalog.sha256(pg_catalog.uuid_send(p_lease_claim_token))
       AND j.lease_owner_id = p_worker_owner_id
       AND j.lease_claimed_by_role = SESSION_USER
@@ -157,7 +160,10 @@ BEGIN
           SELECT j.job_record_id AS fenced_id, j.ctid AS fenced_ctid
           FROM durable_jobs.job_record j
           WHERE j.job_record_id = i.input_job_id
-            AND j.job_status = 'RUNNING'
+            -- compared as text: no statistics can then make a partial index of RUNNING
+            -- rows (empty to a planner whose ANALYZE ran before the claims) look
+            -- cheaper than the primary key; the key finds the row, this checks it
+            AND j.job_status::text = 'RUNNING'
             AND j.lease_claim_digest = pg_catalog.sha256(pg_catalog.uuid_send(i.input_token))
             AND j.lease_owner_id = p_worker_owner_id
             AND j.lease_claimed_by_role = SESSION_USER
@@ -208,7 +214,10 @@ BEGIN
                     WHEN c.input_job_id <> ALL (COALESCE(v_locked_ids, '{}'))
                          AND EXISTS (SELECT FROM durable_jobs.job_record jq
                                      WHERE jq.job_record_id = c.input_job_id
-                                       AND jq.job_status = 'RUNNING'
+                                       -- compared as text: no statistics can then make a partial index of RUNNING
+                                       -- rows (empty to a planner whose ANALYZE ran before the claims) look
+                                       -- cheaper than the primary key; the key finds the row, this checks it
+                                       AND jq.job_status::text = 'RUNNING'
                                        AND jq.lease_claim_digest = pg_catalog.sha256(pg_catalog.uuid_send(c.input_token))
                                        AND jq.lease_owner_id = p_worker_owner_id
                                        AND jq.lease_claimed_by_role = SESSION_USER

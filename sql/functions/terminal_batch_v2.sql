@@ -74,7 +74,10 @@ BEGIN
           SELECT j.ctid AS fenced_ctid
           FROM durable_jobs.job_record j
           WHERE j.job_record_id = i.input_job_id
-            AND j.job_status = 'RUNNING'
+            -- compared as text: no statistics can then make a partial index of RUNNING
+            -- rows (empty to a planner whose ANALYZE ran before the claims) look
+            -- cheaper than the primary key; the key finds the row, this checks it
+            AND j.job_status::text = 'RUNNING'
             AND j.lease_claim_digest = pg_catalog.sha256(pg_catalog.uuid_send(i.input_token))
             AND j.lease_owner_id = p_worker_owner_id
             AND j.lease_claimed_by_role = SESSION_USER
