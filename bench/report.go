@@ -148,7 +148,7 @@ func (r *Report) WriteMarkdown(w io.Writer, command string) error {
 		p("## Heartbeat at scale\n\n")
 		p("One client process (one goclient.Client: MaxInFlightRenewals %d, a heartbeat pool of %d connections)\n", h.MaxInFlight, h.PoolSize)
 		p("keeps %d live leases of one queue under the bundle's default policy (30 s lease, renewed every\n", h.Leases)
-		p("10 s, 5 s safety margin) for %s after the last claim (the table analyzed after the claims); the\n", h.Held)
+		p("10 s, 5 s safety margin) for %s after the last claim (the table analyzed before the claims, so its statistics count no running job); the\n", h.Held)
 		p("database as it is, or slowed by a fixed delay before every renew_job_leases call (up to 1,000\n")
 		p("claims a call). Calls in flight are the most open at once and the time-weighted mean; renewal\n")
 		p("latency is the call's; database CPU is the server processes' CPU time over the hold (1.00 = one core).\n\n")
