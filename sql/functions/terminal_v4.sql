@@ -5,7 +5,7 @@
 -- were queued: the partial indexes of RUNNING rows look empty) read the
 -- whole job_record_running_by_queue index for every complete_job,
 -- retry_job, fail_job and release_job_claim: O(live leases) per call
--- (TestRenewalAndCompletionUseThePrimaryKeyUnderStaleStatistics). The
+-- (TestCallsOnOneJobUseThePrimaryKeyUnderStaleStatistics). The
 -- other terminal functions stay as v2 and v3 have them.
 
 -- lock_fenced_claim: private helper of the terminal family. Checks the claim

@@ -21,15 +21,16 @@
 --   (audit_v5.sql) and update_queue_lease_policy.
 -- * Every fenced lookup of one claim's row (renewal_v5.sql, the locking
 --   probe of terminal_batch_v2.sql, lock_fenced_claim of terminal_v4.sql
---   behind complete_job, retry_job, fail_job and release_job_claim) checks
---   the status as text beside the primary key, so statistics gathered
+--   behind complete_job, retry_job, fail_job and release_job_claim, and
+--   replay_job of producer_v3.sql) checks the status as text beside the
+--   primary key, so statistics gathered
 --   before a burst of claims (the partial indexes of RUNNING rows then look
 --   empty) can no longer make each call read every live lease of the
 --   queue through job_record_running_by_queue: found by the heartbeat at
 --   100,000 leases, where renew_job_leases of 1,000 claims took about 9 s.
 -- The down part puts every previous version back (claim_v3.sql,
 -- renewal_v4.sql, terminal_batch.sql, terminal_v2.sql and terminal_v3.sql
--- (lock_fenced_claim v2, release_job_claim v3), audit_v4.sql, require_well_formed of
+-- (lock_fenced_claim v2, release_job_claim v3), producer_v2.sql, audit_v4.sql, require_well_formed of
 -- input_checks_v2.sql inline) and drops the new functions.
 
 {{ template "functions/rules.sql" . }}
@@ -39,6 +40,7 @@
 {{ template "functions/renewal_v5.sql" . }}
 {{ template "functions/terminal_batch_v2.sql" . }}
 {{ template "functions/terminal_v4.sql" . }}
+{{ template "functions/producer_v3.sql" . }}
 {{ template "functions/audit_v5.sql" . }}
 
 SELECT pg_catalog.pg_advisory_xact_lock(1279655936, 1);
@@ -55,6 +57,7 @@ DROP FUNCTION durable_jobs.complete_jobs(text, bigint[], uuid[], jsonb[]);
 {{ template "functions/terminal_batch.sql" . }}
 {{ template "functions/terminal_v2.sql" . }}
 {{ template "functions/terminal_v3.sql" . }}
+{{ template "functions/producer_v2.sql" . }}
 DROP FUNCTION durable_jobs.lease_health_by_queue();
 {{ template "functions/audit_v4.sql" . }}
 -- require_well_formed version 2, exactly as input_checks_v2.sql defines it.
