@@ -59,6 +59,14 @@ func (e *env) count(status goclient.JobStatus) int {
 	return n
 }
 
+// requireFirstAttempt requires every job of ids to be at attempt 1.
+func (e *env) requireFirstAttempt(ids []int64) {
+	e.t.Helper()
+	for _, id := range ids {
+		require.Equal(e.t, 1, e.state(id).AttemptNumber, "job %d", id)
+	}
+}
+
 // A Handler's job frees its worker slot when the handler returns, not when
 // its completion commits: with Concurrency 1, the first job's completion
 // waits on a row lock held by another session, and the next job's handler
@@ -94,9 +102,7 @@ func TestFinishedHandlerFreesItsSlotBeforeItsCompletionCommits(t *testing.T) {
 	locks.release()
 	waitFor(t, 10*time.Second, "both jobs to succeed", func() bool { return e.count(goclient.StatusSucceeded) == 2 })
 	require.NoError(t, stop())
-	for _, id := range ids {
-		require.Equal(t, 1, e.state(id).AttemptNumber, "job %d", id)
-	}
+	e.requireFirstAttempt(ids)
 }
 
 // Claims awaiting their completion are bounded by Concurrency: with
@@ -141,9 +147,7 @@ func TestClaimsAwaitingCompletionAreBoundedByConcurrency(t *testing.T) {
 	waitFor(t, 10*time.Second, "every job to succeed", func() bool { return e.count(goclient.StatusSucceeded) == 8 })
 	require.NoError(t, stop())
 	require.Equal(t, 8, handlers())
-	for _, id := range ids {
-		require.Equal(t, 1, e.state(id).AttemptNumber, "job %d", id)
-	}
+	e.requireFirstAttempt(ids)
 }
 
 // A completion that finds its claim stale after the slot was freed is
