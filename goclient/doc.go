@@ -208,7 +208,9 @@
 // terminal write's COMMIT passes its deadline (commit_timeout), or a claim
 // or a job's transaction fails on a lost connection (connection_lost) or
 // runs out of time (timeout). A claim made then would wait unstarted, and
-// one whose answer is lost uses an attempt for nothing. Instead it sends a
+// one whose answer is lost uses an attempt for nothing (until the first
+// deadline passes, the bound on pending completions, below, bounds the
+// claims a stall lets through). Instead it sends a
 // probe every PollInterval: a transaction that writes WAL (a transactional
 // logical decoding message) and so waits for a synchronous standby as a
 // completion does, with the commit deadline. When a probe commits, the
@@ -238,6 +240,19 @@
 // stale (complete_jobs then completes none), each is completed alone with
 // complete_job. TxHandler jobs are completed in their own transaction, as
 // always.
+//
+// A Handler's job frees its worker slot (WorkerConfig.Concurrency) when the
+// handler returns nil, as River's executor does, not when its completion
+// commits: the claim stays held, renewed by the heartbeat and fenced as
+// before, until the completion commits or finds it stale, and the worker
+// meanwhile runs the next job. Completions pending are bounded by
+// Concurrency too (a handler that returns while Concurrency are pending
+// keeps its slot until one ends), so a worker holds at most 2 x Concurrency
+// claims, and during a commit stall it claims at most that many before its
+// first completion's deadline opens the breaker. A retry or failure the
+// handler returned, and a TxHandler job, keep the slot until their own
+// transaction ends. Run's shutdown waits for pending completions as for
+// running handlers.
 //
 // # Configuration
 //

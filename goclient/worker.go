@@ -58,7 +58,19 @@ type WorkerConfig struct {
 	Handler Handler
 	// TxHandler runs each job inside the completing transaction (set this or Handler).
 	TxHandler TxHandler
-	// Concurrency is how many jobs run at once. Default: 1.
+	// Concurrency is how many handlers run at once. Default: 1.
+	//
+	// A Handler's job frees its slot when the handler returns nil: its
+	// completion is then made by the worker's completer (with the jobs that
+	// finish close together, one complete_jobs transaction), and the claim
+	// stays held, renewed by the heartbeat and fenced as before, until that
+	// completion commits or finds the claim stale. At most Concurrency
+	// completions are pending at once (a handler that returns while
+	// Concurrency are keeps its slot until one ends), so a worker holds at
+	// most 2 x Concurrency claims: Concurrency running and Concurrency
+	// awaiting their completion. A handler's error (a retry or a failure,
+	// each written in a transaction of its own) and a TxHandler (completed
+	// in its own transaction) keep the slot until the write ends.
 	//
 	// A TxHandler holds one connection of the client's pool for as long as
 	// it runs (its transaction), so with a TxHandler the pool's MaxConns
@@ -92,8 +104,15 @@ type Worker struct {
 	cfg WorkerConfig
 
 	mu     sync.Mutex
-	leases map[*Lease]struct{}
+	leases map[*Lease]struct{} // every claim the worker holds: running or awaiting its completion
 	wake   chan struct{}
+	// awaiting counts the claims in leases whose handler returned and whose
+	// completion has not committed yet (guarded by mu): they hold no worker
+	// slot. completionSlots (capacity Concurrency) bounds them: a handler
+	// that returns while Concurrency completions are pending keeps its slot
+	// until one of them ends.
+	awaiting        int
+	completionSlots chan struct{}
 	// txConns counts the TxHandler transactions that hold a pool connection
 	// now (room subtracts the jobs still waiting for one).
 	txConns atomic.Int64
@@ -150,7 +169,7 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 		avail = NopObserver{}
 	}
 	return &Worker{c: c, cfg: cfg, leases: make(map[*Lease]struct{}), wake: make(chan struct{}, 1),
-		completions: newCompleter(c), avail: avail}, nil
+		completionSlots: make(chan struct{}, cfg.Concurrency), completions: newCompleter(c), avail: avail}, nil
 }
 
 // defaultRetryDelay is 1 s doubled per attempt, at most 1 h.
@@ -160,9 +179,11 @@ func defaultRetryDelay(attempt int) time.Duration {
 
 // Run claims and runs jobs until ctx is cancelled, then shuts down
 // gracefully: it stops claiming, waits up to ShutdownTimeout for in-flight
-// handlers, then releases the claims of those still running (their contexts
-// are cancelled with ErrLeaseReleased) and waits for them to return. Every
-// heartbeat of the worker's leases has stopped when Run returns.
+// handlers and the completions still pending (see WorkerConfig.Concurrency),
+// then releases the claims of those not done (their contexts are cancelled
+// with ErrLeaseReleased; a pending completion then writes nothing) and waits
+// for them to return. Every heartbeat of the worker's leases has stopped
+// when Run returns.
 //
 // Run returns nil after a shutdown by ctx. It stops early, with the same
 // shutdown, and returns the error when claiming fails for a reason that
@@ -301,11 +322,34 @@ func (w *Worker) room() int {
 	return free
 }
 
-// active returns the number of jobs running.
+// active returns the number of worker slots taken: the claims held less
+// those awaiting their completion.
 func (w *Worker) active() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.leases)
+	return len(w.leases) - w.awaiting
+}
+
+// signal wakes the claim loop: a worker slot is free.
+func (w *Worker) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// awaitCompletion frees the worker slot of a job whose handler returned
+// and whose completion the completer makes: once fewer than Concurrency
+// completions are pending (else it waits, slot kept, for one to end), the
+// claim counts as awaiting its completion, not running, and the claim loop
+// may fill the slot. The claim stays in leases, on the heartbeat, until
+// its completion ends (start).
+func (w *Worker) awaitCompletion() {
+	w.completionSlots <- struct{}{}
+	w.mu.Lock()
+	w.awaiting++
+	w.mu.Unlock()
+	w.signal()
 }
 
 // start runs job on a new goroutine under a new lease. A job claimed after
@@ -319,14 +363,17 @@ func (w *Worker) start(base context.Context, job Job, wg *sync.WaitGroup) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		w.process(lease, job)
+		awaited := w.process(lease, job)
 		w.mu.Lock()
 		delete(w.leases, lease)
-		w.mu.Unlock()
-		select {
-		case w.wake <- struct{}{}:
-		default:
+		if awaited {
+			w.awaiting--
 		}
+		w.mu.Unlock()
+		if awaited {
+			<-w.completionSlots
+		}
+		w.signal()
 	}()
 }
 
@@ -390,8 +437,10 @@ func (e *handlerError) Error() string { return e.err.Error() }
 // errAbandoned: the lease ended before the terminal write, so none is made.
 var errAbandoned = errors.New("leasefence: lease ended before the terminal write")
 
-// process runs one job and makes its terminal write.
-func (w *Worker) process(lease *Lease, job Job) {
+// process runs one job and makes its terminal write. It reports whether
+// the job's slot was freed before that write (awaitCompletion): a Handler
+// that returned nil frees it, its completion then made by the completer.
+func (w *Worker) process(lease *Lease, job Job) (awaited bool) {
 	ctx := lease.Context()
 	// Terminal writes outlive the lease context (the database fences them
 	// anyway); each is bounded by the claim's lease duration from when it
@@ -418,6 +467,8 @@ func (w *Worker) process(lease *Lease, job Job) {
 	} else if herr := w.protect(job, func() error { return w.cfg.Handler(ctx, job) }); herr != nil {
 		err = &handlerError{herr}
 	} else {
+		w.awaitCompletion()
+		awaited = true
 		err = w.completions.complete(bg, lease, job.claim)
 	}
 	var he *handlerError
@@ -450,6 +501,7 @@ func (w *Worker) process(lease *Lease, job Job) {
 	// lapses at its expiry and a reclaim uses up an attempt, so a job whose
 	// terminal write keeps failing cannot loop forever.
 	lease.Stop()
+	return awaited
 }
 
 // maxTxReruns bounds how often a TxHandler job whose transaction lost its
