@@ -57,6 +57,10 @@ func (r *Report) WriteMarkdown(w io.Writer, command string) error {
 				"version 2's, so below 1.00 the newer version costs more"},
 		{"claim", "Claim against a bare SKIP LOCKED claim, by live leases in the queue", "goal ≥ 0.80, and flat within 20 % from 0 to the most live leases"},
 		{"poll", "A claim that finds nothing due", "no goal: shows the probe is bounded"},
+		{"claim_wrapper", "What claim_next_job's wrapper costs",
+			"no goal; claim_next_job is a function of the contract's shape whose body returns claim_next_jobs(…, 1), " +
+				"itself of that shape: ours calls claim_next_jobs(…, 1) directly, the baseline claim_next_job, on one " +
+				"queue with no live lease, so a ratio above 1.00 is the share of a claim the second call costs"},
 		{"claim_batch", "claim_next_jobs per job against claim_next_job", "goal ≥ 5 (a job of a batch costs at most a fifth)"},
 		{"finished", "Cost as the work grows: finished job rows in the table",
 			"no goal; two databases of this cluster at the newest version with the same live claims and due jobs, " +

@@ -396,12 +396,39 @@ func (r *runner) claims(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := r.claimWrapper(ctx, due); err != nil {
+		return err
+	}
 	ours, base := claimLoads(r.e, "bench_poll", false)
 	if err := r.compare(ctx, Comparison{Group: "poll", Name: fmt.Sprintf("claim_next_job, nothing due, %d live leases", largest),
 		Ours: "claim_next_job (zero rows)", Baseline: "the bare claim (zero rows)", Unit: "poll"}, ours, base); err != nil {
 		return err
 	}
 	return r.explainProbes(ctx, fmt.Sprintf("bench_claim_%d", largest), largest)
+}
+
+// claimWrapper compares claim_next_jobs(…, 1) with claim_next_job on one
+// queue holding due jobs for both sides: what claim_next_job's own call
+// adds to a claim.
+func (r *runner) claimWrapper(ctx context.Context, due int) error {
+	const queue = "bench_claim_wrapper"
+	if err := r.e.addDueJobs(ctx, queue, 2*due); err != nil {
+		return err
+	}
+	if err := r.e.analyze(ctx); err != nil {
+		return err
+	}
+	claimWith := func(sql string) load {
+		return load{pool: r.e.worker, clients: 1, op: func(ctx context.Context, c *pgx.Conn, _, _ int) (int, error) {
+			var id int64
+			var payload []byte
+			return 1, c.QueryRow(ctx, sql, queue, benchOwner).Scan(&id, &payload)
+		}}
+	}
+	direct := claimWith(`SELECT job_record_id, job_payload FROM durable_jobs.claim_next_jobs($1, $2, 1)`)
+	single := claimWith(`SELECT job_record_id, job_payload FROM durable_jobs.claim_next_job($1, $2)`)
+	return r.compare(ctx, Comparison{Group: "claim_wrapper", Name: "claim_next_jobs(…, 1) against claim_next_job",
+		Ours: "claim_next_jobs(…, 1)", Baseline: "claim_next_job", Unit: "claim"}, direct, single)
 }
 
 // claimLoads are the claim comparison's two sides on queue; mustClaim says
