@@ -123,6 +123,46 @@ type claimView struct {
 // moment after its fence was decided.
 const renewalTimeSlack = 50 * time.Millisecond
 
+// clockStepWindow is how long before a renewal's answer a forward step of
+// the database clock can still have fallen inside that renewal: the
+// client's attempt timeout bounds a renewal call.
+const clockStepWindow = 5 * time.Second
+
+// clockStep is one step of the database clock (KindClockStep).
+type clockStep struct {
+	at   int64 // the driver's Event.At just before the step
+	step time.Duration
+}
+
+// clockSteps returns the forward steps of the database clock in h.
+func clockSteps(h []Event) []clockStep {
+	var out []clockStep
+	for _, e := range h {
+		if e.Kind != KindClockStep {
+			continue
+		}
+		if d, err := time.ParseDuration(e.Detail); err == nil && d > 0 {
+			out = append(out, clockStep{at: e.At, step: d})
+		}
+	}
+	return out
+}
+
+// steppedDuring says whether a forward step of the database clock can
+// explain a renewal answered stale at database time dbTime (its
+// statement's start) for a claim granted until until: the step took
+// effect while the renewal ran (between clockStepWindow before its answer
+// and the answer) and was large enough to carry the clock past until, so
+// the fence, decided on the stepped clock, rightly found the lease over.
+func steppedDuring(steps []clockStep, answered int64, dbTime, until time.Time) bool {
+	for _, c := range steps {
+		if c.at <= answered && answered-c.at <= int64(clockStepWindow) && !dbTime.Add(c.step).Before(until) {
+			return true
+		}
+	}
+	return false
+}
+
 // Check verifies history h against the database snapshot s and returns
 // every violation found (nil when there is none).
 func Check(h []Event, s Snapshot) []Violation {
@@ -135,6 +175,7 @@ func Check(h []Event, s Snapshot) []Violation {
 // promotion's detail (PromotionSync, PromotionAsync).
 func check(h []Event, s Snapshot) (vs []Violation, lostClaims map[string]int) {
 	lostClaims = map[string]int{}
+	steps := clockSteps(h)
 	byJob := map[int64][]Event{}
 	for _, e := range h {
 		if e.Job != 0 {
@@ -269,6 +310,12 @@ func check(h []Event, s Snapshot) (vs []Violation, lostClaims map[string]int) {
 						if t.IsZero() || !t.After(e.DBTime.Add(renewalTimeSlack)) {
 							explained = true
 						}
+					}
+					// A renewal's database_time is read at its start; a
+					// forward step of the database clock while it ran is
+					// what its fence saw.
+					if !explained && steppedDuring(steps, e.At, e.DBTime, cv.knownUntil) {
+						explained = true
 					}
 					if !explained {
 						add(VFalseExpiry, job, "generation %d was answered stale at %s although it had been granted until %s",

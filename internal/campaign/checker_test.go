@@ -87,6 +87,34 @@ func TestCheckerRules(t *testing.T) {
 		{"stale after the job's own completion is no false expiry", []Event{claimEv("w1", 1, 1, 0, 2000),
 			complete("w1", 1, 1, 400),
 			{Proc: "w1", Kind: KindRenew, Job: 1, Gen: 1, Outcome: OutStale, DBTime: at(500)}}, succeeded(1, 1), ""},
+		// Seen in make soak OPS=200000 SEED=20261206: the database clock
+		// stepped 3 s forward between a renewal's start (its database_time)
+		// and its fence, which then found the 2 s lease over.
+		{"stale because the database clock stepped forward during the renewal is no false expiry", []Event{
+			claimEv("w1", 1, 1, 0, 2000),
+			{Proc: "driver", Kind: KindClockStep, Detail: "3s", At: 10_000_000_000},
+			{Proc: "w1", Kind: KindRenew, Job: 1, Gen: 1, Outcome: OutStale, DBTime: at(500), At: 10_008_000_000},
+			claimEv("w2", 1, 2, 3650, 5650), complete("w2", 1, 2, 3700)}, succeeded(1, 2), ""},
+		{"a step back during the renewal explains no early stale", []Event{
+			claimEv("w1", 1, 1, 0, 2000),
+			{Proc: "driver", Kind: KindClockStep, Detail: "-2s", At: 10_000_000_000},
+			{Proc: "w1", Kind: KindRenew, Job: 1, Gen: 1, Outcome: OutStale, DBTime: at(500), At: 10_008_000_000},
+			complete("w1", 1, 1, 900)}, succeeded(1, 1), VFalseExpiry},
+		{"a forward step too small to reach the expiry explains no early stale", []Event{
+			claimEv("w1", 1, 1, 0, 2000),
+			{Proc: "driver", Kind: KindClockStep, Detail: "1s", At: 10_000_000_000},
+			{Proc: "w1", Kind: KindRenew, Job: 1, Gen: 1, Outcome: OutStale, DBTime: at(500), At: 10_008_000_000},
+			complete("w1", 1, 1, 900)}, succeeded(1, 1), VFalseExpiry},
+		{"a forward step long before the renewal explains no early stale", []Event{
+			claimEv("w1", 1, 1, 0, 2000),
+			{Proc: "driver", Kind: KindClockStep, Detail: "3s", At: 1_000_000_000},
+			{Proc: "w1", Kind: KindRenew, Job: 1, Gen: 1, Outcome: OutStale, DBTime: at(500), At: 10_008_000_000},
+			complete("w1", 1, 1, 900)}, succeeded(1, 1), VFalseExpiry},
+		{"a forward step after the renewal's answer explains no early stale", []Event{
+			claimEv("w1", 1, 1, 0, 2000),
+			{Proc: "w1", Kind: KindRenew, Job: 1, Gen: 1, Outcome: OutStale, DBTime: at(500), At: 10_008_000_000},
+			{Proc: "driver", Kind: KindClockStep, Detail: "3s", At: 10_100_000_000},
+			complete("w1", 1, 1, 900)}, succeeded(1, 1), VFalseExpiry},
 		// Both seen in make soak OPS=200000 SEED=20261203 (9 reports, all of these two kinds).
 		{"stale while the claim's own completion commits is no false expiry", []Event{claimEv("w1", 1, 1, 0, 2000),
 			{Proc: "w1", Kind: KindRenew, Job: 1, Gen: 1, Outcome: OutStale, DBTime: at(500)},

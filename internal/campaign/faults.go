@@ -97,6 +97,7 @@ func (e *env) inject(ctx context.Context, kind string) error {
 		if e.clock.offset > 0 && e.rng.IntN(2) == 0 {
 			step = -2 * time.Second
 		}
+		e.driver.Note(Event{Kind: KindClockStep, Detail: step.String()})
 		if err := e.clock.set(e.clock.offset + step); err != nil {
 			return err
 		}

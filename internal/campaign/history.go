@@ -25,6 +25,10 @@ const (
 	KindLost        = "lost"         // the client stopped trusting a claim
 	KindFault       = "fault"        // an injected fault (Detail: its kind)
 	KindLockWait    = "lock_wait"    // a worker session waited on a row locked by an injector
+	// KindClockStep: driver, the database clock is about to be stepped by
+	// Detail (a Go duration: "3s", "-2s"); At is just before the offset
+	// file is written, so the step takes effect after At.
+	KindClockStep = "clock_step"
 	// KindPromotion: driver, a standby is about to be promoted (the old
 	// primary already stopped). DBTime is the standby's clock_timestamp()
 	// read once it had replayed everything it received: every claim the
