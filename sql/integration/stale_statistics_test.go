@@ -3,6 +3,7 @@ package sqlintegration
 import (
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/stretchr/testify/require"
 )
@@ -41,9 +42,9 @@ func TestCallsOnOneJobUseThePrimaryKeyUnderStaleStatistics(t *testing.T) {
 		require.NoError(t, rows.Err())
 	}
 
-	runningIndexScans := func(why string, want int, call string, args ...any) {
+	runningIndexScans := func(conn *pgx.Conn, why string, want int, call string, args ...any) {
 		t.Helper()
-		tx, err := worker.Begin(f.ctx)
+		tx, err := conn.Begin(f.ctx)
 		require.NoError(t, err)
 		defer func() { _ = tx.Rollback(f.ctx) }()
 		// PostgreSQL 15 keeps a backend's counts pending across transactions
@@ -62,18 +63,17 @@ func TestCallsOnOneJobUseThePrimaryKeyUnderStaleStatistics(t *testing.T) {
 		require.Zero(t, scans-before, "%s: scans of the partial status indexes under statistics taken before the claims", why)
 		require.NoError(t, tx.Commit(f.ctx))
 	}
-	runningIndexScans("renew_job_leases", 1000, `durable_jobs.renew_job_leases($1, $2, $3)`, owner, ids[:1000], tokens[:1000])
-	runningIndexScans("complete_jobs", 1000, `durable_jobs.complete_jobs($1, $2, $3)`, owner, ids[1000:2000], tokens[1000:2000])
+	runningIndexScans(worker, "renew_job_leases", 1000, `durable_jobs.renew_job_leases($1, $2, $3)`, owner, ids[:1000], tokens[:1000])
+	runningIndexScans(worker, "complete_jobs", 1000, `durable_jobs.complete_jobs($1, $2, $3)`, owner, ids[1000:2000], tokens[1000:2000])
 	for i := 2000; i < 2010; i++ { // past PL/pgSQL's five custom plans, to its generic one
-		runningIndexScans("renew_job_lease", 1, `durable_jobs.renew_job_lease($1, $2, $3)`, ids[i], tokens[i], owner)
+		runningIndexScans(worker, "renew_job_lease", 1, `durable_jobs.renew_job_lease($1, $2, $3)`, ids[i], tokens[i], owner)
 	}
-	runningIndexScans("complete_job", 1, `durable_jobs.complete_job($1, $2, $3)`, ids[2010], tokens[2010], owner)
-	runningIndexScans("retry_job", 1, `durable_jobs.retry_job($1, $2, $3, interval '1 hour', 'stale_stats')`, ids[2011], tokens[2011], owner)
-	runningIndexScans("fail_job", 1, `durable_jobs.fail_job($1, $2, $3, 'stale_stats')`, ids[2012], tokens[2012], owner)
-	runningIndexScans("release_job_claim", 1, `durable_jobs.release_job_claim($1, $2, $3)`, ids[2013], tokens[2013], owner)
+	runningIndexScans(worker, "complete_job", 1, `durable_jobs.complete_job($1, $2, $3)`, ids[2010], tokens[2010], owner)
+	runningIndexScans(worker, "retry_job", 1, `durable_jobs.retry_job($1, $2, $3, interval '1 hour', 'stale_stats')`, ids[2011], tokens[2011], owner)
+	runningIndexScans(worker, "fail_job", 1, `durable_jobs.fail_job($1, $2, $3, 'stale_stats')`, ids[2012], tokens[2012], owner)
+	runningIndexScans(worker, "release_job_claim", 1, `durable_jobs.release_job_claim($1, $2, $3)`, ids[2013], tokens[2013], owner)
 	operator := f.connect(t, f.db.LoginURL(t, "durable_job_operator"))
-	worker = operator
-	runningIndexScans("replay_job", 1, `durable_jobs.replay_job($1)`, ids[2012])
-	runningIndexScans("cancel_job", 1, `durable_jobs.cancel_job($1)`, ids[2014])
-	runningIndexScans("cancel_job of a queued job", 1, `durable_jobs.cancel_job($1)`, ids[2013])
+	runningIndexScans(operator, "replay_job", 1, `durable_jobs.replay_job($1)`, ids[2012])
+	runningIndexScans(operator, "cancel_job", 1, `durable_jobs.cancel_job($1)`, ids[2014])
+	runningIndexScans(operator, "cancel_job of a queued job", 1, `durable_jobs.cancel_job($1)`, ids[2013])
 }
