@@ -45,6 +45,7 @@ const (
 	rungCopy          = "bench_ladder_copy"
 	rungBatchTable    = "bench_ladder_batch_table"
 	rungBatchJob      = "bench_ladder_batch_job_record"
+	rungBatchAnswer   = "bench_ladder_batch_answer"
 	rungBatchWritten  = "bench_ladder_batch_as_written"
 	rungBatchFloor    = "bench_ladder_batch_floor"
 	rungBatchPolicy   = "bench_ladder_batch_policy"
@@ -101,10 +102,12 @@ var batchLadder = ladderInfo{
 			"the owner's privileges) returning the contract's table row by row (RETURN NEXT), called as goclient does",
 			"yes: the function shape and the contract's signature of renew_job_leases"},
 		{rungBatchJob, "the same function on durable_jobs.job_record and its real claims", "yes: the real table"},
-		{rungBatchWritten, "renew_job_leases' algorithm as installed, the policy's values as constants, without the " +
-			"floor and the input checks: the fenced rows locked first (FOR NO KEY UPDATE SKIP LOCKED, by id), " +
-			"updated by tuple id, one row out per claim in input order",
-			"yes: it never waits on a row lock (locked instead) and answers one row per claim, in input order (CONTRACT.md)"},
+		{rungBatchAnswer, "one row out per claim in, in input order: the claims a WITH ORDINALITY input, the UPDATE " +
+			"in a CTE joined back to them (stale where not renewed)",
+			"yes: one row out per claim in, in input order (CONTRACT.md)"},
+		{rungBatchWritten, "the fenced rows locked first (FOR NO KEY UPDATE SKIP LOCKED, in id order), then updated " +
+			"by tuple id: renew_job_leases' installed text, the policy's values as constants, without the floor and " +
+			"the input checks", "yes: it never waits on a row lock, and answers locked instead (CONTRACT.md)"},
 		{rungBatchFloor, "+ the lease_expiry_floor assignment", requiredFloor},
 		{rungBatchPolicy, "+ the policy read", requiredPolicy},
 		{rungBatchCopy, "+ the input checks (owner id, flat equal-length arrays without NULLs or repeated ids, at most " +
@@ -120,10 +123,16 @@ var ladders = []ladderInfo{renewalLadder, batchLadder}
 // contract's table: goclient's (goclient/port_pg.go) with the function's
 // name.
 func rungCall(fn string) string {
-	if !strings.Contains(fn, ".") {
-		fn = "public." + fn
+	return `SELECT renewal_outcome, lease_expires_at, database_time FROM ` + rungFunction(fn) + `($1, $2, $3)`
+}
+
+// rungFunction is the qualified name of a rung's function: the real ones
+// are named with their schema, the ladder's own are in public.
+func rungFunction(fn string) string {
+	if strings.Contains(fn, ".") {
+		return fn
 	}
-	return `SELECT renewal_outcome, lease_expires_at, database_time FROM ` + fn + `($1, $2, $3)`
+	return "public." + fn
 }
 
 // wrapper measures both ladders (step "function wrapper"): it makes the
@@ -160,6 +169,12 @@ func (r *runner) wrapper(ctx context.Context) error {
 	return r.climb(ctx, batchLadder, batch)
 }
 
+// ladderRounds is the rounds of a ladder's run: many short ones (50 ms a
+// rung at a case time of 3 s), so that a rung and the rung below run
+// within moments of each other and a burst of the shared machine's load
+// falls on few rounds, which the median leaves out.
+const ladderRounds = 60
+
 // climb runs loads (the bare statement, then one load per rung of l) in
 // one interleaved run, each rung for a case time in all, and records each
 // rung against the bare statement and against the rung below.
@@ -167,8 +182,8 @@ func (r *runner) climb(ctx context.Context, l ladderInfo, loads []load) error {
 	if len(loads) != len(l.rungs)+1 {
 		return fmt.Errorf("%s: %d loads for %d rungs", l.title, len(loads), len(l.rungs))
 	}
-	rounds := 2 * r.cfg.Rounds
-	slice := r.cfg.CaseTime / time.Duration(rounds)
+	slice := r.cfg.CaseTime / ladderRounds
+	rounds := ladderRounds
 	m, err := interleaveAll(ctx, loads, rounds, slice, r.cfg.Warmup)
 	if err != nil {
 		return fmt.Errorf("%s ladder: %w", l.title, err)

@@ -93,6 +93,46 @@ BEGIN
 END $body$`, name, pinned, bareBatch(table))
 }
 
+// batchAnswerRung is the bare batched UPDATE of job_record answering as
+// renew_job_leases does: one row per claim in, in input order.
+func batchAnswerRung(name string) (string, error) {
+	const from = "FROM unnest(p_job_record_ids, p_lease_claim_tokens) AS u(id, token)"
+	update := bareBatch("durable_jobs.job_record")
+	if strings.Count(update, from) != 1 {
+		return "", fmt.Errorf("%s: rawBatchSQL no longer reads its claims %s", name, from)
+	}
+	update = strings.Replace(update, from, "FROM claim_input AS u(id, token, input_position)", 1)
+	return fmt.Sprintf(`CREATE FUNCTION public.%s(p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[])
+RETURNS TABLE (job_record_id bigint, renewal_outcome text, lease_expires_at timestamptz, database_time timestamptz)
+LANGUAGE plpgsql %s AS $body$
+#variable_conflict use_column
+DECLARE
+    v_result record;
+    v_now timestamptz;
+BEGIN
+    v_now := pg_catalog.clock_timestamp();
+    FOR v_result IN
+        WITH claim_input AS (
+            SELECT i.input_job_id, i.input_token, i.input_position
+            FROM ROWS FROM (pg_catalog.unnest(p_job_record_ids), pg_catalog.unnest(p_lease_claim_tokens)) WITH ORDINALITY
+                 AS i(input_job_id, input_token, input_position)
+        ), renewed AS (
+            %s
+        )
+        SELECT u.id, r.lease_expires_at, CASE WHEN r.job_record_id IS NULL THEN 'stale' ELSE 'renewed' END AS outcome
+        FROM claim_input AS u(id, token, input_position)
+        LEFT JOIN renewed r ON r.job_record_id = u.id
+        ORDER BY u.input_position
+    LOOP
+        job_record_id := v_result.id;
+        renewal_outcome := v_result.outcome;
+        lease_expires_at := v_result.lease_expires_at;
+        database_time := v_now;
+        RETURN NEXT;
+    END LOOP;
+END $body$`, name, pinned, update), nil
+}
+
 // derived are the upper rungs made from one installed function's
 // definition: the copy, without its checks, without its policy read,
 // without its floor assignment.
@@ -208,6 +248,10 @@ func (r *runner) makeRungs(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", realRenewLeases, err)
 	}
+	answer, err := batchAnswerRung(rungBatchAnswer)
+	if err != nil {
+		return "", err
+	}
 	for _, f := range []struct{ name, args, create string }{
 		{rungPlain, singleArgs, scalarRung(rungPlain, "")},
 		{rungDefiner, singleArgs, scalarRung(rungDefiner, "SECURITY DEFINER")},
@@ -220,6 +264,7 @@ func (r *runner) makeRungs(ctx context.Context) (string, error) {
 		{rungCopy, singleArgs, single.copy},
 		{rungBatchTable, batchArgs, batchTableRung(rungBatchTable, "public.bench_raw_renew")},
 		{rungBatchJob, batchArgs, batchTableRung(rungBatchJob, "durable_jobs.job_record")},
+		{rungBatchAnswer, batchArgs, answer},
 		{rungBatchWritten, batchArgs, batch.noFloor},
 		{rungBatchFloor, batchArgs, batch.noPolicy},
 		{rungBatchPolicy, batchArgs, batch.noChecks},

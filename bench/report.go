@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 )
 
@@ -242,7 +241,8 @@ func writeLadders(p func(string, ...any), comparisons []Comparison) {
 			p("the rung below it in every round. *Against the bare statement* is the median of the per-round\n")
 			p("throughput ratios of the rung and rung 0; *against the rung below* is the median of the per-round ratios\n")
 			p("of the rung and the rung below, measured directly in the same rounds (not a ratio of two medians), with\n")
-			p("the range of its rounds. *Share of the gap* is the time the rung adds (rung k's time, in units of the\n")
+			p("the middle half of its rounds (the quartiles: a short round that a burst of the machine's load hits\n")
+			p("can be far off, which the median leaves out). *Share of the gap* is the time the rung adds (rung k's time, in units of the\n")
 			p("bare statement's, taken as the product of the inverse step ratios up to k) over all the time the top\n")
 			p("rung adds; the shares add up to 100 %%. The functions are made by the run in schema public of its\n")
 			p("throwaway cluster, owned by renew_job_lease's owner (given the same privileges on the copy table as on\n")
@@ -255,7 +255,7 @@ func writeLadders(p func(string, ...any), comparisons []Comparison) {
 		unit := l.unit
 		p("### %s\n\n", l.title)
 		p("| rung | what it adds to the rung below | does the contract require it? | µs/%s | against the bare statement | "+
-			"against the rung below (rounds) | share of the gap |\n", unit)
+			"against the rung below (quartiles of the rounds) | share of the gap |\n", unit)
 		p("| --- | --- | --- | ---: | ---: | ---: | ---: |\n")
 		p("| 0 | %s | — | %.1f | 1.00 | — | — |\n", l.bare, toBare[0].BaseUS)
 		times := make([]float64, len(l.rungs)+1)
@@ -269,12 +269,9 @@ func writeLadders(p func(string, ...any), comparisons []Comparison) {
 			if gap > 0 {
 				share = fmt.Sprintf("%.0f %%", 100*(times[k+1]-times[k])/gap)
 			}
-			lo, hi := 0.0, 0.0
-			if len(steps[k].Rounds) > 0 {
-				lo, hi = slices.Min(steps[k].Rounds), slices.Max(steps[k].Rounds)
-			}
 			p("| %d `%s` | %s | %s | %.1f | **%.2f** | %.2f (%.2f to %.2f) | %s |\n", k+1, g.ours, g.adds, g.required,
-				toBare[k].OursUS, toBare[k].Ratio, steps[k].Ratio, lo, hi, share)
+				toBare[k].OursUS, toBare[k].Ratio, steps[k].Ratio, quantile(steps[k].Rounds, 0.25),
+				quantile(steps[k].Rounds, 0.75), share)
 		}
 		top := toBare[len(toBare)-1]
 		p("\nChained, the step ratios give the top rung %.2f of the bare statement's throughput; measured directly\n",
