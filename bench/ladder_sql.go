@@ -74,23 +74,7 @@ END $body$`, name, pinned, bareSingle(table))
 // batched UPDATE of table in the contract's shape, a row out per row
 // renewed.
 func batchTableRung(name, table string) string {
-	return fmt.Sprintf(`CREATE FUNCTION public.%s(p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[])
-RETURNS TABLE (job_record_id bigint, renewal_outcome text, lease_expires_at timestamptz, database_time timestamptz)
-LANGUAGE plpgsql %s AS $body$
-#variable_conflict use_column
-DECLARE
-    v_result record;
-    v_now timestamptz;
-BEGIN
-    v_now := pg_catalog.clock_timestamp();
-    FOR v_result IN %s LOOP
-        job_record_id := v_result.job_record_id;
-        renewal_outcome := 'renewed';
-        lease_expires_at := v_result.lease_expires_at;
-        database_time := v_now;
-        RETURN NEXT;
-    END LOOP;
-END $body$`, name, pinned, bareBatch(table))
+	return batchRung(name, bareBatch(table), "'renewed'")
 }
 
 // batchAnswerRung is the bare batched UPDATE of job_record answering as
@@ -102,6 +86,26 @@ func batchAnswerRung(name string) (string, error) {
 		return "", fmt.Errorf("%s: rawBatchSQL no longer reads its claims %s", name, from)
 	}
 	update = strings.Replace(update, from, "FROM claim_input AS u(id, token, input_position)", 1)
+	return batchRung(name, `
+        WITH claim_input AS (
+            SELECT i.input_job_id, i.input_token, i.input_position
+            FROM ROWS FROM (pg_catalog.unnest(p_job_record_ids), pg_catalog.unnest(p_lease_claim_tokens)) WITH ORDINALITY
+                 AS i(input_job_id, input_token, input_position)
+        ), renewed AS (
+            `+update+`
+        )
+        SELECT u.id AS job_record_id, r.lease_expires_at,
+               CASE WHEN r.job_record_id IS NULL THEN 'stale' ELSE 'renewed' END AS outcome
+        FROM claim_input AS u(id, token, input_position)
+        LEFT JOIN renewed r ON r.job_record_id = u.id
+        ORDER BY u.input_position`, "v_result.outcome"), nil
+}
+
+// batchRung is a function of the contract's shape returning
+// renew_job_leases' table: a row out per row of query (its columns
+// job_record_id and lease_expires_at), the outcome the PL/pgSQL expression
+// outcome.
+func batchRung(name, query, outcome string) string {
 	return fmt.Sprintf(`CREATE FUNCTION public.%s(p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[])
 RETURNS TABLE (job_record_id bigint, renewal_outcome text, lease_expires_at timestamptz, database_time timestamptz)
 LANGUAGE plpgsql %s AS $body$
@@ -111,26 +115,14 @@ DECLARE
     v_now timestamptz;
 BEGIN
     v_now := pg_catalog.clock_timestamp();
-    FOR v_result IN
-        WITH claim_input AS (
-            SELECT i.input_job_id, i.input_token, i.input_position
-            FROM ROWS FROM (pg_catalog.unnest(p_job_record_ids), pg_catalog.unnest(p_lease_claim_tokens)) WITH ORDINALITY
-                 AS i(input_job_id, input_token, input_position)
-        ), renewed AS (
-            %s
-        )
-        SELECT u.id, r.lease_expires_at, CASE WHEN r.job_record_id IS NULL THEN 'stale' ELSE 'renewed' END AS outcome
-        FROM claim_input AS u(id, token, input_position)
-        LEFT JOIN renewed r ON r.job_record_id = u.id
-        ORDER BY u.input_position
-    LOOP
-        job_record_id := v_result.id;
-        renewal_outcome := v_result.outcome;
+    FOR v_result IN %s LOOP
+        job_record_id := v_result.job_record_id;
+        renewal_outcome := %s;
         lease_expires_at := v_result.lease_expires_at;
         database_time := v_now;
         RETURN NEXT;
     END LOOP;
-END $body$`, name, pinned, update), nil
+END $body$`, name, pinned, query, outcome)
 }
 
 // derived are the upper rungs made from one installed function's

@@ -16,8 +16,9 @@ import (
 func TestMain(m *testing.M) { os.Exit(testdb.Run(m)) }
 
 // ladderEnv is a test database with the renewal claims, their copy and the
-// ladder's functions, as the function wrapper step makes them.
-func ladderEnv(t *testing.T, claims int) (*runner, claimSet) {
+// ladder's functions, as the function wrapper step makes them, and a
+// connection of the worker login.
+func ladderEnv(t *testing.T, claims int) (*runner, claimSet, *pgx.Conn) {
 	t.Helper()
 	ctx := context.Background()
 	db := testdb.New(t)
@@ -43,7 +44,12 @@ func ladderEnv(t *testing.T, claims int) (*runner, claimSet) {
 	if owner != "durable_job_renewal_owner" {
 		t.Fatalf("the rungs are owned by %s, not by renew_job_lease's owner", owner)
 	}
-	return r, set
+	c, err := e.worker.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Release)
+	return r, set, c.Conn()
 }
 
 // renewWith renews claim i of set with rung fn of the single ladder and
@@ -80,22 +86,17 @@ func batchWith(ctx context.Context, c *pgx.Conn, fn string, set claimSet) ([]str
 func TestLadderRungsRenew(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	r, set := ladderEnv(t, 3)
-	c, err := r.e.worker.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Release()
+	_, set, c := ladderEnv(t, 3)
 	for _, g := range renewalLadder.rungs {
 		for i := range set.ids {
-			outcome, err := renewWith(ctx, c.Conn(), g.ours, set, i, benchOwner)
+			outcome, err := renewWith(ctx, c, g.ours, set, i, benchOwner)
 			if err != nil || outcome != "renewed" {
 				t.Fatalf("%s, claim %d: %s, %v", g.ours, i, outcome, err)
 			}
 		}
 	}
 	for _, g := range batchLadder.rungs {
-		outcomes, err := batchWith(ctx, c.Conn(), g.ours, set)
+		outcomes, err := batchWith(ctx, c, g.ours, set)
 		if err != nil || len(outcomes) != len(set.ids) {
 			t.Fatalf("%s: %v, %v", g.ours, outcomes, err)
 		}
@@ -115,17 +116,12 @@ func TestLadderRungsRenew(t *testing.T) {
 func TestLadderRungsTakeOutOnePartEach(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	r, set := ladderEnv(t, 2)
-	c, err := r.e.worker.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Release()
+	r, set, c := ladderEnv(t, 2)
 
 	// The input checks: a malformed owner id is LF003 for the copy and the
 	// real function, merely stale below them.
 	for fn, want := range map[string]string{rungCopy: "LF003", realRenewLease: "LF003", rungPolicy: "stale"} {
-		outcome, err := renewWith(ctx, c.Conn(), fn, set, 0, "Not A Valid Owner!")
+		outcome, err := renewWith(ctx, c, fn, set, 0, "Not A Valid Owner!")
 		var pgErr *pgconn.PgError
 		switch {
 		case want == "LF003" && !(errors.As(err, &pgErr) && pgErr.Code == "LF003"):
@@ -154,7 +150,7 @@ func TestLadderRungsTakeOutOnePartEach(t *testing.T) {
 	}
 	for fn, moves := range map[string]bool{rungAsWritten: false, rungFloor: true} {
 		before := lowerFloor(1)
-		if outcome, err := renewWith(ctx, c.Conn(), fn, set, 1, benchOwner); err != nil || outcome != "renewed" {
+		if outcome, err := renewWith(ctx, c, fn, set, 1, benchOwner); err != nil || outcome != "renewed" {
 			t.Fatalf("%s: %s, %v", fn, outcome, err)
 		}
 		if after := floorOf(1); after.After(before) != moves {
@@ -170,13 +166,13 @@ func TestLadderRungsTakeOutOnePartEach(t *testing.T) {
 	}
 	for fn, want := range map[string]string{rungFloor: "renewed", rungAsWritten: "renewed", rungPolicy: "renewal_disabled",
 		rungCopy: "renewal_disabled", realRenewLease: "renewal_disabled"} {
-		if outcome, err := renewWith(ctx, c.Conn(), fn, set, 0, benchOwner); err != nil || outcome != want {
+		if outcome, err := renewWith(ctx, c, fn, set, 0, benchOwner); err != nil || outcome != want {
 			t.Errorf("%s with renewal switched off: %s, %v; want %s", fn, outcome, err, want)
 		}
 	}
 	for fn, want := range map[string]string{rungBatchFloor: "renewed", rungBatchWritten: "renewed",
 		rungBatchPolicy: "renewal_disabled", rungBatchCopy: "renewal_disabled", realRenewLeases: "renewal_disabled"} {
-		outcomes, err := batchWith(ctx, c.Conn(), fn, set)
+		outcomes, err := batchWith(ctx, c, fn, set)
 		if err != nil || len(outcomes) != len(set.ids) || outcomes[0] != want || outcomes[1] != want {
 			t.Errorf("%s with renewal switched off: %v, %v; want %s", fn, outcomes, err, want)
 		}
