@@ -216,3 +216,26 @@ func TestPairSkipsIdleRounds(t *testing.T) {
 		t.Errorf("pair(2, 0) ratios = %v", got)
 	}
 }
+
+// TestLadderWALSeesTheRowLock: WAL per renewal is measured per rung, and
+// it shows what moving from the copy to job_record adds: job_record's
+// BEFORE UPDATE trigger (the generation floor) never fires for a renewal,
+// but makes PostgreSQL lock the row before updating it, one more WAL
+// record a renewal. Not parallel: WAL is the whole server's.
+func TestLadderWALSeesTheRowLock(t *testing.T) {
+	ctx := context.Background()
+	r, set, _ := ladderEnv(t, renewClaims)
+	onCopy, err := r.walPerUnit(ctx, renewLoad(r.e, set, rungCall(rungTable), scanOutcome))
+	if err != nil {
+		t.Fatal(err)
+	}
+	onJobRecord, err := r.walPerUnit(ctx, renewLoad(r.e, set, rungCall(rungJobRecord), scanOutcome))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if onCopy < 100 || onJobRecord < onCopy+30 {
+		t.Errorf("WAL a renewal: %.0f bytes on the copy, %.0f on job_record; want job_record's row lock on top", onCopy,
+			onJobRecord)
+	}
+	t.Logf("WAL a renewal: %.0f bytes on the copy, %.0f on job_record", onCopy, onJobRecord)
+}

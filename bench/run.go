@@ -102,6 +102,11 @@ type Comparison struct {
 	Rounds []float64 `json:"round_ratios"`
 	// Goal is the least Ratio the issue asks for; 0 when there is none.
 	Goal float64 `json:"goal,omitempty"`
+	// OursWAL is the WAL our side writes per unit in bytes, measured apart
+	// from the timed rounds; 0 when not measured (only the ladders do).
+	OursWAL float64 `json:"ours_wal_bytes_per_unit,omitempty"`
+	// BaseWAL is the same for the baseline.
+	BaseWAL float64 `json:"baseline_wal_bytes_per_unit,omitempty"`
 }
 
 // Met says whether the comparison reached its goal.
