@@ -12,9 +12,16 @@
 //     predicate, the deadline cap, the renewal count) of a plain copy of
 //     job_record, at 1, 4 and 16 clients; renew_job_leases of 100 against
 //     the same batched UPDATE;
-//   - the same bare UPDATE inside PL/pgSQL functions of the contract's
-//     shape (SECURITY DEFINER, SET search_path), which shows what the shape
-//     alone costs;
+//   - where a renewal's time goes (step "function wrapper"): a ladder from
+//     the bare UPDATE up to renew_job_lease, one change a rung (a plain
+//     PL/pgSQL function, SECURITY DEFINER, the pinned search_path, the
+//     contract's table result, the real table, the UPDATE as the function
+//     writes it, the floor, the policy read, the input checks, the function
+//     itself), and one from the bare batched UPDATE up to renew_job_leases;
+//     every rung of a ladder runs in the same interleaved rounds, against
+//     the bare statement and against the rung below (ladder.go; the upper
+//     rungs are the installed definitions renamed, one part taken out a
+//     rung, ladder_sql.go);
 //   - renew_job_lease, renew_job_leases and claim_next_job of version 6 (the
 //     security hardening of migrations 003 and 004) and of the newest
 //     version against version 2 (the first release), on databases of the
@@ -37,7 +44,8 @@
 //
 // make bench runs it (go run ./bench/cmd/leasebench) and writes
 // bench/RESULTS.md and bench/results.json; make bench BENCH_TIME=3s is the
-// short form. make test builds and lints this package but never runs it.
+// short form. make test builds and lints this package and runs its tests
+// (the ladder's functions on a test database), never the benchmarks.
 // The hand-written reading of the figures is notes.md, which RESULTS.md
 // ends with.
 package bench

@@ -96,61 +96,91 @@ func (p pairResult) ratio() float64 { return median(p.roundRatios) }
 // interleave warms both loads up, then runs rounds rounds of a and b for
 // slice each, alternating which goes first, and sums what each did.
 func interleave(ctx context.Context, a, b load, rounds int, slice, warm time.Duration) (pairResult, error) {
-	var res pairResult
-	var ia, ib int
-	if warm > 0 {
-		if _, _, err := a.run(ctx, warm, &ia); err != nil {
-			return res, fmt.Errorf("warm-up: %w", err)
+	m, err := interleaveAll(ctx, []load{a, b}, rounds, slice, warm)
+	if err != nil {
+		return pairResult{}, err
+	}
+	return m.pair(0, 1), nil
+}
+
+// multiResult is a run of several loads in the same interleaved rounds.
+type multiResult struct {
+	totals []sideTotals
+	// perSec[r][i] is load i's throughput in round r, units a second (0
+	// when it did nothing in that round).
+	perSec [][]float64
+}
+
+// pair is loads a and b of m as a comparison of a against b: their totals
+// and, for each round in which both did something, a's throughput over b's.
+func (m multiResult) pair(a, b int) pairResult {
+	res := pairResult{a: m.totals[a], b: m.totals[b]}
+	for _, round := range m.perSec {
+		if round[a] > 0 && round[b] > 0 {
+			res.roundRatios = append(res.roundRatios, round[a]/round[b])
 		}
-		if _, _, err := b.run(ctx, warm, &ib); err != nil {
-			return res, fmt.Errorf("baseline warm-up: %w", err)
+	}
+	return res
+}
+
+// interleaveAll warms each load up in turn, then runs rounds rounds in
+// which every load runs for slice, in the given order in even rounds and in
+// reverse order in odd ones (for two loads: alternating which goes first),
+// and sums what each did. Loads next to each other in the list run next to
+// each other in time in every round.
+func interleaveAll(ctx context.Context, loads []load, rounds int, slice, warm time.Duration) (multiResult, error) {
+	m := multiResult{totals: make([]sideTotals, len(loads))}
+	iters := make([]int, len(loads))
+	if warm > 0 {
+		for i, l := range loads {
+			if _, _, err := l.run(ctx, warm, &iters[i]); err != nil {
+				return m, fmt.Errorf("warm-up of side %d: %w", i+1, err)
+			}
 		}
 	}
 	for r := 0; r < rounds; r++ {
-		var ua, ub int64
-		var da, db time.Duration
-		var err error
-		first, second := func() error {
-			ua, da, err = a.run(ctx, slice, &ia)
-			return err
-		}, func() error {
-			ub, db, err = b.run(ctx, slice, &ib)
-			return err
+		perSec := make([]float64, len(loads))
+		for k := range loads {
+			i := k
+			if r%2 == 1 {
+				i = len(loads) - 1 - k
+			}
+			u, d, err := loads[i].run(ctx, slice, &iters[i])
+			if err != nil {
+				return m, err
+			}
+			m.totals[i].units += u
+			m.totals[i].elapsed += d
+			if u > 0 {
+				perSec[i] = float64(u) / d.Seconds()
+			}
 		}
-		if r%2 == 1 {
-			first, second = second, first
-		}
-		if err := first(); err != nil {
-			return res, err
-		}
-		if err := second(); err != nil {
-			return res, err
-		}
-		res.a.units += ua
-		res.a.elapsed += da
-		res.b.units += ub
-		res.b.elapsed += db
-		if ua > 0 && ub > 0 {
-			res.roundRatios = append(res.roundRatios,
-				(float64(ua)/da.Seconds())/(float64(ub)/db.Seconds()))
+		m.perSec = append(m.perSec, perSec)
+	}
+	for i, t := range m.totals {
+		if t.units == 0 {
+			return m, fmt.Errorf("side %d of %d did nothing", i+1, len(loads))
 		}
 	}
-	if res.a.units == 0 || res.b.units == 0 {
-		return res, fmt.Errorf("a side did nothing: %d and %d units", res.a.units, res.b.units)
-	}
-	return res, nil
+	return m, nil
 }
 
-func median(xs []float64) float64 {
+func median(xs []float64) float64 { return quantile(xs, 0.5) }
+
+// quantile is the q-quantile of xs (0 <= q <= 1), interpolated linearly
+// between the two nearest values; 0 for no values.
+func quantile(xs []float64, q float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
+	pos := q * float64(len(s)-1)
+	i := int(pos)
+	if i+1 >= len(s) {
+		return s[len(s)-1]
 	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	return s[i] + (pos-float64(i))*(s[i+1]-s[i])
 }
 
 // microsPerUnit is the wall time per unit of one side, in microseconds,

@@ -46,10 +46,7 @@ func (r *Report) WriteMarkdown(w io.Writer, command string) error {
 
 	groups := []struct{ key, title, ratioNote string }{
 		{"renew", "Renewal against the same bare UPDATE", "goal ≥ 0.90"},
-		{"wrapper", "What the function shape alone costs: the bare UPDATE inside a function",
-			"no goal; the function's body is the baseline's one UPDATE and nothing else, so the ratio is the fixed " +
-				"cost of calling a PL/pgSQL function of that shape (renew_job_lease has the last shape, which pgTAP " +
-				"01 requires of every function)"},
+		{"ladder", "", ""}, // writeLadders
 		{"hardening", "What the security hardening costs: each version against the first release",
 			"no goal; databases of this cluster at version 2 (the first release, migration 002's functions), version 6 " +
 				"(the hardening of migrations 003 and 004: READ COMMITTED check, per-backend tallies, input checks, " +
@@ -69,6 +66,10 @@ func (r *Report) WriteMarkdown(w io.Writer, command string) error {
 				"each comparison half a case time"},
 	}
 	for _, g := range groups {
+		if g.key == "ladder" {
+			writeLadders(p, r.Comparisons)
+			continue
+		}
 		var rows []Comparison
 		for _, c := range r.Comparisons {
 			if c.Group == g.key {
@@ -197,4 +198,86 @@ func joinFloats(xs []float64, format string) string {
 		s[i] = fmt.Sprintf(format, x)
 	}
 	return strings.Join(s, " ")
+}
+
+// writeLadders writes the section of the function wrapper step: one table
+// per ladder with each rung against the bare statement and against the
+// rung below, and each rung's share of the gap.
+func writeLadders(p func(string, ...any), comparisons []Comparison) {
+	find := func(group, ours string) (Comparison, bool) {
+		for _, c := range comparisons {
+			if c.Group == group && c.Ours == ours {
+				return c, true
+			}
+		}
+		return Comparison{}, false
+	}
+	wrote := false
+	for _, l := range ladders {
+		toBare := make([]Comparison, len(l.rungs))
+		steps := make([]Comparison, len(l.rungs))
+		complete := true
+		for k, g := range l.rungs {
+			var ok bool
+			toBare[k], ok = find(l.group, g.ours)
+			steps[k] = toBare[k]
+			if k > 0 {
+				var okStep bool
+				steps[k], okStep = find(l.stepGroup, g.ours)
+				ok = ok && okStep
+			}
+			complete = complete && ok && steps[k].Ratio > 0
+		}
+		if !complete {
+			continue
+		}
+		if !wrote {
+			wrote = true
+			p("## Where a renewal's time goes\n\n")
+			p("Each ladder climbs from the bare statement of the renewal comparisons above to the contract's function,\n")
+			p("one change a rung. All rungs of a ladder run in one interleaved run, one client each, each rung for a\n")
+			p("case time in all, in %d rounds: in ladder order, reversed every other round, so every rung runs next to\n",
+				len(toBare[0].Rounds))
+			p("the rung below it in every round. *Against the bare statement* is the median of the per-round\n")
+			p("throughput ratios of the rung and rung 0; *against the rung below* is the median of the per-round ratios\n")
+			p("of the rung and the rung below, measured directly in the same rounds (not a ratio of two medians), with\n")
+			p("the middle half of its rounds (the quartiles: a short round that a burst of the machine's load hits\n")
+			p("can be far off, which the median leaves out). *Share of the gap* is the time the rung adds (rung k's time, in units of the\n")
+			p("bare statement's, taken as the product of the inverse step ratios up to k) over all the time the top\n")
+			p("rung adds; the shares add up to 100 %%. The functions are made by the run in schema public of its\n")
+			p("throwaway cluster, owned by renew_job_lease's owner (given the same privileges on the copy table as on\n")
+			p("job_record) and executable by durable_job_worker only. The copies, and every rung between the table\n")
+			p("rung and them, are the installed definitions (pg_get_functiondef) renamed, with one part taken out\n")
+			p("per rung below the copy (bench/ladder_sql.go), so they cannot drift from the real functions. Every call\n")
+			p("renews; the rungs that return the contract's table are called with goclient's statement (SELECT\n")
+			p("renewal_outcome, lease_expires_at, database_time FROM the function). *WAL bytes* is measured apart from\n")
+			p("the timed rounds: the median of three passes over the claims, each renewed once a pass, with the\n")
+			p("server's WAL insert position read before and after (a figure that the machine's load does not move).\n\n")
+		}
+		unit := l.unit
+		p("### %s\n\n", l.title)
+		p("| rung | what it adds to the rung below | does the contract require it? | µs/%s | WAL bytes/%s | "+
+			"against the bare statement | against the rung below (quartiles of the rounds) | share of the gap |\n", unit, unit)
+		p("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n")
+		p("| 0 | %s | — | %.1f | %.0f | 1.00 | — | — |\n", l.bare, toBare[0].BaseUS, toBare[0].BaseWAL)
+		times := make([]float64, len(l.rungs)+1)
+		times[0] = 1
+		for k := range l.rungs {
+			times[k+1] = times[k] / steps[k].Ratio
+		}
+		gap := times[len(times)-1] - 1
+		for k, g := range l.rungs {
+			share := "—"
+			if gap > 0 {
+				share = fmt.Sprintf("%.0f %%", 100*(times[k+1]-times[k])/gap)
+			}
+			p("| %d `%s` | %s | %s | %.1f | %.0f | **%.2f** | %.2f (%.2f to %.2f) | %s |\n", k+1, g.ours, g.adds, g.required,
+				toBare[k].OursUS, toBare[k].OursWAL, toBare[k].Ratio, steps[k].Ratio, quantile(steps[k].Rounds, 0.25),
+				quantile(steps[k].Rounds, 0.75), share)
+		}
+		top := toBare[len(toBare)-1]
+		p("\nChained, the step ratios give the top rung %.2f of the bare statement's throughput; measured directly\n",
+			1/times[len(times)-1])
+		p("against it in the same rounds, %.2f.\n\n", top.Ratio)
+	}
 }

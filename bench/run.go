@@ -102,6 +102,11 @@ type Comparison struct {
 	Rounds []float64 `json:"round_ratios"`
 	// Goal is the least Ratio the issue asks for; 0 when there is none.
 	Goal float64 `json:"goal,omitempty"`
+	// OursWAL is the WAL our side writes per unit in bytes, measured apart
+	// from the timed rounds; 0 when not measured (only the ladders do).
+	OursWAL float64 `json:"ours_wal_bytes_per_unit,omitempty"`
+	// BaseWAL is the same for the baseline.
+	BaseWAL float64 `json:"baseline_wal_bytes_per_unit,omitempty"`
 }
 
 // Met says whether the comparison reached its goal.
@@ -260,16 +265,23 @@ func (r *runner) compare(ctx context.Context, c Comparison, ours, base load) err
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Name, err)
 	}
-	c.Clients = ours.clients
+	r.record(c, res, ours.clients, base.clients)
+	return nil
+}
+
+// record fills c in from res, the interleaved run of its two sides (ours
+// with oursClients clients, the baseline with baseClients), logs it and
+// adds it to the report.
+func (r *runner) record(c Comparison, res pairResult, oursClients, baseClients int) {
+	c.Clients = oursClients
 	c.OursN, c.BaseN = res.a.units, res.b.units
-	c.OursUS = microsPerUnit(res.a, ours.clients)
-	c.BaseUS = microsPerUnit(res.b, base.clients)
+	c.OursUS = microsPerUnit(res.a, oursClients)
+	c.BaseUS = microsPerUnit(res.b, baseClients)
 	c.Ratio = res.ratio()
 	c.Rounds = res.roundRatios
 	r.cfg.Logf("bench: %-45s ours %8.1f µs/%s  baseline %8.1f µs/%s  ratio %.2f", c.Name, c.OursUS, c.Unit,
 		c.BaseUS, c.Unit, c.Ratio)
 	r.rep.Comparisons = append(r.rep.Comparisons, c)
-	return nil
 }
 
 // rawRenewSQL is the single-renewal baseline: the same conditional UPDATE
@@ -296,9 +308,19 @@ RETURNING j.job_record_id, j.lease_expires_at`
 const renewClaims = 2000 // divisible by every client count
 const batchSize = 100
 
-func (r *runner) renewals(ctx context.Context) error {
+// renewLease is the lease of the renewal comparisons' queue (its own
+// policy; the bare UPDATEs write the same 3600 seconds).
+const renewLease = "1 hour"
+
+// renewFixture makes the claims of the renewal comparisons (renewSet) and
+// their copy bench_raw_renew, once: the renewal step and the function
+// wrapper step share them, and either may run alone.
+func (r *runner) renewFixture(ctx context.Context) error {
+	if r.renewSet.ids != nil {
+		return nil
+	}
 	const queue = "bench_renew"
-	if err := r.e.setPolicy(ctx, queue, "1 hour", "10 minutes"); err != nil {
+	if err := r.e.setPolicy(ctx, queue, renewLease, "10 minutes"); err != nil {
 		return err
 	}
 	set, err := r.e.claimJobs(ctx, queue, renewClaims)
@@ -309,6 +331,14 @@ func (r *runner) renewals(ctx context.Context) error {
 		return err
 	}
 	r.renewSet = set
+	return nil
+}
+
+func (r *runner) renewals(ctx context.Context) error {
+	if err := r.renewFixture(ctx); err != nil {
+		return err
+	}
+	set := r.renewSet
 	for _, clients := range r.cfg.RenewClients {
 		k := func(client, iter int) int { return (client + iter*clients) % renewClaims }
 		ours := load{pool: r.e.worker, clients: clients, op: func(ctx context.Context, c *pgx.Conn, client, iter int) (int, error) {
