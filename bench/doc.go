@@ -22,6 +22,11 @@
 //     the bare statement and against the rung below (ladder.go; the upper
 //     rungs are the installed definitions renamed, one part taken out a
 //     rung, ladder_sql.go);
+//   - where a claim's time goes (step "claim ladder"): a ladder from the
+//     bare SKIP LOCKED claim up to claim_next_job (the contract's shape,
+//     the real table, claim_next_jobs as written without its policy read
+//     and input checks, the policy read, the checks, the wrapper), each
+//     rung claiming from a queue of its own (claim_ladder.go);
 //   - renew_job_lease, renew_job_leases and claim_next_job of version 6 (the
 //     security hardening of migrations 003 and 004) and of the newest
 //     version against version 2 (the first release), on databases of the

@@ -123,13 +123,14 @@ func (e *env) addDueJobs(ctx context.Context, queue string, n int) error {
 }
 
 // createRawClaimTable is the bare-claim baseline's table: a job table with
-// only what a bare FOR UPDATE SKIP LOCKED claim needs.
+// only what a bare FOR UPDATE SKIP LOCKED claim needs. The claims step and
+// the claim ladder step both use it; whichever runs first makes it.
 func (e *env) createRawClaimTable(ctx context.Context) error {
 	for _, q := range []string{
-		`CREATE TABLE bench_raw_claim (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, queue_name text NOT NULL,
+		`CREATE TABLE IF NOT EXISTS bench_raw_claim (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, queue_name text NOT NULL,
 			status text NOT NULL, run_after timestamptz NOT NULL, digest bytea, owner text, expires_at timestamptz,
 			payload jsonb NOT NULL) WITH (fillfactor = 80)`,
-		`CREATE INDEX bench_raw_claim_due ON bench_raw_claim (queue_name, run_after, id) WHERE status = 'QUEUED'`,
+		`CREATE INDEX IF NOT EXISTS bench_raw_claim_due ON bench_raw_claim (queue_name, run_after, id) WHERE status = 'QUEUED'`,
 	} {
 		if _, err := e.admin.Exec(ctx, q); err != nil {
 			return err

@@ -120,8 +120,9 @@ var batchLadder = ladderInfo{
 	},
 }
 
-// ladders are the ladders of the function wrapper step, in report order.
-var ladders = []ladderInfo{renewalLadder, batchLadder}
+// ladders are the ladders of the function wrapper step (the renewal's two)
+// and of the claim ladder step, in report order.
+var ladders = []ladderInfo{renewalLadder, batchLadder, claimLadder}
 
 // rungCall is the statement a client sends to a rung that returns the
 // contract's table: goclient's (goclient/port_pg.go) with the function's

@@ -233,8 +233,8 @@ func writeLadders(p func(string, ...any), comparisons []Comparison) {
 		}
 		if !wrote {
 			wrote = true
-			p("## Where a renewal's time goes\n\n")
-			p("Each ladder climbs from the bare statement of the renewal comparisons above to the contract's function,\n")
+			p("## Where a renewal's and a claim's time go\n\n")
+			p("Each ladder climbs from the bare statement of the renewal or claim comparisons to the contract's function,\n")
 			p("one change a rung. All rungs of a ladder run in one interleaved run, one client each, each rung for a\n")
 			p("case time in all, in %d rounds: in ladder order, reversed every other round, so every rung runs next to\n",
 				len(toBare[0].Rounds))
@@ -245,13 +245,15 @@ func writeLadders(p func(string, ...any), comparisons []Comparison) {
 			p("can be far off, which the median leaves out). *Share of the gap* is the time the rung adds (rung k's time, in units of the\n")
 			p("bare statement's, taken as the product of the inverse step ratios up to k) over all the time the top\n")
 			p("rung adds; the shares add up to 100 %%. The functions are made by the run in schema public of its\n")
-			p("throwaway cluster, owned by renew_job_lease's owner (given the same privileges on the copy table as on\n")
-			p("job_record) and executable by durable_job_worker only. The copies, and every rung between the table\n")
+			p("throwaway cluster, owned by the real function's owner (given on the bare statement's table what it\n")
+			p("needs) and executable by durable_job_worker only. The copies, and every rung between the table\n")
 			p("rung and them, are the installed definitions (pg_get_functiondef) renamed, with one part taken out\n")
 			p("per rung below the copy (bench/ladder_sql.go), so they cannot drift from the real functions. Every call\n")
-			p("renews; the rungs that return the contract's table are called with goclient's statement (SELECT\n")
-			p("renewal_outcome, lease_expires_at, database_time FROM the function). *WAL bytes* is measured apart from\n")
-			p("the timed rounds: the median of three passes over the claims, each renewed once a pass, with the\n")
+			p("renews, or claims one due job (each claim rung from a queue of its own, so the dead index entries its\n")
+			p("claims leave weigh on it alone); the renewal rungs that return the contract's table are called with\n")
+			p("goclient's statement (SELECT renewal_outcome, lease_expires_at, database_time FROM the function).\n")
+			p("*WAL bytes* is measured apart from\n")
+			p("the timed rounds: the median of three passes of 2,000 units (renewals or claims), with the\n")
 			p("server's WAL insert position read before and after (a figure that the machine's load does not move).\n\n")
 		}
 		unit := l.unit

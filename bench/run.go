@@ -43,8 +43,8 @@ type Config struct {
 	// comparison (a round is one batch, well under a second).
 	EnqueueRounds int
 	// Steps, when not empty, are the only steps run (by name: renewal,
-	// function wrapper, hardening, claims, claim_next_jobs, HOT share,
-	// finished rows, end to end, enqueue, heartbeat, heartbeat slow, profile).
+	// function wrapper, hardening, claims, claim_next_jobs, claim ladder,
+	// HOT share, finished rows, end to end, enqueue, heartbeat, heartbeat slow, profile).
 	Steps []string
 	// PeersDir is the folder of the peer modules (bench/peers).
 	PeersDir string
@@ -225,6 +225,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{"hardening", r.hardening},
 		{"claims", r.claims},
 		{"claim_next_jobs", r.batchClaims},
+		{"claim ladder", r.claimLadderStep},
 		{"HOT share", r.hotShare},
 		{"finished rows", r.finishedRows},
 		{"end to end", r.endToEnd},
