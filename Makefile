@@ -158,8 +158,9 @@ demo: deps
 
 # Starts its own PostgreSQL (fsync, synchronous_commit and full_page_writes
 # on), warms up, runs each comparison in alternating rounds and writes the
-# report; see bench/doc.go. make test builds and lints the bench code but
-# never runs it.
+# report; see bench/doc.go. make test builds and lints the bench code and
+# runs its tests (the ladders' functions on a test database), never the
+# benchmarks themselves.
 bench: deps
 	go run ./bench/cmd/leasebench -time $(BENCH_TIME) -out bench
 
