@@ -44,6 +44,41 @@ func claimReplaced(old, new string) string {
 		old + `', '` + new + `'); END$replace$`
 }
 
+// floorCase is one database state for AUDIT-GENERATION-FLOOR: the
+// statements that make it, the check's findings, and whether
+// AUDIT-FUNCTION-DRIFT fails too.
+type floorCase struct {
+	name  string
+	sql   []string
+	want  []string
+	drift bool
+}
+
+// runFloorCases runs each case on its own database migrated to version and
+// audits it as durable_job_auditor.
+func runFloorCases(t *testing.T, version int32, cases []floorCase) {
+	ctx := context.Background()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db := testdb.New(t)
+			migrateTo(t, db, version)
+			pool := db.Pool(t)
+			for _, sql := range tc.sql {
+				_, err := pool.Exec(ctx, sql)
+				require.NoError(t, err, sql)
+			}
+			report, err := Run(ctx, db.LoginConn(t, "durable_job_auditor"))
+			require.NoError(t, err)
+			floor := resultOf(t, report, controls.CheckGenerationFloor)
+			require.Equal(t, tc.want, floor.Findings)
+			require.Equal(t, len(tc.want) == 0, floor.Passed)
+			require.Equal(t, tc.drift, !resultOf(t, report, controls.CheckFunctionDrift).Passed,
+				"AUDIT-FUNCTION-DRIFT reports a changed, missing or extra function")
+		})
+	}
+}
+
 // The generation floor at bundle versions 11 to 16 is migration 011's
 // trigger, checked exactly: a fresh bundle at 16 passes; disabled, dropped
 // or re-created differently, it is a finding; with its function gone as
@@ -51,13 +86,7 @@ func claimReplaced(old, new string) string {
 // AUDIT-FUNCTION-DRIFT.
 func TestGenerationFloorCheckFindsADisabledMissingOrChangedTriggerBefore017(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	cases := []struct {
-		name  string
-		sql   []string
-		want  []string
-		drift bool
-	}{
+	runFloorCases(t, 16, []floorCase{
 		{"fresh bundle at 16", nil, []string{}, false},
 		{"disabled", []string{`ALTER TABLE durable_jobs.job_record DISABLE TRIGGER job_record_generation_floor`},
 			[]string{"trigger job_record_generation_floor on durable_jobs.job_record does not fire in every session (tgenabled D)"}, false},
@@ -72,26 +101,7 @@ func TestGenerationFloorCheckFindsADisabledMissingOrChangedTriggerBefore017(t *t
 			[]string{"trigger job_record_generation_floor on durable_jobs.job_record differs from what migration 011 creates (timing, columns, condition or function)"}, false},
 		{"function and trigger dropped", []string{`DROP FUNCTION durable_jobs.raise_generation_to_floor() CASCADE`},
 			[]string{}, true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			db := testdb.New(t)
-			migrateTo(t, db, 16)
-			pool := db.Pool(t)
-			for _, sql := range tc.sql {
-				_, err := pool.Exec(ctx, sql)
-				require.NoError(t, err, sql)
-			}
-			report, err := Run(ctx, db.LoginConn(t, "durable_job_auditor"))
-			require.NoError(t, err)
-			floor := resultOf(t, report, controls.CheckGenerationFloor)
-			require.Equal(t, tc.want, floor.Findings)
-			require.Equal(t, len(tc.want) == 0, floor.Passed)
-			require.Equal(t, tc.drift, !resultOf(t, report, controls.CheckFunctionDrift).Passed,
-				"AUDIT-FUNCTION-DRIFT reports a missing trigger function")
-		})
-	}
+	})
 }
 
 // From bundle version 17 the floor lives in claim_next_jobs: a fresh
@@ -101,14 +111,8 @@ func TestGenerationFloorCheckFindsADisabledMissingOrChangedTriggerBefore017(t *t
 // the trigger function put back, is drift only.
 func TestGenerationFloorCheckFindsAClaimWithoutTheFloorFrom017(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	const finding = "function claim_next_jobs does not raise the fencing generation to the WAL timeline's floor: claims after a promotion can reissue generations an earlier primary issued"
-	cases := []struct {
-		name  string
-		sql   []string
-		want  []string
-		drift bool
-	}{
+	runFloorCases(t, sqlbundle.NewestVersion(), []floorCase{
 		{"fresh bundle", nil, []string{}, false},
 		{"claim with the plain generation + 1",
 			[]string{claimReplaced("GREATEST(j.lease_fencing_generation + 1, v_floor)", "j.lease_fencing_generation + 1")},
@@ -123,37 +127,13 @@ func TestGenerationFloorCheckFindsAClaimWithoutTheFloorFrom017(t *testing.T) {
 			 SET search_path = pg_catalog, pg_temp AS $$BEGIN RETURN NEW; END$$`,
 			`REVOKE ALL ON FUNCTION durable_jobs.raise_generation_to_floor() FROM PUBLIC`},
 			[]string{}, true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			db := testdb.New(t)
-			pool := db.Pool(t)
-			for _, sql := range tc.sql {
-				_, err := pool.Exec(ctx, sql)
-				require.NoError(t, err, sql)
-			}
-			report, err := Run(ctx, db.LoginConn(t, "durable_job_auditor"))
-			require.NoError(t, err)
-			floor := resultOf(t, report, controls.CheckGenerationFloor)
-			require.Equal(t, tc.want, floor.Findings)
-			require.Equal(t, len(tc.want) == 0, floor.Passed)
-			require.Equal(t, tc.drift, !resultOf(t, report, controls.CheckFunctionDrift).Passed,
-				"AUDIT-FUNCTION-DRIFT reports any change to the functions")
-		})
-	}
+	})
 }
 
 // Below bundle version 11 there is no floor to check.
 func TestGenerationFloorCheckPassesBefore011(t *testing.T) {
 	t.Parallel()
-	db := testdb.New(t)
-	migrateTo(t, db, 10)
-	report, err := Run(context.Background(), db.LoginConn(t, "durable_job_auditor"))
-	require.NoError(t, err)
-	floor := resultOf(t, report, controls.CheckGenerationFloor)
-	require.Empty(t, floor.Findings)
-	require.True(t, floor.Passed)
+	runFloorCases(t, 10, []floorCase{{"fresh bundle at 10", nil, []string{}, false}})
 }
 
 // hostConfig is a superuser connection configuration for one cluster.
