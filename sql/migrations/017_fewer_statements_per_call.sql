@@ -19,7 +19,10 @@
 --   extra tuple lock and WAL record (+56 WAL bytes, 1-3 % of a renewal,
 --   3-5 % CPU-bound), and each claimed row a SECURITY DEFINER trigger call.
 --   Dropped after claim_v5 is installed, in this migration's transaction,
---   so no claim runs without the floor.
+--   so no claim runs without the floor. DROP TRIGGER takes an ACCESS
+--   EXCLUSIVE lock on job_record, held until this migration commits (the
+--   rest of it only replaces functions): every call waits for that moment,
+--   and the migration waits for calls in flight (lock timeout).
 -- The down part puts claim_v4.sql and terminal_batch_v2.sql back and
 -- recreates the trigger and its function (generation_floor.sql) after them.
 
