@@ -2,9 +2,11 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -50,18 +52,87 @@ func HostConfigs(cfg *pgx.ConnConfig) []*pgx.ConnConfig {
 	return out
 }
 
-// generationFloorTrigger is the trigger migration 011 creates, as
-// pg_get_triggerdef prints it.
+// generationFloorTrigger is the trigger migration 011 creates (and 017
+// drops), as pg_get_triggerdef prints it.
 const generationFloorTrigger = "CREATE TRIGGER job_record_generation_floor BEFORE UPDATE OF lease_fencing_generation " +
 	"ON durable_jobs.job_record FOR EACH ROW WHEN ((new.lease_fencing_generation > old.lease_fencing_generation)) " +
 	"EXECUTE FUNCTION durable_jobs.raise_generation_to_floor()"
 
-// checkGenerationFloor: the generation-floor trigger exists, fires in every
-// session, executes raise_generation_to_floor() and is defined exactly as
-// migration 011 defines it. Nothing is reported when the function does not
-// exist (a bundle older than 011, which AUDIT-MIGRATION-VERSION reports; a
-// dropped function is reported by AUDIT-FUNCTION-DRIFT).
+// The bundle versions of the generation floor: 011 put it in a trigger,
+// 017 moved it into claim_next_jobs and dropped the trigger.
+const (
+	generationFloorTriggerVersion = 11
+	generationFloorClaimVersion   = 17
+)
+
+// generationFloorClaim are the statements of claim_next_jobs (claim_v5.sql,
+// migration 017) that raise a claim's generation to the WAL timeline's
+// floor, whitespace collapsed to single spaces.
+var generationFloorClaim = []string{
+	"v_floor := COALESCE(v_floor, ((('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint - 1) << 40) + 1);",
+	"lease_fencing_generation = GREATEST(j.lease_fencing_generation + 1, v_floor),",
+}
+
+// checkGenerationFloor: claims raise the fencing generation to the WAL
+// timeline's floor, so a generation issued after a promotion is above
+// every generation an earlier primary issued. Where the floor lives
+// depends on the bundle version the database records:
+//
+//   - 11 to 16: in the trigger job_record_generation_floor, which must
+//     exist, fire in every session and be defined exactly as migration 011
+//     defines it. Nothing is reported when its function
+//     raise_generation_to_floor does not exist (AUDIT-FUNCTION-DRIFT
+//     reports the dropped function).
+//   - 17 and later: in claim_next_jobs itself (017 dropped the trigger,
+//     which made PostgreSQL lock the old row before every UPDATE of
+//     job_record). AUDIT-FUNCTION-DRIFT already reports any change to
+//     claim_next_jobs, and a trigger function put back, as drift; this
+//     check names the one change that breaks fencing across promotions:
+//     an installed claim_next_jobs whose source no longer computes the
+//     floor or no longer claims with GREATEST(generation + 1, floor). A
+//     missing claim_next_jobs is left to AUDIT-FUNCTION-DRIFT.
+//   - below 11, or a version the login cannot read: nothing (no floor yet;
+//     AUDIT-MIGRATION-VERSION reports the version).
 func checkGenerationFloor(ctx context.Context, pool DB, _ *options) ([]string, error) {
+	version, finding, err := recordedVersion(ctx, pool)
+	switch {
+	case err != nil || finding != "" || version < generationFloorTriggerVersion:
+		return nil, err
+	case version >= generationFloorClaimVersion:
+		return checkGenerationFloorInClaim(ctx, pool)
+	}
+	return checkGenerationFloorTrigger(ctx, pool)
+}
+
+// checkGenerationFloorInClaim: the installed claim_next_jobs raises the
+// generation to the floor (bundle versions 17 and later).
+func checkGenerationFloorInClaim(ctx context.Context, pool DB) ([]string, error) {
+	var source *string
+	// pg_proc, which every login may read; to_regprocedure would need
+	// USAGE on the schema.
+	err := pool.QueryRow(ctx, `
+		SELECT pg_catalog.regexp_replace(p.prosrc, '\s+', ' ', 'g') FROM pg_catalog.pg_proc p
+		JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+		WHERE n.nspname = 'durable_jobs' AND p.proname = 'claim_next_jobs'
+		  AND p.proargtypes = '25 25 23'::pg_catalog.oidvector`).Scan(&source)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	for _, statement := range generationFloorClaim {
+		if !strings.Contains(*source, statement) {
+			return []string{"function claim_next_jobs does not raise the fencing generation to the WAL timeline's floor: claims after a promotion can reissue generations an earlier primary issued"}, nil
+		}
+	}
+	return nil, nil
+}
+
+// checkGenerationFloorTrigger: the generation-floor trigger exists, fires
+// in every session, executes raise_generation_to_floor() and is defined
+// exactly as migration 011 defines it (bundle versions 11 to 16).
+func checkGenerationFloorTrigger(ctx context.Context, pool DB) ([]string, error) {
 	var function bool
 	var enabled, definition *string
 	// Through the catalogs, which every login may read (to_regclass needs

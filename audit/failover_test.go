@@ -13,6 +13,7 @@ import (
 	"github.com/mightyetl/leasefence/internal/controls"
 	"github.com/mightyetl/leasefence/internal/pglocal"
 	"github.com/mightyetl/leasefence/internal/testdb"
+	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
 // resultOf returns the result of one check in report.
@@ -27,20 +28,66 @@ func resultOf(t *testing.T, report Report, id string) CheckResult {
 	return CheckResult{}
 }
 
-// The generation-floor trigger of migration 011 is checked exactly: a
-// fresh bundle passes; disabled, dropped or re-created differently, it is
-// a finding; with its function gone as well (what an older bundle looks
-// like) it is left to AUDIT-FUNCTION-DRIFT.
-func TestGenerationFloorCheckFindsADisabledMissingOrChangedTrigger(t *testing.T) {
-	t.Parallel()
+// migrateTo moves the database behind db to version, as its superuser.
+func migrateTo(t *testing.T, db *testdb.DB, version int32) {
+	t.Helper()
 	ctx := context.Background()
-	cases := []struct {
-		name  string
-		sql   []string
-		want  []string
-		drift bool
-	}{
-		{"fresh bundle", nil, []string{}, false},
+	m, err := sqlbundle.NewMigrator(ctx, db.Conn(t))
+	require.NoError(t, err)
+	require.NoError(t, m.MigrateTo(ctx, version))
+}
+
+// claimReplaced is the statement that replaces claim_next_jobs by its
+// installed definition with old (which contains no quote) replaced by new.
+func claimReplaced(old, new string) string {
+	return `DO $replace$BEGIN EXECUTE replace(pg_get_functiondef('durable_jobs.claim_next_jobs(text,text,integer)'::regprocedure), '` +
+		old + `', '` + new + `'); END$replace$`
+}
+
+// floorCase is one database state for AUDIT-GENERATION-FLOOR: the
+// statements that make it, the check's findings, and whether
+// AUDIT-FUNCTION-DRIFT fails too.
+type floorCase struct {
+	name  string
+	sql   []string
+	want  []string
+	drift bool
+}
+
+// runFloorCases runs each case on its own database migrated to version and
+// audits it as durable_job_auditor.
+func runFloorCases(t *testing.T, version int32, cases []floorCase) {
+	ctx := context.Background()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db := testdb.New(t)
+			migrateTo(t, db, version)
+			pool := db.Pool(t)
+			for _, sql := range tc.sql {
+				_, err := pool.Exec(ctx, sql)
+				require.NoError(t, err, sql)
+			}
+			report, err := Run(ctx, db.LoginConn(t, "durable_job_auditor"))
+			require.NoError(t, err)
+			floor := resultOf(t, report, controls.CheckGenerationFloor)
+			require.Equal(t, tc.want, floor.Findings)
+			require.Equal(t, len(tc.want) == 0, floor.Passed)
+			require.Equal(t, tc.drift, !resultOf(t, report, controls.CheckFunctionDrift).Passed,
+				"AUDIT-FUNCTION-DRIFT reports a changed, missing or extra function")
+		})
+	}
+}
+
+// The generation floor at bundle versions 11 to 16 is migration 011's
+// trigger, checked exactly: a fresh bundle at 16 passes; disabled, dropped
+// or re-created differently, it is a finding; with its function gone as
+// well (what an older bundle looks like) it is left to
+// AUDIT-FUNCTION-DRIFT.
+func TestGenerationFloorCheckFindsADisabledMissingOrChangedTriggerBefore017(t *testing.T) {
+	t.Parallel()
+	runFloorCases(t, 16, []floorCase{
+		{"fresh bundle at 16", nil, []string{}, false},
 		{"disabled", []string{`ALTER TABLE durable_jobs.job_record DISABLE TRIGGER job_record_generation_floor`},
 			[]string{"trigger job_record_generation_floor on durable_jobs.job_record does not fire in every session (tgenabled D)"}, false},
 		{"replica only", []string{`ALTER TABLE durable_jobs.job_record ENABLE REPLICA TRIGGER job_record_generation_floor`},
@@ -54,25 +101,39 @@ func TestGenerationFloorCheckFindsADisabledMissingOrChangedTrigger(t *testing.T)
 			[]string{"trigger job_record_generation_floor on durable_jobs.job_record differs from what migration 011 creates (timing, columns, condition or function)"}, false},
 		{"function and trigger dropped", []string{`DROP FUNCTION durable_jobs.raise_generation_to_floor() CASCADE`},
 			[]string{}, true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			db := testdb.New(t)
-			pool := db.Pool(t)
-			for _, sql := range tc.sql {
-				_, err := pool.Exec(ctx, sql)
-				require.NoError(t, err, sql)
-			}
-			report, err := Run(ctx, db.LoginConn(t, "durable_job_auditor"))
-			require.NoError(t, err)
-			floor := resultOf(t, report, controls.CheckGenerationFloor)
-			require.Equal(t, tc.want, floor.Findings)
-			require.Equal(t, len(tc.want) == 0, floor.Passed)
-			require.Equal(t, tc.drift, !resultOf(t, report, controls.CheckFunctionDrift).Passed,
-				"AUDIT-FUNCTION-DRIFT reports a missing trigger function")
-		})
-	}
+	})
+}
+
+// From bundle version 17 the floor lives in claim_next_jobs: a fresh
+// bundle passes (no trigger to look for); a claim_next_jobs that claims
+// with the plain generation + 1, or no longer reads the timeline, is a
+// finding of this check as well as drift; a dropped claim_next_jobs, or
+// the trigger function put back, is drift only.
+func TestGenerationFloorCheckFindsAClaimWithoutTheFloorFrom017(t *testing.T) {
+	t.Parallel()
+	const finding = "function claim_next_jobs does not raise the fencing generation to the WAL timeline's floor: claims after a promotion can reissue generations an earlier primary issued"
+	runFloorCases(t, sqlbundle.NewestVersion(), []floorCase{
+		{"fresh bundle", nil, []string{}, false},
+		{"claim with the plain generation + 1",
+			[]string{claimReplaced("GREATEST(j.lease_fencing_generation + 1, v_floor)", "j.lease_fencing_generation + 1")},
+			[]string{finding}, true},
+		{"floor no longer read from the timeline",
+			[]string{claimReplaced("v_floor := COALESCE(v_floor,", "v_floor := COALESCE(v_floor, 1,")},
+			[]string{finding}, true},
+		{"claim_next_jobs dropped", []string{`DROP FUNCTION durable_jobs.claim_next_jobs(text, text, integer) CASCADE`},
+			[]string{}, true},
+		{"trigger function put back", []string{
+			`CREATE FUNCTION durable_jobs.raise_generation_to_floor() RETURNS trigger LANGUAGE plpgsql
+			 SET search_path = pg_catalog, pg_temp AS $$BEGIN RETURN NEW; END$$`,
+			`REVOKE ALL ON FUNCTION durable_jobs.raise_generation_to_floor() FROM PUBLIC`},
+			[]string{}, true},
+	})
+}
+
+// Below bundle version 11 there is no floor to check.
+func TestGenerationFloorCheckPassesBefore011(t *testing.T) {
+	t.Parallel()
+	runFloorCases(t, 10, []floorCase{{"fresh bundle at 10", nil, []string{}, false}})
 }
 
 // hostConfig is a superuser connection configuration for one cluster.

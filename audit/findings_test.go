@@ -251,10 +251,10 @@ func TestAuditFindsEveryBrokenCheck(t *testing.T) {
 		}, []string{controls.CheckMigrationVersion, controls.CheckFunctionDrift},
 			[]string{"AUDIT-MIGRATION-VERSION: refusing to read the version: " + sqlbundle.VersionTable + " is not the table leasefence creates: it has rules; it is not a plain table",
 				"AUDIT-FUNCTION-DRIFT: refusing to read the version: "}},
-		{"generation-floor trigger disabled", func(*testing.T) []string {
-			return []string{`ALTER TABLE durable_jobs.job_record DISABLE TRIGGER job_record_generation_floor`}
-		}, []string{controls.CheckGenerationFloor},
-			[]string{"AUDIT-GENERATION-FLOOR: trigger job_record_generation_floor on durable_jobs.job_record does not fire in every session (tgenabled D)"}},
+		{"claim_next_jobs without the generation floor", func(*testing.T) []string {
+			return []string{claimReplaced("GREATEST(j.lease_fencing_generation + 1, v_floor)", "j.lease_fencing_generation + 1")}
+		}, []string{controls.CheckFunctionDrift, controls.CheckGenerationFloor},
+			[]string{"AUDIT-GENERATION-FLOOR: function claim_next_jobs does not raise the fencing generation to the WAL timeline's floor"}},
 		{"migration version behind", func(*testing.T) []string {
 			return []string{`UPDATE ` + sqlbundle.VersionTable + ` SET version = 1`}
 		}, []string{controls.CheckMigrationVersion, controls.CheckFunctionDrift},
@@ -344,6 +344,7 @@ func TestRunThatCannotReadACatalogNamesTheCheck(t *testing.T) {
 		{controls.CheckEvidenceAppendOnly, []string{`REVOKE EXECUTE ON FUNCTION pg_catalog.has_table_privilege(oid, text) FROM PUBLIC`}},
 		{controls.CheckMigrationVersion, []string{`REVOKE EXECUTE ON FUNCTION pg_catalog.has_schema_privilege(text, text) FROM PUBLIC`}},
 		{controls.CheckFunctionDrift, []string{`REVOKE EXECUTE ON FUNCTION pg_catalog.pg_get_functiondef(oid) FROM PUBLIC`}},
+		{controls.CheckGenerationFloor, []string{`REVOKE EXECUTE ON FUNCTION pg_catalog.regexp_replace(text, text, text, text) FROM PUBLIC`}},
 		{controls.CheckDefinerOwners, []string{`REVOKE SELECT ON pg_catalog.pg_auth_members FROM PUBLIC`}},
 		{controls.CheckServerLogSecrets, []string{`REVOKE SELECT ON pg_catalog.pg_db_role_setting FROM PUBLIC`}},
 		{controls.CheckUnencryptedSessions, []string{`REVOKE SELECT ON pg_catalog.pg_stat_activity FROM PUBLIC`}},

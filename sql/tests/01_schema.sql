@@ -4,7 +4,7 @@
 -- writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(184);
+SELECT plan(183);
 
 -- Schema, type, tables -------------------------------------------------------
 
@@ -183,10 +183,8 @@ SELECT throws_ok(
 SELECT triggers_are('durable_jobs', 'control_evidence_record',
     ARRAY['control_evidence_record_append_only', 'control_evidence_record_no_truncate', 'control_evidence_record_chain'],
     'control evidence is guarded by the append-only and no-truncate triggers and chained by the chain trigger');
-SELECT triggers_are('durable_jobs', 'job_record', ARRAY['job_record_generation_floor'],
-    'job_record has exactly the generation-floor trigger of migration 011');
-SELECT trigger_is('durable_jobs', 'job_record', 'job_record_generation_floor', 'durable_jobs', 'raise_generation_to_floor',
-    'the generation-floor trigger executes durable_jobs.raise_generation_to_floor()');
+SELECT triggers_are('durable_jobs', 'job_record', ARRAY[]::name[],
+    'job_record has no trigger: migration 017 moved the generation floor of 011 into claim_next_jobs, because a BEFORE ROW UPDATE trigger locks the old row before every UPDATE of job_record');
 
 -- Comments where promised ----------------------------------------------------------
 
@@ -236,11 +234,11 @@ SELECT functions_are('durable_jobs',
           'record_deployment', 'control_evidence_chain', 'control_evidence_records', 'policy_evidence_mismatches',
           'change_queue_lease_policy', 'passes_luhn', 'looks_personal_or_secret', 'require_structured_change',
           'evidence_content_digest', 'chain_evidence_record', 'stamp_policy_change', 'record_policy_change',
-          'refuse_policy_truncate', 'raise_generation_to_floor', 'record_stale_call',
+          'refuse_policy_truncate', 'record_stale_call',
           'change_control', 'set_change_control', 'update_queue_lease_policy',
           'queue_name_pattern', 'queue_name_is_well_formed', 'worker_owner_id_pattern',
           'worker_owner_id_is_well_formed', 'effective_lease_policy_queue'],
-    'the schema holds exactly the contract functions, the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue, the generation-floor trigger function (migration 011), change control (015), the partial policy change and the rule functions (016) and the private helpers');
+    'the schema holds exactly the contract functions, the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue, change control (015), the partial policy change and the rule functions (016) and the private helpers');
 
 CREATE TEMP TABLE expected_signature (
     function_name   name PRIMARY KEY,
@@ -385,7 +383,7 @@ SELECT is_empty(
             ELSE ARRAY['search_path=pg_catalog, pg_temp'] END$$,
     'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic and lock_timeout where it takes the evidence lock; only the five inlined rule functions of migration 016 set nothing');
 SELECT is((SELECT count(*)::integer FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef),
-          38, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, raise_generation_to_floor (migration 011), change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) are SECURITY DEFINER');
+          37, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef

@@ -4,7 +4,7 @@
 -- renewal owner none on payloads; no bundle role can log in or escalate.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(517);
+SELECT plan(512);
 
 -- Which runtime role may execute which function. record_deployment_version
 -- is not a runtime function: only the role that applied the bundle runs it.
@@ -69,8 +69,6 @@ INSERT INTO expected_execute VALUES
  ('stamp_policy_change', '{}', '{}'),
  ('record_policy_change', '{}', '{}'),
  ('refuse_policy_truncate', '{}', '{}'),
- -- migration 011: only its trigger calls it
- ('raise_generation_to_floor', '{}', '{}'),
  -- migration 015: change control
  ('change_control', '{}', '{durable_job_auditor,durable_job_operator}'),
  ('set_change_control', '{text,boolean,boolean,text,text,text}', '{durable_job_operator}'),
@@ -96,7 +94,7 @@ INSERT INTO private_table VALUES
  ('control_evidence_record'), ('lease_outcome_tally'), ('queue_retention_policy');
 GRANT SELECT ON expected_execute, runtime_role, definer_role, private_table TO PUBLIC;
 
--- EXECUTE, function by function and role by role (53 x 4 + 53 for PUBLIC) ------------
+-- EXECUTE, function by function and role by role (61 x 4 + 61 for PUBLIC) ------------
 
 SELECT function_privs_are('durable_jobs', e.function_name, e.argument_types, r.role_name,
     CASE WHEN r.role_name = ANY (e.runtime_roles) THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,

@@ -1,15 +1,17 @@
--- 18_generation_floor: the trigger of migration 011
--- (functions/generation_floor.sql). A claim's fencing generation is at
--- least the WAL timeline's floor, ((timeline - 1) << 40) + 1, and a claim
--- sets synchronous_commit to local for its own transaction unless it is
--- already off or local; a renewal (the generation unchanged) and a lowered
--- generation do not fire it. The throwaway cluster runs on timeline 1
--- (floor 1); a generation below the floor is made by the superuser with
--- negative values, which no claim can produce. The promoted-timeline case
--- runs against a real standby in sql/integration/failover_test.go.
+-- 18_generation_floor: the generation floor of migration 011, in
+-- claim_next_jobs since migration 017 (functions/claim_v5.sql; 011's
+-- trigger and its function are dropped). A claim's fencing generation is at
+-- least the WAL timeline's floor, ((timeline - 1) << 40) + 1, and a call
+-- that claims sets synchronous_commit to local for the rest of its
+-- transaction unless it is already off or local; a call that claims
+-- nothing, a renewal and a completion leave it alone. The throwaway cluster
+-- runs on timeline 1 (floor 1); a generation below the floor is made by the
+-- superuser with negative values, which no claim can produce. The
+-- promoted-timeline case runs against a real standby in
+-- sql/integration/failover_test.go.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(14);
+SELECT plan(17);
 
 CREATE TEMP TABLE t18_job (label text PRIMARY KEY, job_record_id bigint) ON COMMIT DROP;
 CREATE TEMP TABLE t18_claim (label text PRIMARY KEY, job_record_id bigint, lease_claim_token uuid,
@@ -19,9 +21,9 @@ CREATE FUNCTION pg_temp.t18_floor() RETURNS bigint LANGUAGE sql VOLATILE AS $$
     SELECT ((('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint - 1) << 40) + 1;
 $$;
 -- Claims the job of queue t18.<label> as durable_job_worker with
--- synchronous_commit set to p_sync first, and records the claim with the
--- setting in force right after it.
-CREATE FUNCTION pg_temp.t18_claim_with(p_label text, p_sync text) RETURNS void LANGUAGE plpgsql AS $$
+-- synchronous_commit set to p_sync first, and records the claim (none when
+-- nothing was claimed) with the setting in force right after it.
+CREATE FUNCTION pg_temp.t18_claim_with(p_label text, p_sync text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM set_config('synchronous_commit', p_sync, true);
     SET LOCAL ROLE durable_job_worker;
@@ -29,67 +31,78 @@ BEGIN
                                  current_setting('synchronous_commit')
     FROM durable_jobs.claim_next_job('t18.' || p_label, 'worker-18') c;
     RESET ROLE;
+    RETURN current_setting('synchronous_commit');
 END;
 $$;
 
 INSERT INTO t18_job VALUES
     ('plain', durable_jobs.enqueue_job('t18.plain', '{"n": 1}'::jsonb)),
     ('sync', durable_jobs.enqueue_job('t18.sync', '{"n": 2}'::jsonb)),
-    ('below', durable_jobs.enqueue_job('t18.below', '{"n": 3}'::jsonb));
+    ('below', durable_jobs.enqueue_job('t18.below', '{"n": 3}'::jsonb)),
+    ('local', durable_jobs.enqueue_job('t18.local', '{"n": 4}'::jsonb));
+
+-- No trigger and no other writer: the floor is claim_next_jobs's alone.
+SELECT is_empty($$SELECT tgname FROM pg_trigger WHERE tgrelid = 'durable_jobs.job_record'::regclass AND NOT tgisinternal$$,
+                'job_record has no trigger: a BEFORE ROW UPDATE trigger locks the old row before every UPDATE of job_record, renewals included (migration 017)');
+SELECT is_empty($$SELECT p.oid::regprocedure::text FROM pg_proc p
+                  WHERE p.pronamespace = 'durable_jobs'::regnamespace
+                    AND p.prosrc ~ '(SET|,|NEW\.)\s*lease_fencing_generation\s*:?=[^=]'
+                    AND p.oid <> 'durable_jobs.claim_next_jobs(text,text,integer)'::regprocedure$$,
+                'no function but claim_next_jobs assigns lease_fencing_generation');
+SELECT matches((SELECT prosrc FROM pg_proc WHERE oid = 'durable_jobs.claim_next_jobs(text,text,integer)'::regprocedure),
+               'lease_fencing_generation = GREATEST\(j\.lease_fencing_generation \+ 1, v_floor\)',
+               'claim_next_jobs raises the generation to at least the floor');
+SELECT hasnt_function('durable_jobs', 'raise_generation_to_floor', ARRAY[]::name[],
+                      'the trigger function of migration 011 is gone');
 
 -- A claim with synchronous_commit off (the test clusters' setting): the
 -- generation is raised from 0 past the floor, the setting stays off.
-SELECT pg_temp.t18_claim_with('plain', 'off');
+SELECT is(pg_temp.t18_claim_with('plain', 'off'), 'off', 'a claim leaves synchronous_commit off when it was off');
 SELECT is((SELECT lease_fencing_generation FROM t18_claim WHERE label = 'plain'), greatest(1, pg_temp.t18_floor()),
           'a first claim gets generation 1 on timeline 1, the floor on a later timeline');
-SELECT is((SELECT sync_after FROM t18_claim WHERE label = 'plain'), 'off',
-          'a claim leaves synchronous_commit off when it was off');
 
 -- A claim with synchronous_commit on: set to local for the transaction.
 SELECT pg_temp.t18_claim_with('sync', 'on');
 SELECT is((SELECT sync_after FROM t18_claim WHERE label = 'sync'), 'local',
           'a claim sets synchronous_commit to local, so its COMMIT does not wait for a synchronous standby');
 SELECT is(current_setting('synchronous_commit'), 'local',
-          'the setting outlives the definer function (its SET clause restores only search_path) for the rest of the transaction');
+          'the setting outlives claim_next_jobs (its SET clauses restore only search_path and plan_cache_mode) for the rest of the transaction');
 
--- A renewal does not change the generation and does not fire the trigger.
+-- Already local: stays local.
+SELECT is(pg_temp.t18_claim_with('local', 'local'), 'local', 'a claim leaves synchronous_commit local when it was local');
+SELECT isnt((SELECT job_record_id FROM t18_claim WHERE label = 'local'), NULL, 'and it claimed');
+
+-- A call that claims nothing leaves the setting alone.
+SELECT is(pg_temp.t18_claim_with('empty', 'on'), 'on', 'a claim that claims nothing leaves synchronous_commit on');
+
+-- A renewal and a completion do not change it (nor the generation).
 SET LOCAL synchronous_commit = remote_apply;
 SET LOCAL ROLE durable_job_worker;
 SELECT ok((SELECT durable_jobs.renew_job_lease(c.job_record_id, c.lease_claim_token, 'worker-18') IS NOT NULL
            FROM t18_claim c WHERE c.label = 'sync'), 'the claim renews');
 RESET ROLE;
 SELECT is(current_setting('synchronous_commit'), 'remote_apply',
-          'a renewal leaves synchronous_commit as it was: renewals and terminal writes still wait for the standby');
+          'a renewal leaves synchronous_commit as it was: renewals still wait for the standby');
 SELECT is((SELECT j.lease_fencing_generation FROM durable_jobs.job_record j JOIN t18_claim c USING (job_record_id)
            WHERE c.label = 'sync'),
           (SELECT lease_fencing_generation FROM t18_claim WHERE label = 'sync'),
           'a renewal keeps the generation');
+SET LOCAL ROLE durable_job_worker;
+SELECT durable_jobs.complete_job(c.job_record_id, c.lease_claim_token, 'worker-18') FROM t18_claim c WHERE c.label = 'sync';
+RESET ROLE;
+SELECT is(current_setting('synchronous_commit'), 'remote_apply',
+          'a completion leaves synchronous_commit as it was: terminal writes still wait for the standby');
 
--- A generation below the floor (only the superuser can write one): a
--- lowered value is left alone, a raised one is lifted to the floor.
+-- A generation below the floor (only the superuser can write one): the
+-- claim lifts it to the floor, not to generation + 1.
 UPDATE durable_jobs.job_record SET lease_fencing_generation = -10
 WHERE job_record_id = (SELECT job_record_id FROM t18_job WHERE label = 'below');
+SELECT pg_temp.t18_claim_with('below', 'off');
+SELECT is((SELECT lease_fencing_generation FROM t18_claim WHERE label = 'below'), pg_temp.t18_floor(),
+          'a claim of a generation below the floor gets the floor');
 SELECT is((SELECT lease_fencing_generation FROM durable_jobs.job_record
            WHERE job_record_id = (SELECT job_record_id FROM t18_job WHERE label = 'below')),
-          -10::bigint, 'lowering the generation does not fire the trigger');
-SET LOCAL synchronous_commit = local;
-UPDATE durable_jobs.job_record SET lease_fencing_generation = -9
-WHERE job_record_id = (SELECT job_record_id FROM t18_job WHERE label = 'below');
-SELECT is((SELECT lease_fencing_generation FROM durable_jobs.job_record
-           WHERE job_record_id = (SELECT job_record_id FROM t18_job WHERE label = 'below')),
-          pg_temp.t18_floor(), 'a raised generation below the floor is lifted to the floor');
-SELECT is(current_setting('synchronous_commit'), 'local', 'synchronous_commit already local stays local');
-
--- The function: definer, owned by the claim owner, pinned search_path, no EXECUTE for anyone.
-SELECT is_definer('durable_jobs', 'raise_generation_to_floor', ARRAY[]::name[],
-                  'raise_generation_to_floor is SECURITY DEFINER');
-SELECT function_owner_is('durable_jobs', 'raise_generation_to_floor', ARRAY[]::name[], 'durable_job_claim_owner',
-                         'raise_generation_to_floor is owned by durable_job_claim_owner, like the claim functions');
-SELECT is((SELECT proconfig FROM pg_proc WHERE oid = 'durable_jobs.raise_generation_to_floor()'::regprocedure),
-          ARRAY['search_path=pg_catalog, pg_temp'], 'raise_generation_to_floor pins search_path');
-SELECT is((SELECT tgenabled::text FROM pg_trigger
-           WHERE tgrelid = 'durable_jobs.job_record'::regclass AND tgname = 'job_record_generation_floor'),
-          'O', 'the generation-floor trigger fires in every session');
+          pg_temp.t18_floor(), 'and the row holds the floor');
 
 SELECT * FROM finish();
 ROLLBACK;
