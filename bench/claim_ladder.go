@@ -52,15 +52,17 @@ var claimLadder = ladderInfo{
 		{rungClaimJobRecord, "the same one-statement claim of durable_jobs.job_record, writing what claim_next_jobs " +
 			"writes (status, attempt, every lease column, generation, renewal count), the payload read from " +
 			"job_payload_record: the real table's six CHECK constraints, its indexes (a claim adds entries to the " +
-			"primary key's, job_record_running_by_queue and job_record_reclaim_order), the generation floor's trigger " +
-			"and the separate payload table",
+			"primary key's, job_record_running_by_queue and job_record_reclaim_order) and the separate payload table",
 			"yes: the real table; its CHECKs hold the lease invariants reclaim relies on, its indexes keep claims and " +
-				"reclaims flat in live leases, the trigger keeps generations increasing across promotions (migration 011)"},
+				"reclaims flat in live leases"},
 		{rungClaimWritten, "claim_next_jobs as installed, the policy's values written in and without its input checks: " +
 			"expired claims probed before due jobs in the same statement, candidates as arrays, each claimed with a " +
-			"token of its own in one UPDATE, exhausted jobs to FAILED, reclaims tallied, generic plans",
-			"yes: reclaim (a RUNNING job whose lease expired by database time is claimable, expired claims first) and " +
-				"claiming up to n jobs a call (CONTRACT.md, claim_next_job and claim_next_jobs)"},
+			"token of its own in one UPDATE, exhausted jobs to FAILED, reclaims tallied, generic plans, the generation " +
+			"raised to the WAL timeline's floor and the claim's commit made local (migration 011's rules, in the " +
+			"function since 017)",
+			"yes: reclaim (a RUNNING job whose lease expired by database time is claimable, expired claims first), " +
+				"claiming up to n jobs a call (CONTRACT.md, claim_next_job and claim_next_jobs), generations that " +
+				"increase across promotions"},
 		{rungClaimPolicy, "+ the policy read: the queue's own policy, else '*'",
 			"yes: a policy change affects the next claim (CONTRACT.md, lease policy)"},
 		{rungClaimCopy, "+ the input checks (queue name and owner id patterns and collation, 1 to 1,000 jobs, " +

@@ -79,10 +79,10 @@ var renewalLadder = ladderInfo{
 		{rungTable, "the contract's result: RETURNS TABLE (renewal_outcome, lease_expires_at, database_time) by " +
 			"RETURN NEXT, called as SELECT those three columns FROM the function", requiredSignature},
 		{rungJobRecord, "the same function on durable_jobs.job_record and its real claims instead of the copy: its " +
-			"triggers, which a renewal never fires: the foreign keys of the tables that reference it and the generation " +
-			"floor (migration 011), a BEFORE UPDATE row trigger, whose mere presence makes PostgreSQL lock each row " +
-			"before it updates it (one more WAL record)",
-			"the table, yes; the row lock is the price of the generation floor being a trigger (see the reading)"},
+			"constraints and the foreign keys of the tables that reference it (a renewal fires none of their " +
+			"triggers; since migration 017 job_record has no BEFORE UPDATE row trigger, whose mere presence made " +
+			"PostgreSQL lock each row before updating it)",
+			"yes: the real table"},
 		{rungAsWritten, "the UPDATE as renew_job_lease writes it (its installed text: job_status compared as " +
 			"text, the decision time taken once, the outcome from RETURNING), with the policy's values as constants, " +
 			"without the floor and the input checks", requiredNothing},
@@ -103,9 +103,7 @@ var batchLadder = ladderInfo{
 		{rungBatchTable, "the same UPDATE in a function of the contract's shape (SECURITY DEFINER, pinned search_path, " +
 			"the owner's privileges) returning the contract's table row by row (RETURN NEXT), called as goclient does",
 			"yes: the function shape and the contract's signature of renew_job_leases"},
-		{rungBatchJob, "the same function on durable_jobs.job_record and its real claims (its triggers: the row " +
-			"locked before each update, as above)",
-			"the table, yes; the row lock is the price of the generation floor being a trigger"},
+		{rungBatchJob, "the same function on durable_jobs.job_record and its real claims", "yes: the real table"},
 		{rungBatchAnswer, "one row out per claim in, in input order: the claims a WITH ORDINALITY input, the UPDATE " +
 			"in a CTE joined back to them (stale where not renewed)",
 			"yes: one row out per claim in, in input order (CONTRACT.md)"},

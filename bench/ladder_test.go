@@ -217,12 +217,14 @@ func TestPairSkipsIdleRounds(t *testing.T) {
 	}
 }
 
-// TestLadderWALSeesTheRowLock: WAL per renewal is measured per rung, and
-// it shows what moving from the copy to job_record adds: job_record's
-// BEFORE UPDATE trigger (the generation floor) never fires for a renewal,
-// but makes PostgreSQL lock the row before updating it, one more WAL
-// record a renewal. Not parallel: WAL is the whole server's.
-func TestLadderWALSeesTheRowLock(t *testing.T) {
+// TestRenewalOnJobRecordLocksNoRowFirst: WAL per renewal is measured per
+// rung, and moving from the copy to job_record adds nothing to it. Until
+// migration 017, job_record's BEFORE UPDATE row trigger (the generation
+// floor of migration 011), which a renewal never fired, made PostgreSQL
+// lock each row before updating it: one more WAL record a renewal, 210
+// bytes against the copy's 155 (fails on version 16). Not parallel: WAL is
+// the whole server's.
+func TestRenewalOnJobRecordLocksNoRowFirst(t *testing.T) {
 	ctx := context.Background()
 	r, set, _ := ladderEnv(t, renewClaims)
 	onCopy, err := r.walPerUnit(ctx, renewLoad(r.e, set, rungCall(rungTable), scanOutcome))
@@ -233,8 +235,8 @@ func TestLadderWALSeesTheRowLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if onCopy < 100 || onJobRecord < onCopy+30 {
-		t.Errorf("WAL a renewal: %.0f bytes on the copy, %.0f on job_record; want job_record's row lock on top", onCopy,
+	if onCopy < 100 || onJobRecord > onCopy+20 {
+		t.Errorf("WAL a renewal: %.0f bytes on the copy, %.0f on job_record; want no row lock on top", onCopy,
 			onJobRecord)
 	}
 	t.Logf("WAL a renewal: %.0f bytes on the copy, %.0f on job_record", onCopy, onJobRecord)
