@@ -216,7 +216,11 @@ func (r *runner) claimLadderStep(ctx context.Context) error {
 	if err := r.e.createRawClaimTable(ctx); err != nil {
 		return err
 	}
-	due := r.dueJobsPerSide(2) + 3*renewClaims
+	// Due jobs for a case time and a warm-up at half Config.ClaimRate (a
+	// single claim a call is far slower than the most a client can make),
+	// and for the three WAL passes: enough, without filling job_record with
+	// rows the later steps would then work around.
+	due := int((r.cfg.CaseTime.Seconds()+r.cfg.Warmup.Seconds())*float64(r.cfg.ClaimRate)/2) + 3*renewClaims + 1000
 	loads := []load{claimLoad(r.e, claimLadderQueue(0), rawClaimSQL)}
 	for k, g := range claimLadder.rungs {
 		queue := claimLadderQueue(k + 1)
@@ -248,5 +252,13 @@ func (r *runner) claimLadderStep(ctx context.Context) error {
 	if err := r.claimRungs(ctx); err != nil {
 		return err
 	}
-	return r.climb(ctx, claimLadder, loads)
+	if err := r.climb(ctx, claimLadder, loads); err != nil {
+		return err
+	}
+	// The ladder's queues leave tens of thousands of claimed and due rows
+	// and as many dead index entries; the steps after it (the HOT share
+	// under a 3 s lease first) start on vacuumed tables, not beside an
+	// autovacuum of them.
+	_, err := r.e.admin.Exec(ctx, `VACUUM ANALYZE durable_jobs.job_record, durable_jobs.job_payload_record, bench_raw_claim`)
+	return err
 }
