@@ -73,8 +73,11 @@ var claimLadder = ladderInfo{
 	},
 }
 
-// claimTableRung is the bare claim in the contract's shape, on bench_raw_claim.
-func claimTableRung(name string) string {
+// claimRung is a function of the contract's shape returning
+// claim_next_job's table, whose body is the one statement query (RETURN
+// QUERY), with the variables v_token (the claim's token) and v_now (the
+// decision time).
+func claimRung(name, query string) string {
 	return fmt.Sprintf(`CREATE FUNCTION public.%s(p_queue_name text, p_worker_owner_id text, p_max_jobs integer)
 RETURNS TABLE (%s)
 LANGUAGE plpgsql %s AS $body$
@@ -84,34 +87,31 @@ DECLARE
     v_now timestamptz := pg_catalog.clock_timestamp();
 BEGIN
     RETURN QUERY
-    UPDATE public.bench_raw_claim c SET status = 'RUNNING', digest = pg_catalog.sha256(pg_catalog.uuid_send(v_token)),
+    %s;
+END $body$`, name, claimTableColumns, pinned, query)
+}
+
+// claimTableRung is the bare claim in the contract's shape, on bench_raw_claim.
+func claimTableRung(name string) string {
+	return claimRung(name, `UPDATE public.bench_raw_claim c SET status = 'RUNNING',
+        digest = pg_catalog.sha256(pg_catalog.uuid_send(v_token)),
         owner = p_worker_owner_id, expires_at = v_now + interval '30 seconds'
     WHERE c.id = (SELECT d.id FROM public.bench_raw_claim d
                   WHERE d.queue_name = p_queue_name AND d.status = 'QUEUED' AND d.run_after <= v_now
                   ORDER BY d.run_after, d.id LIMIT 1 FOR UPDATE SKIP LOCKED)
-    RETURNING c.id, v_token, 1::bigint, c.expires_at, interval '10 seconds', 1, c.payload, v_now;
-END $body$`, name, claimTableColumns, pinned)
+    RETURNING c.id, v_token, 1::bigint, c.expires_at, interval '10 seconds', 1, c.payload, v_now`)
 }
 
 // claimJobRecordRung is the one-statement claim of job_record in the
 // contract's shape, writing what claim_next_jobs writes.
 func claimJobRecordRung(name string) string {
-	return fmt.Sprintf(`CREATE FUNCTION public.%s(p_queue_name text, p_worker_owner_id text, p_max_jobs integer)
-RETURNS TABLE (%s)
-LANGUAGE plpgsql %s AS $body$
-#variable_conflict use_column
-DECLARE
-    v_token uuid := pg_catalog.gen_random_uuid();
-    v_now timestamptz := pg_catalog.clock_timestamp();
-BEGIN
-    RETURN QUERY
-    WITH claimed AS (
+	return claimRung(name, fmt.Sprintf(`WITH claimed AS (
         UPDATE durable_jobs.job_record j
         SET job_status = 'RUNNING', status_changed_at = v_now, attempt_number = j.attempt_number + 1,
             lease_claim_digest = pg_catalog.sha256(pg_catalog.uuid_send(v_token)),
             lease_owner_id = p_worker_owner_id, lease_claimed_by_role = SESSION_USER, lease_claimed_at = v_now,
-            lease_expires_at = v_now + interval '%[4]s', lease_expiry_floor = v_now + interval '%[4]s',
-            lease_claim_deadline = v_now + interval '%[5]s',
+            lease_expires_at = v_now + interval '%[1]s', lease_expiry_floor = v_now + interval '%[1]s',
+            lease_claim_deadline = v_now + interval '%[2]s',
             lease_fencing_generation = j.lease_fencing_generation + 1, lease_renewal_count = 0,
             failure_reason_code = NULL
         WHERE j.job_record_id = (SELECT d.job_record_id FROM durable_jobs.job_record d
@@ -121,10 +121,10 @@ BEGIN
         RETURNING j.job_record_id AS claimed_id, j.lease_fencing_generation AS claimed_generation,
                   j.lease_expires_at AS claimed_expiry, j.attempt_number AS claimed_attempt
     )
-    SELECT k.claimed_id, v_token, k.claimed_generation, k.claimed_expiry, interval '%[6]s', k.claimed_attempt,
+    SELECT k.claimed_id, v_token, k.claimed_generation, k.claimed_expiry, interval '%[3]s', k.claimed_attempt,
            pr.job_payload, v_now
-    FROM claimed k LEFT JOIN durable_jobs.job_payload_record pr ON pr.job_record_id = k.claimed_id;
-END $body$`, name, claimTableColumns, pinned, claimLadderLease, claimLadderLifetime, claimLadderRenewal)
+    FROM claimed k LEFT JOIN durable_jobs.job_payload_record pr ON pr.job_record_id = k.claimed_id`,
+		claimLadderLease, claimLadderLifetime, claimLadderRenewal))
 }
 
 // claimRungs makes the claim ladder's functions in schema public, owned by

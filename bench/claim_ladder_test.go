@@ -8,8 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/mightyetl/leasefence/internal/testdb"
 )
 
 // claimLadderEnv is a test database with the bare-claim table, two due
@@ -19,11 +17,7 @@ import (
 func claimLadderEnv(t *testing.T) (*runner, *pgx.Conn) {
 	t.Helper()
 	ctx := context.Background()
-	db := testdb.New(t)
-	e := &env{dbPools: dbPools{admin: db.Pool(t), worker: db.LoginPool(t, "durable_job_worker")}}
-	if err := e.worker.QueryRow(ctx, `SELECT session_user`).Scan(&e.workerRole); err != nil {
-		t.Fatal(err)
-	}
+	e := testEnv(t)
 	if err := e.createRawClaimTable(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -40,12 +34,7 @@ func claimLadderEnv(t *testing.T) (*runner, *pgx.Conn) {
 	if err := r.claimRungs(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c, err := e.worker.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Release)
-	return r, c.Conn()
+	return r, workerConn(t, e)
 }
 
 // claimRow is what a claim rung returns that the tests look at.

@@ -21,11 +21,7 @@ func TestMain(m *testing.M) { os.Exit(testdb.Run(m)) }
 func ladderEnv(t *testing.T, claims int) (*runner, claimSet, *pgx.Conn) {
 	t.Helper()
 	ctx := context.Background()
-	db := testdb.New(t)
-	e := &env{dbPools: dbPools{admin: db.Pool(t), worker: db.LoginPool(t, "durable_job_worker")}}
-	if err := e.worker.QueryRow(ctx, `SELECT session_user`).Scan(&e.workerRole); err != nil {
-		t.Fatal(err)
-	}
+	e := testEnv(t)
 	if err := e.setPolicy(ctx, "bench_renew", renewLease, "10 minutes"); err != nil {
 		t.Fatal(err)
 	}
@@ -44,12 +40,31 @@ func ladderEnv(t *testing.T, claims int) (*runner, claimSet, *pgx.Conn) {
 	if owner != "durable_job_renewal_owner" {
 		t.Fatalf("the rungs are owned by %s, not by renew_job_lease's owner", owner)
 	}
-	c, err := e.worker.Acquire(ctx)
+	return r, set, workerConn(t, e)
+}
+
+// testEnv is the benchmark environment on a test database (a clone of the
+// migrated template): its superuser pool and a pool of a worker login.
+func testEnv(t *testing.T) *env {
+	t.Helper()
+	db := testdb.New(t)
+	e := &env{dbPools: dbPools{admin: db.Pool(t), worker: db.LoginPool(t, "durable_job_worker")}}
+	if err := e.worker.QueryRow(context.Background(), `SELECT session_user`).Scan(&e.workerRole); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// workerConn is one connection of e's worker login, released when the test
+// ends.
+func workerConn(t *testing.T, e *env) *pgx.Conn {
+	t.Helper()
+	c, err := e.worker.Acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Release)
-	return r, set, c.Conn()
+	return c.Conn()
 }
 
 // renewWith renews claim i of set with rung fn of the single ladder and

@@ -1,9 +1,11 @@
 package sqlintegration
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -61,6 +63,16 @@ func expiredClaimAndDueJobs(t *testing.T, f *fixture, due int) (claim, []int64) 
 	return old, ids
 }
 
+// openClaim claims n jobs of the test queue as worker-h in a transaction
+// of a session of its own, left open (rolled back when the test ends).
+func openClaim(t *testing.T, f *fixture, n int) (pgx.Tx, []claim) {
+	t.Helper()
+	tx, err := f.worker(t).Begin(f.ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	return tx, claimMany(t, f, tx, "worker-h", n)
+}
+
 // One claim, the expired claim first: a claimer whose transaction is still
 // open holds only the expired claim's row; a second claimer at once gets
 // both due jobs.
@@ -69,16 +81,12 @@ func TestAnOpenReclaimLocksNoDueJob(t *testing.T) {
 	f := setup(t)
 	old, due := expiredClaimAndDueJobs(t, f, 2)
 
-	holder := f.worker(t)
-	tx, err := holder.Begin(f.ctx)
-	require.NoError(t, err)
-	defer func() { _ = tx.Rollback(f.ctx) }()
-	held := claimMany(t, f, tx, "worker-h", 1)
+	tx, held := openClaim(t, f, 1)
 	require.Equal(t, []int64{old.JobID}, jobIDs(held), "the expired claim is taken before due jobs")
 	require.Equal(t, int32(2), held[0].Attempt)
 
 	other := f.worker(t)
-	_, err = other.Exec(f.ctx, "SET lock_timeout = '2s'")
+	_, err := other.Exec(f.ctx, "SET lock_timeout = '2s'")
 	require.NoError(t, err)
 	got := claimMany(t, f, other, "worker-o", 2)
 	require.Equal(t, due, jobIDs(got), "every due job is free for another claimer while the reclaim is open")
@@ -95,11 +103,7 @@ func TestAnOpenClaimOfBothKindsLocksExactlyWhatItReturned(t *testing.T) {
 	f := setup(t)
 	old, due := expiredClaimAndDueJobs(t, f, 3)
 
-	holder := f.worker(t)
-	tx, err := holder.Begin(f.ctx)
-	require.NoError(t, err)
-	defer func() { _ = tx.Rollback(f.ctx) }()
-	held := claimMany(t, f, tx, "worker-h", 2)
+	tx, held := openClaim(t, f, 2)
 	require.Equal(t, []int64{old.JobID, due[0]}, jobIDs(held), "expired claim first, then the oldest due job")
 
 	other := f.worker(t)
