@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -147,8 +146,8 @@ func (r *runner) claimRungs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if regexp.MustCompile(`\bp\.|queue_lease_policy`).MatchString(policy) {
-		return fmt.Errorf("%s reads the policy in a way bench/claim_ladder.go does not take out", realClaimNextJobs)
+	if err := requireNoPolicyRead(policy, realClaimNextJobs); err != nil {
+		return err
 	}
 	const checksStart, checksEnd = "    IF p_queue_name IS NULL", "    -- Durations as absolute seconds"
 	noChecks, err := cutChecks(def, checksStart, checksEnd)
@@ -159,34 +158,22 @@ func (r *runner) claimRungs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rename := func(text, name string) (string, error) {
-		return applyEdits(text, []edit{{"the name", `FUNCTION ` + regexp.QuoteMeta(realClaimNextJobs) + `\(`,
-			"FUNCTION public." + name + "(", 1}})
-	}
-	creates := map[string]string{rungClaimTable: claimTableRung(rungClaimTable),
-		rungClaimJobRecord: claimJobRecordRung(rungClaimJobRecord)}
-	for name, text := range map[string]string{rungClaimWritten: written, rungClaimPolicy: noChecks, rungClaimCopy: def} {
-		if creates[name], err = rename(text, name); err != nil {
+	rungs := []rungDef{{rungClaimTable, claimArgs, claimTableRung(rungClaimTable)},
+		{rungClaimJobRecord, claimArgs, claimJobRecordRung(rungClaimJobRecord)}}
+	for _, d := range []struct{ name, text string }{
+		{rungClaimWritten, written}, {rungClaimPolicy, noChecks}, {rungClaimCopy, def},
+	} {
+		create, err := renameFunction(d.text, realClaimNextJobs, d.name)
+		if err != nil {
 			return err
 		}
+		rungs = append(rungs, rungDef{d.name, claimArgs, create})
 	}
 	// The owner's name comes from the catalog; the table is this package's.
 	if _, err := admin.Exec(ctx, `GRANT SELECT, UPDATE ON public.bench_raw_claim TO `+pgx.Identifier{owner}.Sanitize()); err != nil {
 		return err
 	}
-	for _, g := range claimLadder.rungs[:len(claimLadder.rungs)-1] {
-		fn := "public." + g.ours + claimArgs
-		for _, q := range []string{creates[g.ours],
-			`ALTER FUNCTION ` + fn + ` OWNER TO ` + pgx.Identifier{owner}.Sanitize(),
-			`REVOKE ALL ON FUNCTION ` + fn + ` FROM PUBLIC`,
-			`GRANT EXECUTE ON FUNCTION ` + fn + ` TO durable_job_worker`,
-		} {
-			if _, err := admin.Exec(ctx, q); err != nil {
-				return fmt.Errorf("%s: %w", g.ours, err)
-			}
-		}
-	}
-	return nil
+	return createRungs(ctx, admin, owner, rungs)
 }
 
 // claimLadderQueue is rung i's queue (0 is the bare claim's).

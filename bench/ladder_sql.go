@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The ladders' functions. The lower rungs are written here around the
@@ -165,10 +166,6 @@ func cutChecks(def, checksStart, checksEnd string) (string, error) {
 // def, named as in names; its input checks begin with the line starting
 // checksStart and end where checksEnd begins.
 func deriveRungs(def, real, checksStart, checksEnd string, names derived) (derived, error) {
-	rename := func(text, name string) (string, error) {
-		return applyEdits(text, []edit{{"the name", `FUNCTION ` + regexp.QuoteMeta(real) + `\(`,
-			"FUNCTION public." + name + "(", 1}})
-	}
 	noChecks, err := cutChecks(def, checksStart, checksEnd)
 	if err != nil {
 		return derived{}, err
@@ -183,8 +180,8 @@ func deriveRungs(def, real, checksStart, checksEnd string, names derived) (deriv
 	if err != nil {
 		return derived{}, err
 	}
-	if regexp.MustCompile(`\bp\.|queue_lease_policy`).MatchString(noPolicy) {
-		return derived{}, fmt.Errorf("%s reads the policy in a way bench/ladder_sql.go does not take out", real)
+	if err := requireNoPolicyRead(noPolicy, real); err != nil {
+		return derived{}, err
 	}
 	noFloor, err := applyEdits(noPolicy, []edit{{"the floor assignment",
 		`(?s)\n[ \t]*lease_expiry_floor = CASE.*?ELSE j\.lease_expires_at END,`, "", 1}})
@@ -199,7 +196,7 @@ func deriveRungs(def, real, checksStart, checksEnd string, names derived) (deriv
 		{&d.copy, def, names.copy}, {&d.noChecks, noChecks, names.noChecks},
 		{&d.noPolicy, noPolicy, names.noPolicy}, {&d.noFloor, noFloor, names.noFloor},
 	} {
-		if *t.to, err = rename(t.text, t.name); err != nil {
+		if *t.to, err = renameFunction(t.text, real, t.name); err != nil {
 			return derived{}, err
 		}
 	}
@@ -244,7 +241,7 @@ func (r *runner) makeRungs(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, f := range []struct{ name, args, create string }{
+	if err := createRungs(ctx, admin, owner, []rungDef{
 		{rungPlain, singleArgs, scalarRung(rungPlain, "")},
 		{rungDefiner, singleArgs, scalarRung(rungDefiner, "SECURITY DEFINER")},
 		{rungPinned, singleArgs, scalarRung(rungPinned, pinned)},
@@ -261,7 +258,36 @@ func (r *runner) makeRungs(ctx context.Context) (string, error) {
 		{rungBatchFloor, batchArgs, batch.noPolicy},
 		{rungBatchPolicy, batchArgs, batch.noChecks},
 		{rungBatchCopy, batchArgs, batch.copy},
-	} {
+	}); err != nil {
+		return "", err
+	}
+	return owner, nil
+}
+
+// renameFunction is def, the installed definition of the function real,
+// renamed to public.name.
+func renameFunction(def, real, name string) (string, error) {
+	return applyEdits(def, []edit{{"the name", `FUNCTION ` + regexp.QuoteMeta(real) + `\(`,
+		"FUNCTION public." + name + "(", 1}})
+}
+
+// requireNoPolicyRead fails when def, a rung made from the installed
+// function real with its policy read taken out, still reads the policy.
+func requireNoPolicyRead(def, real string) error {
+	if regexp.MustCompile(`\bp\.|queue_lease_policy`).MatchString(def) {
+		return fmt.Errorf("%s reads the policy in a way the bench's ladders do not take out", real)
+	}
+	return nil
+}
+
+// rungDef is one rung's function: its name in schema public, its argument
+// types and its CREATE FUNCTION statement.
+type rungDef struct{ name, args, create string }
+
+// createRungs creates each rung's function and makes it owned by owner and
+// executable by durable_job_worker only, as the real functions are.
+func createRungs(ctx context.Context, admin *pgxpool.Pool, owner string, rungs []rungDef) error {
+	for _, f := range rungs {
 		// Every name here is a constant of this package, the owner a role's
 		// name from the catalog.
 		fn := "public." + f.name + f.args
@@ -271,11 +297,11 @@ func (r *runner) makeRungs(ctx context.Context) (string, error) {
 			`GRANT EXECUTE ON FUNCTION ` + fn + ` TO durable_job_worker`,
 		} {
 			if _, err := admin.Exec(ctx, q); err != nil {
-				return "", fmt.Errorf("%s: %w", f.name, err)
+				return fmt.Errorf("%s: %w", f.name, err)
 			}
 		}
 	}
-	return owner, nil
+	return nil
 }
 
 // copyPrivileges grants owner on bench_raw_renew the table and column
