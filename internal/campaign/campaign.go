@@ -341,10 +341,10 @@ func (e *env) setup(ctx context.Context) error {
 	}
 	e.proxyURL = login(workerLogin, wpass, proxyPorts...)
 	e.epoch = time.Now() // the histories' time zero
-	if e.driver, err = NewRecorder(filepath.Join(e.dir, "driver.jsonl"), "driver", 0); err != nil {
+	if e.driver, err = NewRecorder(filepath.Join(e.dir, "driver.jsonl"), "driver", e.epoch); err != nil {
 		return err
 	}
-	if e.zombie, err = NewRecorder(filepath.Join(e.dir, "zombie.jsonl"), "zombie", 0); err != nil {
+	if e.zombie, err = NewRecorder(filepath.Join(e.dir, "zombie.jsonl"), "zombie", e.epoch); err != nil {
 		return err
 	}
 	e.cfg.Logf("campaign: PostgreSQL on ports %v (primary first), proxies on %v, seed %d", ports, proxyPorts, e.cfg.Seed)
@@ -411,7 +411,7 @@ func (e *env) startWorker() error {
 	cmd := exec.Command(e.cfg.WorkerBinary,
 		"-url", e.proxyURL, "-queue", mainQueue, "-proc", name,
 		"-history", filepath.Join(e.dir, name+".jsonl"),
-		"-offset", time.Since(e.epoch).String(),
+		"-epoch", strconv.FormatInt(e.epoch.UnixNano(), 10),
 		"-lease", defaultLease.String(), "-interval", defaultInterval.String(),
 		"-skew", skew.String(), "-seed", strconv.FormatUint(e.cfg.Seed*1000+uint64(e.nextW), 10),
 		"-max-runtime", (e.cfg.MaxDuration + workerMaxRuntimeSlop).String())

@@ -206,7 +206,7 @@ func TestCheckerRules(t *testing.T) {
 // line is ignored.
 func TestLoadHistoryUnknown(t *testing.T) {
 	dir := t.TempDir()
-	r, err := NewRecorder(dir+"/w1.jsonl", "w1", 0)
+	r, err := NewRecorder(dir+"/w1.jsonl", "w1", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,20 +108,24 @@ type Recorder struct {
 	mu     sync.Mutex
 	f      *os.File
 	proc   string
-	start  time.Time
-	offset time.Duration
+	epoch  time.Time
 	seq    int64
 }
 
 // NewRecorder creates (or appends to) the history file path for process
-// proc. offset is how long after the campaign began the process started,
-// so that At is comparable across processes (approximately).
-func NewRecorder(path, proc string, offset time.Duration) (*Recorder, error) {
+// proc. epoch is when the campaign began; At is the time since then. A
+// worker process gets the epoch as wall-clock nanoseconds (the driver's
+// clock and the workers' are the machine's one wall clock, which no fault
+// moves), so At is comparable across processes: an offset measured by the
+// driver when it started the process ran early by the process's start-up
+// time, up to a second on a loaded machine, and a renewal answered just
+// after a step of the database clock could then look answered before it.
+func NewRecorder(path, proc string, epoch time.Time) (*Recorder, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	return &Recorder{f: f, proc: proc, start: time.Now(), offset: offset}, nil
+	return &Recorder{f: f, proc: proc, epoch: epoch}, nil
 }
 
 // Close closes the history file.
@@ -129,7 +133,7 @@ func (r *Recorder) Close() error { return r.f.Close() }
 
 func (r *Recorder) write(e Event) {
 	e.Proc = r.proc
-	e.At = int64(r.offset + time.Since(r.start))
+	e.At = int64(time.Since(r.epoch))
 	b, _ := json.Marshal(e) // an Event always marshals
 	b = append(b, '\n')
 	r.mu.Lock()

@@ -73,7 +73,7 @@ func run() error {
 	queue := flag.String("queue", "campaign.main", "queue to work")
 	proc := flag.String("proc", "w", "process name in the history")
 	history := flag.String("history", "", "history file")
-	offset := flag.Duration("offset", 0, "time since the campaign began")
+	epoch := flag.Int64("epoch", 0, "when the campaign began, wall-clock Unix nanoseconds")
 	lease := flag.Duration("lease", 2*time.Second, "lease duration (the queue policy)")
 	interval := flag.Duration("interval", 500*time.Millisecond, "renewal interval (the queue policy)")
 	skew := flag.Duration("skew", 0, "application clock skew")
@@ -81,10 +81,10 @@ func run() error {
 	seed := flag.Uint64("seed", 1, "seed of the work durations and outcomes")
 	maxRun := flag.Duration("max-runtime", 10*time.Minute, "exit after this long in any case")
 	flag.Parse()
-	if *url == "" || *history == "" {
-		return errors.New("-url and -history are required")
+	if *url == "" || *history == "" || *epoch == 0 {
+		return errors.New("-url, -history and -epoch are required")
 	}
-	rec, err := campaign.NewRecorder(*history, *proc, *offset)
+	rec, err := campaign.NewRecorder(*history, *proc, time.Unix(0, *epoch))
 	if err != nil {
 		return err
 	}
