@@ -156,3 +156,24 @@ func TestDemoSCRAMVerifierIsTheOnePostgreSQLComputes(t *testing.T) {
 	require.Equal(t, ours, stored)
 	require.NotContains(t, ours, password)
 }
+
+// Without --keep the demo deletes its jobs with their payload and outcome
+// ledger rows: since migration 019 no foreign key deletes those with the job.
+func TestDemoDeletesItsJobsWithTheirPayloadsAndOutcomes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	admin := db.Pool(t)
+	r := play(t, Options{DatabaseURL: db.URL, HTMLPath: filepath.Join(t.TempDir(), "t.html")})
+	run := demotest.RunID(t, r.out)
+	var jobs, orphans int
+	require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM durable_jobs.job_record WHERE queue_name LIKE $1`,
+		"demo."+run+".%").Scan(&jobs))
+	require.Zero(t, jobs, "the run's jobs are deleted")
+	require.NoError(t, admin.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM durable_jobs.job_payload_record p
+		 WHERE NOT EXISTS (SELECT FROM durable_jobs.job_record j WHERE j.job_record_id = p.job_record_id))
+		+ (SELECT count(*) FROM durable_jobs.job_outcome_ledger l
+		 WHERE NOT EXISTS (SELECT FROM durable_jobs.job_record j WHERE j.job_record_id = l.job_record_id))`).Scan(&orphans))
+	require.Zero(t, orphans, "and no payload or outcome row of them is left")
+}

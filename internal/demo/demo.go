@@ -486,6 +486,18 @@ func (d *demo) dropLogins(ctx context.Context) error {
 	return errors.Join(objectsErr, rolesErr)
 }
 
+// deleteRunJobsSQL deletes the jobs of the queues in $1 with their payload
+// and outcome ledger rows, in one statement whose own table is job_record
+// (so a role that may not delete jobs is told so about job_record).
+const deleteRunJobsSQL = `WITH gone_payloads AS (
+    DELETE FROM durable_jobs.job_payload_record p USING durable_jobs.job_record j
+    WHERE p.job_record_id = j.job_record_id AND j.queue_name = ANY ($1::pg_catalog.text[])
+), gone_outcomes AS (
+    DELETE FROM durable_jobs.job_outcome_ledger l USING durable_jobs.job_record j
+    WHERE l.job_record_id = j.job_record_id AND j.queue_name = ANY ($1::pg_catalog.text[])
+)
+DELETE FROM durable_jobs.job_record WHERE queue_name = ANY ($1::pg_catalog.text[])`
+
 // deleteRunData deletes the run's jobs (their payloads and outcomes go
 // with them), lease policies and outcome tallies, in one transaction, when
 // the demo played in an existing database without --keep. The
@@ -495,7 +507,9 @@ func (d *demo) dropLogins(ctx context.Context) error {
 func (d *demo) deleteRunData(ctx context.Context) error {
 	queues := d.queues[:]
 	err := pgx.BeginFunc(ctx, d.admin, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `DELETE FROM durable_jobs.job_record WHERE queue_name = ANY ($1::pg_catalog.text[])`, queues)
+		// From bundle version 19 no foreign key deletes a job's payload and
+		// outcome rows with it: one statement deletes all three.
+		_, err := tx.Exec(ctx, deleteRunJobsSQL, queues)
 		if err == nil {
 			_, err = tx.Exec(ctx, `DELETE FROM durable_jobs.lease_outcome_tally WHERE queue_name = ANY ($1::pg_catalog.text[])`, queues)
 		}

@@ -5,7 +5,7 @@
 -- keeps the lifecycle row, evidence without the job id), and privileges.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(78);
+SELECT plan(80);
 \ir fixture/fixture.sql
 
 CREATE TEMP TABLE t13_job (job_label text PRIMARY KEY, job_id bigint NOT NULL, claim_token uuid);
@@ -185,6 +185,15 @@ SELECT ok(NOT pg_temp.t13_has_row('def_row') AND NOT pg_temp.t13_has_row('up_row
 SELECT is((SELECT count(*) FROM durable_jobs.job_outcome_ledger l
            WHERE l.job_record_id IN (SELECT job_id FROM t13_job WHERE job_label IN ('def_row', 'up_row', 'up_row2'))),
           0::bigint, 'their outcome ledger is gone with them');
+SELECT is((SELECT count(*) FROM durable_jobs.job_payload_record p
+           WHERE p.job_record_id IN (SELECT job_id FROM t13_job WHERE job_label IN ('def_row', 'up_row', 'up_row2'))),
+          0::bigint, 'and their payloads (no foreign key deletes them since migration 019: the purge does)');
+SELECT is_empty($$SELECT p.job_record_id FROM durable_jobs.job_payload_record p
+                  WHERE NOT EXISTS (SELECT FROM durable_jobs.job_record j WHERE j.job_record_id = p.job_record_id)
+                  UNION ALL
+                  SELECT l.job_record_id FROM durable_jobs.job_outcome_ledger l
+                  WHERE NOT EXISTS (SELECT FROM durable_jobs.job_record j WHERE j.job_record_id = l.job_record_id)$$,
+    'no payload or outcome row is left without its job');
 SELECT ok(pg_temp.t13_has_row('def_payload') AND NOT pg_temp.t13_has_payload('def_payload')
           AND pg_temp.t13_has_row('def_payload2') AND NOT pg_temp.t13_has_payload('def_payload2'),
           'jobs past their payload retention keep their row and lose their payload');
