@@ -14,7 +14,7 @@
 -- of them answers every edge case as the contract's pattern does.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(29);
+SELECT plan(31);
 
 CREATE TEMP TABLE rule_function (signature text PRIMARY KEY, volatility "char" NOT NULL) ON COMMIT DROP;
 INSERT INTO rule_function VALUES
@@ -240,6 +240,35 @@ SELECT is_empty($$SELECT e.v FROM edge_value e
     'require_well_formed accepts exactly the reason codes the contract''s pattern does');
 SELECT throws_ok($$SELECT durable_jobs.require_well_formed('failure_reason_code', 'Bad')$$, 'LF003', 'malformed failure_reason_code',
     'a malformed reason code is refused with LF003');
+-- And on 4,000 values drawn at random (seeded): any characters and
+-- lengths, and names of the allowed characters around each length bound.
+SELECT setseed(0.25);
+CREATE TEMP TABLE random_value (v text) ON COMMIT DROP;
+INSERT INTO random_value
+SELECT (SELECT string_agg(substr(k.alphabet, 1 + floor(random() * length(k.alphabet))::integer + 0 * g, 1), '')
+        FROM generate_series(1, k.n) g)
+FROM (SELECT 'abzAZ09_.:-/ *é' || chr(10) AS alphabet, floor(random() * 140)::integer AS n FROM generate_series(1, 2000)
+      UNION ALL
+      SELECT 'abz09_.:-', 58 + floor(random() * 10)::integer FROM generate_series(1, 1000)
+      UNION ALL
+      SELECT 'aAzZ09._:-', 123 + floor(random() * 10)::integer FROM generate_series(1, 1000)) k;
+SELECT is_empty($$SELECT r.v FROM random_value r
+                  WHERE durable_jobs.queue_name_is_well_formed(r.v)
+                        IS DISTINCT FROM (r.v COLLATE "C" ~ '^[a-z][a-z0-9_.:-]{0,62}$')
+                     OR durable_jobs.worker_owner_id_is_well_formed(r.v)
+                        IS DISTINCT FROM (r.v COLLATE "C" ~ '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$')
+                     OR pg_temp.check_accepts('job_record_queue_name_format', 'queue_name', r.v)
+                        IS DISTINCT FROM COALESCE(r.v ~ '^[a-z][a-z0-9_.:-]{0,62}$', true)
+                     OR pg_temp.well_formed_reason(r.v)
+                        IS DISTINCT FROM COALESCE(r.v COLLATE "C" ~ '^[a-z][a-z0-9_]{0,62}$', false)$$,
+    'on 4,000 random values every test answers as the contract''s pattern does');
+SELECT ok((SELECT count(*) FROM random_value r WHERE durable_jobs.queue_name_is_well_formed(r.v)) > 100
+          AND (SELECT count(*) FROM random_value r WHERE NOT durable_jobs.queue_name_is_well_formed(r.v)
+               AND r.v ~ '^[a-z][a-z0-9_.:-]*$') > 100
+          AND (SELECT count(*) FROM random_value r WHERE durable_jobs.worker_owner_id_is_well_formed(r.v)) > 100
+          AND (SELECT count(*) FROM random_value r WHERE NOT durable_jobs.worker_owner_id_is_well_formed(r.v)
+               AND r.v ~ '^[A-Za-z0-9][A-Za-z0-9._:-]*$') > 100,
+    'the random values hold more than 100 names each side of both length bounds');
 SELECT is((SELECT array_agg(e.v ORDER BY e.v COLLATE "C") FROM edge_value e WHERE durable_jobs.queue_name_is_well_formed(e.v)),
     ARRAY['a', 'a-', 'a.b:c_d-e', 'a_', 'a' || repeat('_', 62), 'a_b_0', repeat('a', 63)], 'the queue names accepted are exactly the well-formed ones');
 
