@@ -105,11 +105,11 @@ func (e Event) String() string {
 // one write(2), so a process killed with SIGKILL loses no event it had
 // already recorded. Safe for concurrent use.
 type Recorder struct {
-	mu     sync.Mutex
-	f      *os.File
-	proc   string
-	epoch  time.Time
-	seq    int64
+	mu    sync.Mutex
+	f     *os.File
+	proc  string
+	epoch time.Time
+	seq   int64
 }
 
 // NewRecorder creates (or appends to) the history file path for process
