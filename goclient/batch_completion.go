@@ -39,29 +39,33 @@ func newCompleter(c *Client) *completer {
 type completion struct {
 	lease *Lease
 	claim Claim
-	done  chan error    // the answer
-	lead  chan struct{} // this caller is to complete the next batch
+	// signal carries, in this order, at most one errLead (this caller is to
+	// complete the next batch) and then the answer. Capacity 1: the caller
+	// takes the first before the second can be sent (the caller sends its
+	// own answer, in next, only after taking errLead).
+	signal chan error
 }
+
+// errLead is the signal that makes a waiting caller complete the next batch.
+var errLead = errors.New("leasefence: complete the next batch")
 
 // complete completes claim under lease, alone or with others, and returns
 // what a completion of its own would have: nil, errAbandoned when the lease
 // ended first, ErrStaleClaim (a *DatabaseError) or another error.
 func (c *completer) complete(bg context.Context, lease *Lease, claim Claim) error {
-	req := &completion{lease: lease, claim: claim, done: make(chan error, 1), lead: make(chan struct{}, 1)}
+	req := &completion{lease: lease, claim: claim, signal: make(chan error, 1)}
 	c.mu.Lock()
 	c.pending = append(c.pending, req)
-	if !c.running {
-		c.running = true
-		req.lead <- struct{}{}
-	}
+	lead := !c.running
+	c.running = true
 	c.mu.Unlock()
-	select {
-	case err := <-req.done:
-		return err
-	case <-req.lead:
+	if !lead {
+		if err := <-req.signal; err != errLead { //nolint:errorlint // errLead is a sentinel sent as is
+			return err
+		}
 	}
 	c.next(bg)
-	return <-req.done
+	return <-req.signal
 }
 
 // next completes the pending requests (up to batchLimit; the caller's own
@@ -80,7 +84,7 @@ func (c *completer) next(bg context.Context) {
 		c.running = false
 		return
 	}
-	c.pending[0].lead <- struct{}{}
+	c.pending[0].signal <- errLead
 }
 
 // run answers every request of batch.
@@ -88,24 +92,24 @@ func (c *completer) run(bg context.Context, batch []*completion) {
 	var live []*completion
 	for _, r := range batch {
 		if r.lease.Err() != nil {
-			r.done <- errAbandoned
+			r.signal <- errAbandoned
 			continue
 		}
 		live = append(live, r)
 	}
 	if len(live) < 2 {
 		for _, r := range live {
-			r.done <- c.alone(bg, r)
+			r.signal <- c.alone(bg, r)
 		}
 		return
 	}
 	err := c.together(bg, live)
 	for _, r := range live {
 		if errors.Is(err, ErrStaleClaim) {
-			r.done <- c.alone(bg, r)
+			r.signal <- c.alone(bg, r)
 			continue
 		}
-		r.done <- err
+		r.signal <- err
 	}
 }
 

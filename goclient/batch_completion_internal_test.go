@@ -32,13 +32,13 @@ func TestCompleterCompletesTogetherAndAnswersEachAsAlone(t *testing.T) {
 	require.Len(t, jobs, 13)
 	reqs := make([]*completion, len(jobs))
 	for i, j := range jobs {
-		reqs[i] = &completion{lease: c.Keep(ctx, j), claim: j.claim, done: make(chan error, 1), lead: make(chan struct{}, 1)}
+		reqs[i] = &completion{lease: c.Keep(ctx, j), claim: j.claim, signal: make(chan error, 1)}
 	}
 	comp := newCompleter(c)
 	answers := func(rs ...*completion) []error {
 		out := make([]error, len(rs))
 		for i, r := range rs {
-			out[i] = <-r.done
+			out[i] = <-r.signal
 		}
 		return out
 	}
@@ -88,7 +88,7 @@ func TestCompleterCompletesTogetherAndAnswersEachAsAlone(t *testing.T) {
 	require.Equal(t, "SUCCEEDED", status(reqs[7]))
 
 	// Any other failure of the batch (here the same claim twice, LF003) is every caller's answer.
-	twin := &completion{lease: reqs[8].lease, claim: reqs[8].claim, done: make(chan error, 1)}
+	twin := &completion{lease: reqs[8].lease, claim: reqs[8].claim, signal: make(chan error, 1)}
 	comp.run(ctx, []*completion{reqs[8], twin})
 	for _, err := range answers(reqs[8], twin) {
 		require.ErrorIs(t, err, ErrInvalidArgument)
@@ -119,7 +119,7 @@ func TestCompleterCompletesTogetherAndAnswersEachAsAlone(t *testing.T) {
 		}, 10*time.Second, time.Millisecond, "the handler's request is pending")
 	}
 	comp.mu.Lock()
-	comp.pending[0].lead <- struct{}{} // the transaction in flight ends
+	comp.pending[0].signal <- errLead // the transaction in flight ends
 	comp.mu.Unlock()
 	for range 3 {
 		require.NoError(t, <-results)
