@@ -218,6 +218,14 @@ func (w *Worker) log(level slog.Level, msg string, attrs ...slog.Attr) {
 	w.cfg.Logger.LogAttrs(context.Background(), level, msg, attrs...)
 }
 
+// logClaim writes one record about claim at level, its attributes made
+// only when the logger takes the record (two of these go with every job).
+func (w *Worker) logClaim(level slog.Level, msg string, claim Claim) {
+	if w.cfg.Logger.Enabled(context.Background(), level) {
+		w.log(level, msg, claimAttr(claim))
+	}
+}
+
 // claimBatchDivisor: woken by a finished job, the worker claims only once
 // at least Concurrency/claimBatchDivisor slots are free (or when its poll
 // interval passes without a wake), so that a busy worker claims for many
@@ -356,14 +364,14 @@ func (w *Worker) awaitCompletion() {
 // shutdown began is released by shutdown like any other in-flight job.
 func (w *Worker) start(base context.Context, job Job, wg *sync.WaitGroup) {
 	lease := w.c.Keep(base, job)
-	w.log(slog.LevelInfo, "leasefence: job claimed", claimAttr(job.claim))
+	w.logClaim(slog.LevelInfo, "leasefence: job claimed", job.claim)
 	w.mu.Lock()
 	w.leases[lease] = struct{}{}
 	w.mu.Unlock()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		awaited := w.process(lease, job)
+		awaited := w.process(base, lease, job)
 		w.mu.Lock()
 		delete(w.leases, lease)
 		if awaited {
@@ -440,12 +448,13 @@ var errAbandoned = errors.New("leasefence: lease ended before the terminal write
 // process runs one job and makes its terminal write. It reports whether
 // the job's slot was freed before that write (awaitCompletion): a Handler
 // that returned nil frees it, its completion then made by the completer.
-func (w *Worker) process(lease *Lease, job Job) (awaited bool) {
+func (w *Worker) process(base context.Context, lease *Lease, job Job) (awaited bool) {
 	ctx := lease.Context()
 	// Terminal writes outlive the lease context (the database fences them
-	// anyway); each is bounded by the claim's lease duration from when it
-	// starts.
-	bg := context.WithoutCancel(ctx)
+	// anyway): they run under base, the parent of every lease context (Run's
+	// context without its cancellation; the same values), each bounded by
+	// the claim's lease duration from when it starts.
+	bg := base
 	var err error
 	if w.cfg.TxHandler != nil {
 		err = w.runTx(ctx, bg, lease, job)
@@ -472,8 +481,9 @@ func (w *Worker) process(lease *Lease, job Job) (awaited bool) {
 		err = w.completions.complete(bg, lease, job.claim)
 	}
 	var he *handlerError
-	// outcome logs the terminal transition once its transaction committed.
-	outcome := func() { w.log(slog.LevelInfo, "leasefence: job completed", claimAttr(job.claim)) }
+	// outcome logs the terminal transition of a handler error once its
+	// transaction committed; a completion is logged without it.
+	var outcome func()
 	if errors.As(err, &he) {
 		w.log(slog.LevelWarn, "leasefence: handler returned an error", claimAttr(job.claim),
 			slog.String("error", handlerErrorText(he.err)))
@@ -484,8 +494,10 @@ func (w *Worker) process(lease *Lease, job Job) (awaited bool) {
 		})
 	}
 	switch {
-	case err == nil:
+	case err == nil && outcome != nil:
 		outcome()
+	case err == nil:
+		w.logClaim(slog.LevelInfo, "leasefence: job completed", job.claim)
 	case errors.Is(err, ErrStaleClaim):
 		w.log(slog.LevelWarn, "leasefence: terminal write refused: stale claim", claimAttr(job.claim),
 			slog.String("error", err.Error()))
