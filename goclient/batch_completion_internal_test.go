@@ -128,3 +128,90 @@ func TestCompleterCompletesTogetherAndAnswersEachAsAlone(t *testing.T) {
 	require.Equal(t, "SUCCEEDED", status(reqs[12]))
 	require.False(t, comp.running)
 }
+
+// A worker's completer admits at most limit completions at once; the ones
+// beyond wait in order and are admitted together when a transaction ends,
+// as many as it freed, so they make the next batch at once: with limit 2,
+// the first completion held by a row lock and a second pending, the third
+// and fourth wait; when the lock goes, the first commits alone, the second
+// and third are completed together in one transaction, then the fourth.
+// The worker hears of every admission and end in that order (moved): the
+// first two admitted as they arrive, then each transaction's finished
+// requests with the number it admitted.
+func TestCompleterAdmitsWaitingCompletionsTogether(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	admin := db.Pool(t)
+	c, err := NewClient(db.LoginPool(t, "durable_job_worker"), Config{OwnerID: "batch-admission"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	const queue = "batch.admission"
+	_, err = admin.Exec(ctx, `SELECT durable_jobs.enqueue_job($1, '{}') FROM generate_series(1, 4)`, queue)
+	require.NoError(t, err)
+	jobs, err := c.ClaimMany(ctx, queue, 4)
+	require.NoError(t, err)
+	require.Len(t, jobs, 4)
+	leases := make([]*Lease, len(jobs))
+	index := map[*Lease]int{}
+	for i, j := range jobs {
+		leases[i] = c.Keep(ctx, j)
+		index[leases[i]] = i
+	}
+	type move struct {
+		finished []int
+		admitted int
+	}
+	var moves []move // appended under the completer's lock
+	comp := newCompleter(c)
+	comp.limit = 2
+	comp.moved = func(finished []*completion, admitted int) {
+		m := move{admitted: admitted}
+		for _, r := range finished {
+			m.finished = append(m.finished, index[r.lease])
+		}
+		moves = append(moves, m)
+	}
+	state := func() (admitted, waiting int, ms []move) {
+		comp.mu.Lock()
+		defer comp.mu.Unlock()
+		return comp.admitted, len(comp.waiting), append([]move(nil), moves...)
+	}
+
+	lock, err := admin.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = lock.Rollback(ctx) }()
+	_, err = lock.Exec(ctx, `SELECT 1 FROM durable_jobs.job_record WHERE job_record_id = $1 FOR UPDATE`, jobs[0].ID())
+	require.NoError(t, err)
+
+	results := make(chan error, 4)
+	for i := range jobs {
+		go func() { results <- comp.complete(ctx, leases[i], jobs[i].claim) }()
+		want := min(i+1, 2)
+		require.Eventually(t, func() bool {
+			a, w, _ := state()
+			return a == want && w == i+1-want
+		}, 10*time.Second, time.Millisecond, "completion %d admitted or waiting", i)
+	}
+	_, _, ms := state()
+	require.Equal(t, []move{{nil, 1}, {nil, 1}}, ms, "the first two admitted as they came, the others wait")
+
+	require.NoError(t, lock.Rollback(ctx))
+	for range jobs {
+		require.NoError(t, <-results)
+	}
+	_, _, ms = state()
+	require.Equal(t, []move{{nil, 1}, {nil, 1}, {[]int{0}, 1}, {[]int{1, 2}, 1}, {[]int{3}, 0}}, ms)
+	var together int
+	require.NoError(t, admin.QueryRow(ctx, `SELECT count(DISTINCT xmin::text) FROM durable_jobs.job_record
+		WHERE job_record_id = ANY($1)`, []int64{jobs[1].ID(), jobs[2].ID()}).Scan(&together))
+	require.Equal(t, 1, together, "the second and the third were completed in one transaction")
+	var succeeded int
+	require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM durable_jobs.job_record
+		WHERE queue_name = $1 AND job_status = 'SUCCEEDED'`, queue).Scan(&succeeded))
+	require.Equal(t, 4, succeeded)
+	admitted, waiting, _ := state()
+	require.Zero(t, admitted)
+	require.Zero(t, waiting)
+	require.False(t, comp.running)
+}

@@ -107,12 +107,12 @@ type Worker struct {
 	leases map[*Lease]struct{} // every claim the worker holds: running or awaiting its completion
 	wake   chan struct{}
 	// awaiting counts the claims in leases whose handler returned and whose
-	// completion has not committed yet (guarded by mu): they hold no worker
-	// slot. completionSlots (capacity Concurrency) bounds them: a handler
-	// that returns while Concurrency completions are pending keeps its slot
-	// until one of them ends.
-	awaiting        int
-	completionSlots chan struct{}
+	// completion the completer admitted and has not ended yet (guarded by
+	// mu): they hold no worker slot. The completer admits at most
+	// Concurrency at once: a handler that returns while Concurrency
+	// completions are pending keeps its slot until a completion
+	// transaction ends (completionsMoved).
+	awaiting int
 	// txConns counts the TxHandler transactions that hold a pool connection
 	// now (room subtracts the jobs still waiting for one).
 	txConns atomic.Int64
@@ -168,8 +168,10 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if !ok {
 		avail = NopObserver{}
 	}
-	return &Worker{c: c, cfg: cfg, leases: make(map[*Lease]struct{}), wake: make(chan struct{}, 1),
-		completionSlots: make(chan struct{}, cfg.Concurrency), completions: newCompleter(c), avail: avail}, nil
+	w := &Worker{c: c, cfg: cfg, leases: make(map[*Lease]struct{}), wake: make(chan struct{}, 1),
+		completions: newCompleter(c), avail: avail}
+	w.completions.limit, w.completions.moved = cfg.Concurrency, w.completionsMoved
+	return w, nil
 }
 
 // defaultRetryDelay is 1 s doubled per attempt, at most 1 h.
@@ -346,18 +348,24 @@ func (w *Worker) signal() {
 	}
 }
 
-// awaitCompletion frees the worker slot of a job whose handler returned
-// and whose completion the completer makes: once fewer than Concurrency
-// completions are pending (else it waits, slot kept, for one to end), the
-// claim counts as awaiting its completion, not running, and the claim loop
-// may fill the slot. The claim stays in leases, on the heartbeat, until
-// its completion ends (start).
-func (w *Worker) awaitCompletion() {
-	w.completionSlots <- struct{}{}
+// completionsMoved is told by the completer, in the order it made them,
+// of the completions one transaction finished (their claims leave leases:
+// committed, stale or abandoned, each answered) and of how many it
+// admitted (their claims count as awaiting their completion, not running:
+// their worker slots are free, and the claim loop is woken once for all of
+// them). The claims stay in leases, on the heartbeat, until their
+// completion ends. The completer calls it with its own lock held, and
+// nothing takes the completer's lock with mu held.
+func (w *Worker) completionsMoved(finished []*completion, admitted int) {
 	w.mu.Lock()
-	w.awaiting++
+	for _, r := range finished {
+		delete(w.leases, r.lease)
+	}
+	w.awaiting += admitted - len(finished)
 	w.mu.Unlock()
-	w.signal()
+	if admitted > 0 {
+		w.signal()
+	}
 }
 
 // start runs job on a new goroutine under a new lease. A job claimed after
@@ -371,15 +379,12 @@ func (w *Worker) start(base context.Context, job Job, wg *sync.WaitGroup) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		awaited := w.process(base, lease, job)
-		w.mu.Lock()
-		delete(w.leases, lease)
-		if awaited {
-			w.awaiting--
-		}
-		w.mu.Unlock()
-		if awaited {
-			<-w.completionSlots
+		// A completion made by the completer has left leases already
+		// (completionsMoved).
+		if completed := w.process(base, lease, job); !completed {
+			w.mu.Lock()
+			delete(w.leases, lease)
+			w.mu.Unlock()
 		}
 		w.signal()
 	}()
@@ -446,9 +451,11 @@ func (e *handlerError) Error() string { return e.err.Error() }
 var errAbandoned = errors.New("leasefence: lease ended before the terminal write")
 
 // process runs one job and makes its terminal write. It reports whether
-// the job's slot was freed before that write (awaitCompletion): a Handler
-// that returned nil frees it, its completion then made by the completer.
-func (w *Worker) process(base context.Context, lease *Lease, job Job) (awaited bool) {
+// the completer made that write (a Handler that returned nil): the
+// completer then freed the job's slot when it admitted the completion and
+// dropped its claim from leases when the completion ended
+// (completionsMoved).
+func (w *Worker) process(base context.Context, lease *Lease, job Job) (completed bool) {
 	ctx := lease.Context()
 	// Terminal writes outlive the lease context (the database fences them
 	// anyway): they run under base, the parent of every lease context (Run's
@@ -476,8 +483,7 @@ func (w *Worker) process(base context.Context, lease *Lease, job Job) (awaited b
 	} else if herr := w.protect(job, func() error { return w.cfg.Handler(ctx, job) }); herr != nil {
 		err = &handlerError{herr}
 	} else {
-		w.awaitCompletion()
-		awaited = true
+		completed = true
 		err = w.completions.complete(bg, lease, job.claim)
 	}
 	var he *handlerError
@@ -513,7 +519,7 @@ func (w *Worker) process(base context.Context, lease *Lease, job Job) (awaited b
 	// lapses at its expiry and a reclaim uses up an attempt, so a job whose
 	// terminal write keeps failing cannot loop forever.
 	lease.Stop()
-	return awaited
+	return completed
 }
 
 // maxTxReruns bounds how often a TxHandler job whose transaction lost its
