@@ -233,7 +233,9 @@
 // written, as for any lost lease. No attempt is used for the failover.
 //
 // Handler jobs that finish close together are completed together: the first
-// to finish completes its job at once, and the jobs that finish while that
+// to finish completes its job at once (yielding once first, so that
+// handlers already runnable, such as the others of its claim when they
+// are quick, join it), and the jobs that finish while that
 // transaction runs go in the next one, a single complete_jobs call
 // (migration 008), like a database's group commit. Each job's answer is the
 // one a completion of its own would get: when one claim of such a batch is
