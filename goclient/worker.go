@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -261,6 +262,13 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 			}
 			for _, job := range jobs {
 				w.start(base, job, wg)
+			}
+			if len(jobs) > 0 {
+				// Let the jobs just started run before counting the free
+				// slots again: handlers that return at once free theirs
+				// first, and the next claim asks for them too instead of
+				// leaving them to a claim of their own. A yield, no wait.
+				runtime.Gosched()
 			}
 			if len(jobs) == free && ctx.Err() == nil {
 				continue
