@@ -32,13 +32,13 @@ func TestCompleterCompletesTogetherAndAnswersEachAsAlone(t *testing.T) {
 	require.Len(t, jobs, 13)
 	reqs := make([]*completion, len(jobs))
 	for i, j := range jobs {
-		reqs[i] = &completion{lease: c.Keep(ctx, j), claim: j.claim, done: make(chan error, 1), lead: make(chan struct{}, 1)}
+		reqs[i] = &completion{lease: c.Keep(ctx, j), claim: j.claim, signal: make(chan error, 1)}
 	}
 	comp := newCompleter(c)
 	answers := func(rs ...*completion) []error {
 		out := make([]error, len(rs))
 		for i, r := range rs {
-			out[i] = <-r.done
+			out[i] = <-r.signal
 		}
 		return out
 	}
@@ -88,7 +88,7 @@ func TestCompleterCompletesTogetherAndAnswersEachAsAlone(t *testing.T) {
 	require.Equal(t, "SUCCEEDED", status(reqs[7]))
 
 	// Any other failure of the batch (here the same claim twice, LF003) is every caller's answer.
-	twin := &completion{lease: reqs[8].lease, claim: reqs[8].claim, done: make(chan error, 1)}
+	twin := &completion{lease: reqs[8].lease, claim: reqs[8].claim, signal: make(chan error, 1)}
 	comp.run(ctx, []*completion{reqs[8], twin})
 	for _, err := range answers(reqs[8], twin) {
 		require.ErrorIs(t, err, ErrInvalidArgument)
@@ -119,12 +119,99 @@ func TestCompleterCompletesTogetherAndAnswersEachAsAlone(t *testing.T) {
 		}, 10*time.Second, time.Millisecond, "the handler's request is pending")
 	}
 	comp.mu.Lock()
-	comp.pending[0].lead <- struct{}{} // the transaction in flight ends
+	comp.pending[0].signal <- errLead // the transaction in flight ends
 	comp.mu.Unlock()
 	for range 3 {
 		require.NoError(t, <-results)
 	}
 	require.Equal(t, 1, transactions(reqs[10:12]...), "the first two were completed together")
 	require.Equal(t, "SUCCEEDED", status(reqs[12]))
+	require.False(t, comp.running)
+}
+
+// A worker's completer admits at most limit completions at once; the ones
+// beyond wait in order and are admitted together when a transaction ends,
+// as many as it freed, so they make the next batch at once: with limit 2,
+// the first completion held by a row lock and a second pending, the third
+// and fourth wait; when the lock goes, the first commits alone, the second
+// and third are completed together in one transaction, then the fourth.
+// The worker hears of every admission and end in that order (moved): the
+// first two admitted as they arrive, then each transaction's finished
+// requests with the number it admitted.
+func TestCompleterAdmitsWaitingCompletionsTogether(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	admin := db.Pool(t)
+	c, err := NewClient(db.LoginPool(t, "durable_job_worker"), Config{OwnerID: "batch-admission"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	const queue = "batch.admission"
+	_, err = admin.Exec(ctx, `SELECT durable_jobs.enqueue_job($1, '{}') FROM generate_series(1, 4)`, queue)
+	require.NoError(t, err)
+	jobs, err := c.ClaimMany(ctx, queue, 4)
+	require.NoError(t, err)
+	require.Len(t, jobs, 4)
+	leases := make([]*Lease, len(jobs))
+	index := map[*Lease]int{}
+	for i, j := range jobs {
+		leases[i] = c.Keep(ctx, j)
+		index[leases[i]] = i
+	}
+	type move struct {
+		finished []int
+		admitted int
+	}
+	var moves []move // appended under the completer's lock
+	comp := newCompleter(c)
+	comp.limit = 2
+	comp.moved = func(finished []*completion, admitted int) {
+		m := move{admitted: admitted}
+		for _, r := range finished {
+			m.finished = append(m.finished, index[r.lease])
+		}
+		moves = append(moves, m)
+	}
+	state := func() (admitted, waiting int, ms []move) {
+		comp.mu.Lock()
+		defer comp.mu.Unlock()
+		return comp.admitted, len(comp.waiting), append([]move(nil), moves...)
+	}
+
+	lock, err := admin.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = lock.Rollback(ctx) }()
+	_, err = lock.Exec(ctx, `SELECT 1 FROM durable_jobs.job_record WHERE job_record_id = $1 FOR UPDATE`, jobs[0].ID())
+	require.NoError(t, err)
+
+	results := make(chan error, 4)
+	for i := range jobs {
+		go func() { results <- comp.complete(ctx, leases[i], jobs[i].claim) }()
+		want := min(i+1, 2)
+		require.Eventually(t, func() bool {
+			a, w, _ := state()
+			return a == want && w == i+1-want
+		}, 10*time.Second, time.Millisecond, "completion %d admitted or waiting", i)
+	}
+	_, _, ms := state()
+	require.Equal(t, []move{{nil, 1}, {nil, 1}}, ms, "the first two admitted as they came, the others wait")
+
+	require.NoError(t, lock.Rollback(ctx))
+	for range jobs {
+		require.NoError(t, <-results)
+	}
+	_, _, ms = state()
+	require.Equal(t, []move{{nil, 1}, {nil, 1}, {[]int{0}, 1}, {[]int{1, 2}, 1}, {[]int{3}, 0}}, ms)
+	var together int
+	require.NoError(t, admin.QueryRow(ctx, `SELECT count(DISTINCT xmin::text) FROM durable_jobs.job_record
+		WHERE job_record_id = ANY($1)`, []int64{jobs[1].ID(), jobs[2].ID()}).Scan(&together))
+	require.Equal(t, 1, together, "the second and the third were completed in one transaction")
+	var succeeded int
+	require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM durable_jobs.job_record
+		WHERE queue_name = $1 AND job_status = 'SUCCEEDED'`, queue).Scan(&succeeded))
+	require.Equal(t, 4, succeeded)
+	admitted, waiting, _ := state()
+	require.Zero(t, admitted)
+	require.Zero(t, waiting)
 	require.False(t, comp.running)
 }

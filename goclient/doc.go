@@ -233,7 +233,9 @@
 // written, as for any lost lease. No attempt is used for the failover.
 //
 // Handler jobs that finish close together are completed together: the first
-// to finish completes its job at once, and the jobs that finish while that
+// to finish completes its job at once (yielding once first, so that
+// handlers already runnable, such as the others of its claim when they
+// are quick, join it), and the jobs that finish while that
 // transaction runs go in the next one, a single complete_jobs call
 // (migration 008), like a database's group commit. Each job's answer is the
 // one a completion of its own would get: when one claim of such a batch is
@@ -247,8 +249,10 @@
 // before, until the completion commits or finds it stale, and the worker
 // meanwhile runs the next job. Completions pending are bounded by
 // Concurrency too (a handler that returns while Concurrency are pending
-// keeps its slot until one ends), so a worker holds at most 2 x Concurrency
-// claims, and during a commit stall it claims at most that many before its
+// keeps its slot until a completion transaction ends; those that waited
+// are then admitted together, as many as the transaction freed, their
+// slots freed at once, and they make the next transaction), so a worker
+// holds at most 2 x Concurrency claims, and during a commit stall it claims at most that many before its
 // first completion's deadline opens the breaker. A retry or failure the
 // handler returned, and a TxHandler job, keep the slot until their own
 // transaction ends. Run's shutdown waits for pending completions as for

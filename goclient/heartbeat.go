@@ -76,6 +76,7 @@ type Lease struct {
 	renewedSince time.Time
 	index        int // position in hb.queue, -1 when not queued
 	trustTimer   *time.Timer
+	stopWatch    func() bool // stops the watch of the parent context (add); nil when there is none
 }
 
 // Keep starts renewing job's claim on the heartbeat and returns its Lease.
@@ -288,13 +289,22 @@ func (h *heartbeat) add(parent context.Context, job Job) *Lease {
 	}
 	h.live[l] = struct{}{}
 	heap.Push(&h.queue, l)
-	// Whatever ends the context (the parent included) ends the lease.
-	context.AfterFunc(ctx, func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		h.endLocked(l, context.Cause(ctx))
-	})
-	h.signal()
+	// Whatever ends the context ends the lease. Only endLocked cancels it
+	// itself, so the watch is for the parent: none when the parent can
+	// never be cancelled (a Worker's leases), and endLocked stops it, so a
+	// lease ending on its own starts no goroutine.
+	if parent.Done() != nil {
+		l.stopWatch = context.AfterFunc(ctx, func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.endLocked(l, context.Cause(ctx))
+		})
+	}
+	// The scheduling goroutine sleeps until the earliest renewal is due: a
+	// lease due later changes nothing for it.
+	if l.index == 0 {
+		h.signal()
+	}
 	return l
 }
 
@@ -560,6 +570,9 @@ func (h *heartbeat) endLocked(l *Lease, cause error) bool {
 	}
 	l.trustTimer.Stop()
 	delete(h.live, l)
+	if l.stopWatch != nil {
+		l.stopWatch()
+	}
 	l.cancel(cause)
 	return true
 }

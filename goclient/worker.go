@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,12 +108,12 @@ type Worker struct {
 	leases map[*Lease]struct{} // every claim the worker holds: running or awaiting its completion
 	wake   chan struct{}
 	// awaiting counts the claims in leases whose handler returned and whose
-	// completion has not committed yet (guarded by mu): they hold no worker
-	// slot. completionSlots (capacity Concurrency) bounds them: a handler
-	// that returns while Concurrency completions are pending keeps its slot
-	// until one of them ends.
-	awaiting        int
-	completionSlots chan struct{}
+	// completion the completer admitted and has not ended yet (guarded by
+	// mu): they hold no worker slot. The completer admits at most
+	// Concurrency at once: a handler that returns while Concurrency
+	// completions are pending keeps its slot until a completion
+	// transaction ends (completionsMoved).
+	awaiting int
 	// txConns counts the TxHandler transactions that hold a pool connection
 	// now (room subtracts the jobs still waiting for one).
 	txConns atomic.Int64
@@ -168,8 +169,10 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if !ok {
 		avail = NopObserver{}
 	}
-	return &Worker{c: c, cfg: cfg, leases: make(map[*Lease]struct{}), wake: make(chan struct{}, 1),
-		completionSlots: make(chan struct{}, cfg.Concurrency), completions: newCompleter(c), avail: avail}, nil
+	w := &Worker{c: c, cfg: cfg, leases: make(map[*Lease]struct{}), wake: make(chan struct{}, 1),
+		completions: newCompleter(c), avail: avail}
+	w.completions.limit, w.completions.moved = cfg.Concurrency, w.completionsMoved
+	return w, nil
 }
 
 // defaultRetryDelay is 1 s doubled per attempt, at most 1 h.
@@ -218,6 +221,14 @@ func (w *Worker) log(level slog.Level, msg string, attrs ...slog.Attr) {
 	w.cfg.Logger.LogAttrs(context.Background(), level, msg, attrs...)
 }
 
+// logClaim writes one record about claim at level, its attributes made
+// only when the logger takes the record (two of these go with every job).
+func (w *Worker) logClaim(level slog.Level, msg string, claim Claim) {
+	if w.cfg.Logger.Enabled(context.Background(), level) {
+		w.log(level, msg, claimAttr(claim))
+	}
+}
+
 // claimBatchDivisor: woken by a finished job, the worker claims only once
 // at least Concurrency/claimBatchDivisor slots are free (or when its poll
 // interval passes without a wake), so that a busy worker claims for many
@@ -251,6 +262,13 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 			}
 			for _, job := range jobs {
 				w.start(base, job, wg)
+			}
+			if len(jobs) > 0 {
+				// Let the jobs just started run before counting the free
+				// slots again: handlers that return at once free theirs
+				// first, and the next claim asks for them too instead of
+				// leaving them to a claim of their own. A yield, no wait.
+				runtime.Gosched()
 			}
 			if len(jobs) == free && ctx.Err() == nil {
 				continue
@@ -338,40 +356,43 @@ func (w *Worker) signal() {
 	}
 }
 
-// awaitCompletion frees the worker slot of a job whose handler returned
-// and whose completion the completer makes: once fewer than Concurrency
-// completions are pending (else it waits, slot kept, for one to end), the
-// claim counts as awaiting its completion, not running, and the claim loop
-// may fill the slot. The claim stays in leases, on the heartbeat, until
-// its completion ends (start).
-func (w *Worker) awaitCompletion() {
-	w.completionSlots <- struct{}{}
+// completionsMoved is told by the completer, in the order it made them,
+// of the completions one transaction finished (their claims leave leases:
+// committed, stale or abandoned, each answered) and of how many it
+// admitted (their claims count as awaiting their completion, not running:
+// their worker slots are free, and the claim loop is woken once for all of
+// them). The claims stay in leases, on the heartbeat, until their
+// completion ends. The completer calls it with its own lock held, and
+// nothing takes the completer's lock with mu held.
+func (w *Worker) completionsMoved(finished []*completion, admitted int) {
 	w.mu.Lock()
-	w.awaiting++
+	for _, r := range finished {
+		delete(w.leases, r.lease)
+	}
+	w.awaiting += admitted - len(finished)
 	w.mu.Unlock()
-	w.signal()
+	if admitted > 0 {
+		w.signal()
+	}
 }
 
 // start runs job on a new goroutine under a new lease. A job claimed after
 // shutdown began is released by shutdown like any other in-flight job.
 func (w *Worker) start(base context.Context, job Job, wg *sync.WaitGroup) {
 	lease := w.c.Keep(base, job)
-	w.log(slog.LevelInfo, "leasefence: job claimed", claimAttr(job.claim))
+	w.logClaim(slog.LevelInfo, "leasefence: job claimed", job.claim)
 	w.mu.Lock()
 	w.leases[lease] = struct{}{}
 	w.mu.Unlock()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		awaited := w.process(lease, job)
-		w.mu.Lock()
-		delete(w.leases, lease)
-		if awaited {
-			w.awaiting--
-		}
-		w.mu.Unlock()
-		if awaited {
-			<-w.completionSlots
+		// A completion made by the completer has left leases already
+		// (completionsMoved).
+		if completed := w.process(base, lease, job); !completed {
+			w.mu.Lock()
+			delete(w.leases, lease)
+			w.mu.Unlock()
 		}
 		w.signal()
 	}()
@@ -438,14 +459,17 @@ func (e *handlerError) Error() string { return e.err.Error() }
 var errAbandoned = errors.New("leasefence: lease ended before the terminal write")
 
 // process runs one job and makes its terminal write. It reports whether
-// the job's slot was freed before that write (awaitCompletion): a Handler
-// that returned nil frees it, its completion then made by the completer.
-func (w *Worker) process(lease *Lease, job Job) (awaited bool) {
+// the completer made that write (a Handler that returned nil): the
+// completer then freed the job's slot when it admitted the completion and
+// dropped its claim from leases when the completion ended
+// (completionsMoved).
+func (w *Worker) process(base context.Context, lease *Lease, job Job) (completed bool) {
 	ctx := lease.Context()
 	// Terminal writes outlive the lease context (the database fences them
-	// anyway); each is bounded by the claim's lease duration from when it
-	// starts.
-	bg := context.WithoutCancel(ctx)
+	// anyway): they run under base, the parent of every lease context (Run's
+	// context without its cancellation; the same values), each bounded by
+	// the claim's lease duration from when it starts.
+	bg := base
 	var err error
 	if w.cfg.TxHandler != nil {
 		err = w.runTx(ctx, bg, lease, job)
@@ -467,13 +491,13 @@ func (w *Worker) process(lease *Lease, job Job) (awaited bool) {
 	} else if herr := w.protect(job, func() error { return w.cfg.Handler(ctx, job) }); herr != nil {
 		err = &handlerError{herr}
 	} else {
-		w.awaitCompletion()
-		awaited = true
+		completed = true
 		err = w.completions.complete(bg, lease, job.claim)
 	}
 	var he *handlerError
-	// outcome logs the terminal transition once its transaction committed.
-	outcome := func() { w.log(slog.LevelInfo, "leasefence: job completed", claimAttr(job.claim)) }
+	// outcome logs the terminal transition of a handler error once its
+	// transaction committed; a completion is logged without it.
+	var outcome func()
 	if errors.As(err, &he) {
 		w.log(slog.LevelWarn, "leasefence: handler returned an error", claimAttr(job.claim),
 			slog.String("error", handlerErrorText(he.err)))
@@ -484,8 +508,10 @@ func (w *Worker) process(lease *Lease, job Job) (awaited bool) {
 		})
 	}
 	switch {
-	case err == nil:
+	case err == nil && outcome != nil:
 		outcome()
+	case err == nil:
+		w.logClaim(slog.LevelInfo, "leasefence: job completed", job.claim)
 	case errors.Is(err, ErrStaleClaim):
 		w.log(slog.LevelWarn, "leasefence: terminal write refused: stale claim", claimAttr(job.claim),
 			slog.String("error", err.Error()))
@@ -501,7 +527,7 @@ func (w *Worker) process(lease *Lease, job Job) (awaited bool) {
 	// lapses at its expiry and a reclaim uses up an attempt, so a job whose
 	// terminal write keeps failing cannot loop forever.
 	lease.Stop()
-	return awaited
+	return completed
 }
 
 // maxTxReruns bounds how often a TxHandler job whose transaction lost its
