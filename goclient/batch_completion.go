@@ -62,6 +62,15 @@ type completion struct {
 	// takes the first before the second can be sent (the caller sends its
 	// own answer, in next, only after taking errLead).
 	signal chan error
+	// err is the answer run gave, kept for the worker's completionsMoved
+	// (written and read by the goroutine completing the batch only).
+	err error
+}
+
+// answer gives r its answer.
+func (r *completion) answer(err error) {
+	r.err = err
+	r.signal <- err
 }
 
 // errLead is the signal that makes a waiting caller complete the next batch.
@@ -141,24 +150,24 @@ func (c *completer) run(bg context.Context, batch []*completion) {
 	var live []*completion
 	for _, r := range batch {
 		if r.lease.Err() != nil {
-			r.signal <- errAbandoned
+			r.answer(errAbandoned)
 			continue
 		}
 		live = append(live, r)
 	}
 	if len(live) < 2 {
 		for _, r := range live {
-			r.signal <- c.alone(bg, r)
+			r.answer(c.alone(bg, r))
 		}
 		return
 	}
 	err := c.together(bg, live)
 	for _, r := range live {
 		if errors.Is(err, ErrStaleClaim) {
-			r.signal <- c.alone(bg, r)
+			r.answer(c.alone(bg, r))
 			continue
 		}
-		r.signal <- err
+		r.answer(err)
 	}
 }
 

@@ -318,6 +318,16 @@ func (w *Worker) setUnavailable(reason UnavailableReason) {
 	}
 }
 
+// terminalUnavailable is the breaker's reason for a terminal write's
+// answer err: none for a success, a stale claim or an abandoned lease
+// (the database answered), else unavailableReason's.
+func terminalUnavailable(err error) UnavailableReason {
+	if err == nil || errors.Is(err, ErrStaleClaim) || errors.Is(err, errAbandoned) {
+		return ""
+	}
+	return unavailableReason(err)
+}
+
 // unavailable is why the worker stopped claiming, "" while it claims.
 func (w *Worker) unavailable() UnavailableReason {
 	w.mu.Lock()
@@ -364,7 +374,17 @@ func (w *Worker) signal() {
 // them). The claims stay in leases, on the heartbeat, until their
 // completion ends. The completer calls it with its own lock held, and
 // nothing takes the completer's lock with mu held.
+//
+// A finished completion whose answer says the database is unavailable (a
+// COMMIT past its deadline, a lost connection) opens the breaker here,
+// before the slots admitted with it are freed: else the claim loop could
+// claim into them before the completion's own goroutine opens it.
 func (w *Worker) completionsMoved(finished []*completion, admitted int) {
+	for _, r := range finished {
+		if reason := terminalUnavailable(r.err); reason != "" {
+			w.setUnavailable(reason)
+		}
+	}
 	w.mu.Lock()
 	for _, r := range finished {
 		delete(w.leases, r.lease)
@@ -521,7 +541,7 @@ func (w *Worker) process(base context.Context, lease *Lease, job Job) (completed
 	default:
 		w.log(slog.LevelError, "leasefence: terminal write failed", claimAttr(job.claim),
 			slog.String("error", err.Error()))
-		w.setUnavailable(unavailableReason(err))
+		w.setUnavailable(terminalUnavailable(err))
 	}
 	// Any other failed terminal write stops the heartbeat too: the claim then
 	// lapses at its expiry and a reclaim uses up an attempt, so a job whose
