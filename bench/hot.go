@@ -163,7 +163,7 @@ func (r *runner) profile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.e.addDueJobs(ctx, queue, 20000); err != nil {
+	if err := r.e.insertDueJobs(ctx, queue, 20000); err != nil {
 		return err
 	}
 	phases := []struct {

@@ -493,7 +493,7 @@ func (r *runner) claims(ctx context.Context) error {
 // adds to a claim.
 func (r *runner) claimWrapper(ctx context.Context, due int) error {
 	const queue = "bench_claim_wrapper"
-	if err := r.e.addDueJobs(ctx, queue, 2*due); err != nil {
+	if err := r.e.insertDueJobs(ctx, queue, 2*due); err != nil {
 		return err
 	}
 	if err := r.e.analyze(ctx); err != nil {
@@ -578,7 +578,7 @@ func (r *runner) batchClaims(ctx context.Context) error {
 	const queue = "bench_claim_batch"
 	// The batch side claims many times more jobs per second than the single
 	// side; both draw from the same queue.
-	if err := r.e.addDueJobs(ctx, queue, 8*r.dueJobsPerSide(0.5)); err != nil {
+	if err := r.e.insertDueJobs(ctx, queue, 8*r.dueJobsPerSide(0.5)); err != nil {
 		return err
 	}
 	if err := r.e.analyzeAll(ctx); err != nil {
