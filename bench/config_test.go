@@ -7,27 +7,29 @@ import (
 )
 
 // TestDefaultConfigFullFormUnchanged: make bench (a case time of 10 s, or
-// more) warms up, runs the ladders, their WAL passes, the enqueue rounds
-// and the heartbeat holds as it did before the short form was cut (a
-// sixth of a case time up to a second; 60 rounds of a sixtieth of a case
-// time; passes of renewClaims units; 9 rounds; a minute); the short form
-// (3 s) runs them shorter, the hold no shorter than a lease of the default
-// policy (30 s).
+// more) warms up, runs the ladders, their WAL passes, the HOT share, the
+// enqueue rounds and the heartbeat holds as it did before the short form
+// was cut (a sixth of a case time up to a second; 60 rounds of a sixtieth
+// of a case time; passes of renewClaims units; three case times; 9
+// rounds; a minute); the short form (3 s) runs them shorter, the hold no
+// shorter than a lease of the default policy (30 s).
 func TestDefaultConfigFullFormUnchanged(t *testing.T) {
 	for _, caseTime := range []time.Duration{FullCaseTime, 20 * time.Second} {
 		c := DefaultConfig(caseTime)
 		if c.Warmup != min(caseTime/6, time.Second) || c.LadderRounds != ladderSlices || c.LadderWarmup != c.Warmup ||
-			c.WALPassUnits != renewClaims || c.EnqueueRounds != 9 || c.HeartbeatHold != time.Minute {
+			c.WALPassUnits != renewClaims || c.EnqueueRounds != 9 || c.HeartbeatHold != time.Minute ||
+			c.HOTTime != max(3*caseTime, 9*time.Second) {
 			t.Errorf("case time %s: warm-up %s, ladder rounds %d, ladder warm-up %s, WAL pass %d, enqueue rounds %d, "+
-				"hold %s", caseTime, c.Warmup, c.LadderRounds, c.LadderWarmup, c.WALPassUnits, c.EnqueueRounds,
-				c.HeartbeatHold)
+				"hold %s, HOT share %s", caseTime, c.Warmup, c.LadderRounds, c.LadderWarmup, c.WALPassUnits, c.EnqueueRounds,
+				c.HeartbeatHold, c.HOTTime)
 		}
 	}
 	c := DefaultConfig(3 * time.Second)
 	if c.Warmup != 250*time.Millisecond || c.LadderRounds != 20 || c.LadderWarmup != 250*time.Millisecond ||
-		c.WALPassUnits != 200 || c.EnqueueRounds != 5 || c.HeartbeatHold != 30*time.Second {
-		t.Errorf("short form: warm-up %s, ladder rounds %d, ladder warm-up %s, WAL pass %d, enqueue rounds %d, hold %s",
-			c.Warmup, c.LadderRounds, c.LadderWarmup, c.WALPassUnits, c.EnqueueRounds, c.HeartbeatHold)
+		c.WALPassUnits != 200 || c.EnqueueRounds != 5 || c.HeartbeatHold != 30*time.Second || c.HOTTime != 6*time.Second {
+		t.Errorf("short form: warm-up %s, ladder rounds %d, ladder warm-up %s, WAL pass %d, enqueue rounds %d, hold %s, "+
+			"HOT share %s", c.Warmup, c.LadderRounds, c.LadderWarmup, c.WALPassUnits, c.EnqueueRounds, c.HeartbeatHold,
+			c.HOTTime)
 	}
 	for _, caseTime := range []time.Duration{100 * time.Millisecond, time.Second, 3 * time.Second, 7 * time.Second,
 		FullCaseTime, time.Minute} {
