@@ -25,7 +25,7 @@ func TestDefaultConfigFullFormUnchanged(t *testing.T) {
 		}
 	}
 	c := DefaultConfig(3 * time.Second)
-	if c.Warmup != 250*time.Millisecond || c.LadderRounds != 20 || c.LadderWarmup != 250*time.Millisecond ||
+	if c.Warmup != 125*time.Millisecond || c.LadderRounds != 20 || c.LadderWarmup != 125*time.Millisecond ||
 		c.WALPassUnits != 200 || c.EnqueueRounds != 5 || c.HeartbeatHold != 30*time.Second || c.HOTTime != 6*time.Second {
 		t.Errorf("short form: warm-up %s, ladder rounds %d, ladder warm-up %s, WAL pass %d, enqueue rounds %d, hold %s, "+
 			"HOT share %s", c.Warmup, c.LadderRounds, c.LadderWarmup, c.WALPassUnits, c.EnqueueRounds, c.HeartbeatHold,
