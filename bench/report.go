@@ -260,15 +260,10 @@ func writeLadders(p func(string, ...any), comparisons []Comparison, cfg ConfigFa
 			wrote = true
 			p("## Where a renewal's and a claim's time go\n\n")
 			p("Each ladder climbs from the bare statement of the renewal or claim comparisons to the contract's function,\n")
-			short := ""
-			if cfg.LadderRounds < ladderSlices {
-				short = fmt.Sprintf(" (the short form: make bench gives each rung a case time in %d rounds, and WAL passes of %s units)",
-					ladderSlices, thousands(renewClaims))
-			}
 			p("one change a rung. All rungs of a ladder run in one interleaved run, one client each, after a %s warm-up\n",
 				cfg.LadderWarmup)
-			p("of each, each rung for %s in all%s, in %d rounds: in ladder order, reversed every other round, so every rung runs next to\n",
-				ladderRungTime(cfg), short, len(toBare[0].Rounds))
+			p("of each, each rung for %s in all, in %d rounds: in ladder order, reversed every other round, so every rung runs next to\n",
+				ladderRungTime(cfg), len(toBare[0].Rounds))
 			p("the rung below it in every round. *Against the bare statement* is the median of the per-round\n")
 			p("throughput ratios of the rung and rung 0; *against the rung below* is the median of the per-round ratios\n")
 			p("of the rung and the rung below, measured directly in the same rounds (not a ratio of two medians), with\n")
@@ -286,7 +281,13 @@ func writeLadders(p func(string, ...any), comparisons []Comparison, cfg ConfigFa
 			p("*WAL bytes* is measured apart from\n")
 			p("the timed rounds: the median of three passes of %s units (renewals or claims), with the\n",
 				thousands(cfg.WALPassUnits))
-			p("server's WAL insert position read before and after (a figure that the machine's load does not move).\n\n")
+			p("server's WAL insert position read before and after (a figure that the machine's load does not move).\n")
+			if cfg.LadderRounds < ladderSlices {
+				p("This is the short form: make bench (BENCH_TIME=%s) gives each rung a case time in %d rounds and\n",
+					FullCaseTime, ladderSlices)
+				p("measures WAL in passes of %s units.\n", thousands(renewClaims))
+			}
+			p("\n")
 		}
 		unit := l.unit
 		p("### %s\n\n", l.title)
