@@ -11,8 +11,9 @@ import (
 // enqueue rounds and the heartbeat holds as it did before the short form
 // was cut (a sixth of a case time up to a second; 60 rounds of a sixtieth
 // of a case time; passes of renewClaims units; three case times; 9
-// rounds; a minute); the short form (3 s) runs them shorter, the hold no
-// shorter than a lease of the default policy (30 s).
+// rounds; a minute); the short form (3 s) runs them shorter but for the
+// HOT share (9 s), the hold no shorter than a lease of the default policy
+// (30 s).
 func TestDefaultConfigFullFormUnchanged(t *testing.T) {
 	for _, caseTime := range []time.Duration{FullCaseTime, 20 * time.Second} {
 		c := DefaultConfig(caseTime)
@@ -26,7 +27,7 @@ func TestDefaultConfigFullFormUnchanged(t *testing.T) {
 	}
 	c := DefaultConfig(3 * time.Second)
 	if c.Warmup != 125*time.Millisecond || c.LadderRounds != 20 || c.LadderWarmup != 125*time.Millisecond ||
-		c.WALPassUnits != 200 || c.EnqueueRounds != 5 || c.HeartbeatHold != 30*time.Second || c.HOTTime != 6*time.Second {
+		c.WALPassUnits != 200 || c.EnqueueRounds != 5 || c.HeartbeatHold != 30*time.Second || c.HOTTime != 9*time.Second {
 		t.Errorf("short form: warm-up %s, ladder rounds %d, ladder warm-up %s, WAL pass %d, enqueue rounds %d, hold %s, "+
 			"HOT share %s", c.Warmup, c.LadderRounds, c.LadderWarmup, c.WALPassUnits, c.EnqueueRounds, c.HeartbeatHold,
 			c.HOTTime)
