@@ -49,12 +49,12 @@
 //
 // make bench runs it (go run ./bench/cmd/leasebench) and writes
 // bench/RESULTS.md and bench/results.json. make bench BENCH_TIME=3s is the
-// short form, about 4.5 minutes on a shared 2-core machine at load 3 to 7
-// (10 before it was cut, at that load; see notes.md): every step and
-// comparison, each comparison 3 s, with what is not a comparison's case
-// time shortened by the case time (FullCaseTime: warm-ups, the ladders'
-// rounds and WAL passes, the HOT share, the enqueue rounds, and the
-// heartbeat holds, 30 s instead of the minute issue 11 asks, which its
+// short form, about 4.5 minutes on a 2-core machine (4 min 20 s quiet,
+// 4 min 51 s at load 6 to 7; 10 before it was cut; see notes.md): every
+// step and comparison, each comparison 3 s, with what is not a
+// comparison's case time shortened by the case time (FullCaseTime:
+// warm-ups, the ladders' rounds and WAL passes, the enqueue rounds, and
+// the heartbeat holds, 30 s instead of the minute issue 11 asks, which its
 // RESULTS.md says). make test builds and lints this package and runs its
 // tests (the ladder's functions on a test database), never the
 // benchmarks.

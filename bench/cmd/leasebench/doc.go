@@ -6,6 +6,6 @@
 //
 // -time is the measured time of each comparison, both sides together;
 // make bench BENCH_TIME=3s is the short form (about 4.5 minutes on a
-// loaded 2-core machine; see bench/notes.md). -steps
+// 2-core machine; see bench/notes.md). -steps
 // runs only the named steps (see bench.Config.Steps).
 package main
