@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -203,11 +204,12 @@ func (r *runner) claimLadderStep(ctx context.Context) error {
 	if err := r.e.createRawClaimTable(ctx); err != nil {
 		return err
 	}
-	// Due jobs for a case time and a warm-up at half Config.ClaimRate (a
-	// single claim a call is far slower than the most a client can make),
-	// and for the three WAL passes: enough, without filling job_record with
-	// rows the later steps would then work around.
-	due := int((r.cfg.CaseTime.Seconds()+r.cfg.Warmup.Seconds())*float64(r.cfg.ClaimRate)/2) + 3*renewClaims + 1000
+	// Due jobs for a rung's rounds and its warm-up at half Config.ClaimRate
+	// (a single claim a call is far slower than the most a client can
+	// make), and for the three WAL passes: enough, without filling
+	// job_record with rows the later steps would then work around.
+	rungTime := r.cfg.CaseTime * time.Duration(r.cfg.LadderRounds) / ladderSlices
+	due := int((rungTime.Seconds()+r.cfg.LadderWarmup.Seconds())*float64(r.cfg.ClaimRate)/2) + 3*r.cfg.WALPassUnits + 1000
 	loads := []load{claimLoad(r.e, claimLadderQueue(0), rawClaimSQL)}
 	for k, g := range claimLadder.rungs {
 		queue := claimLadderQueue(k + 1)

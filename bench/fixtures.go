@@ -26,11 +26,16 @@ func (e *dbPools) setPolicy(ctx context.Context, queue, lease, renewal string) e
 // claimJobs enqueues n jobs in queue and claims them all through
 // claim_next_jobs as the worker login.
 func (e *dbPools) claimJobs(ctx context.Context, queue string, n int) (claimSet, error) {
-	if _, err := e.admin.Exec(ctx, `SELECT durable_jobs.enqueue_job($1, '{"n": 1}') FROM generate_series(1, $2)`,
-		queue, n); err != nil {
+	if err := e.enqueueJobs(ctx, queue, n); err != nil {
 		return claimSet{}, err
 	}
 	return e.claimDue(ctx, queue, n)
+}
+
+// enqueueJobs enqueues n jobs in queue with enqueue_job.
+func (e *dbPools) enqueueJobs(ctx context.Context, queue string, n int) error {
+	_, err := e.admin.Exec(ctx, `SELECT durable_jobs.enqueue_job($1, '{"n": 1}') FROM generate_series(1, $2)`, queue, n)
+	return err
 }
 
 // claimDue claims n due jobs of queue through claim_next_jobs as the

@@ -53,8 +53,8 @@ type HeartbeatResult struct {
 	DatabaseCPU float64 `json:"database_cpu_cores"`
 }
 
-// heartbeatLeases and heartbeatHold are the size and length of the
-// heartbeat phase.
+// heartbeatLeases is the size of the heartbeat phase, heartbeatHold its
+// length unless Config.HeartbeatHold says otherwise (the short form).
 const (
 	heartbeatLeases = 100000
 	heartbeatHold   = time.Minute
@@ -168,8 +168,9 @@ func (r *runner) heartbeatSlow(ctx context.Context) error {
 }
 
 // heartbeatHold claims heartbeatLeases jobs into one client, keeps them
-// all on its heartbeat for heartbeatHold, every renewal call delayed by
-// delay, and records what the issue asks.
+// all on its heartbeat for Config.HeartbeatHold (heartbeatHold when not
+// set), every renewal call delayed by delay, and records what the issue
+// asks.
 func (r *runner) heartbeatHold(ctx context.Context, queue string, delay time.Duration) error {
 	if err := r.e.insertDueJobs(ctx, queue, heartbeatLeases); err != nil {
 		return err
@@ -229,9 +230,13 @@ func (r *runner) heartbeatHold(ctx context.Context, queue string, delay time.Dur
 	if err != nil {
 		return err
 	}
+	hold := r.cfg.HeartbeatHold
+	if hold <= 0 {
+		hold = heartbeatHold
+	}
 	start := time.Now()
 	select {
-	case <-time.After(heartbeatHold):
+	case <-time.After(hold):
 	case <-ctx.Done():
 		return ctx.Err()
 	}

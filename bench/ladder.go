@@ -172,22 +172,23 @@ func (r *runner) wrapper(ctx context.Context) error {
 	return r.climb(ctx, batchLadder, batch)
 }
 
-// ladderRounds is the rounds of a ladder's run: many short ones (50 ms a
-// rung at a case time of 3 s), so that a rung and the rung below run
-// within moments of each other and a burst of the shared machine's load
-// falls on few rounds, which the median leaves out.
-const ladderRounds = 60
+// ladderSlices sets a ladder round's length: a rung runs a case time over
+// ladderSlices a round (50 ms at a case time of 3 s), so that a rung and
+// the rung below run within moments of each other and a burst of the
+// shared machine's load falls on few rounds, which the median leaves out.
+// Config.LadderRounds is the number of rounds: ladderSlices in the full
+// form (each rung a case time in all), fewer in the short form.
+const ladderSlices = 60
 
 // climb runs loads (the bare statement, then one load per rung of l) in
-// one interleaved run, each rung for a case time in all, and records each
-// rung against the bare statement and against the rung below.
+// one interleaved run of Config.LadderRounds rounds, and records each rung
+// against the bare statement and against the rung below.
 func (r *runner) climb(ctx context.Context, l ladderInfo, loads []load) error {
 	if len(loads) != len(l.rungs)+1 {
 		return fmt.Errorf("%s: %d loads for %d rungs", l.title, len(loads), len(l.rungs))
 	}
-	slice := r.cfg.CaseTime / ladderRounds
-	rounds := ladderRounds
-	m, err := interleaveAll(ctx, loads, rounds, slice, r.cfg.Warmup)
+	slice := r.cfg.CaseTime / ladderSlices
+	m, err := interleaveAll(ctx, loads, r.cfg.LadderRounds, slice, r.cfg.LadderWarmup)
 	if err != nil {
 		return fmt.Errorf("%s ladder: %w", l.title, err)
 	}
@@ -211,12 +212,12 @@ func (r *runner) climb(ctx context.Context, l ladderInfo, loads []load) error {
 }
 
 // walPerUnit is the WAL l writes per unit, in bytes: the median of three
-// passes over the renewal claims (each renewed once a pass, as every rung
-// renews them), the server's WAL insert position read before and after
-// each. Apart from the timed rounds, so reading it costs them nothing;
-// WAL the server writes for itself meanwhile (a checkpoint's first page
-// images, autovacuum) falls on one pass at most, which the median leaves
-// out.
+// passes of Config.WALPassUnits units (renewClaims when not set: each
+// renewal claim renewed once a pass, as every rung renews them), the
+// server's WAL insert position read before and after each. Apart from
+// the timed rounds, so reading it costs them nothing; WAL the server
+// writes for itself meanwhile (a checkpoint's first page images,
+// autovacuum) falls on one pass at most, which the median leaves out.
 func (r *runner) walPerUnit(ctx context.Context, l load) (float64, error) {
 	c, err := l.pool.Acquire(ctx)
 	if err != nil {
@@ -228,6 +229,10 @@ func (r *runner) walPerUnit(ctx context.Context, l load) (float64, error) {
 		err := r.e.admin.QueryRow(ctx, `SELECT (pg_catalog.pg_current_wal_insert_lsn() - '0/0')::float8`).Scan(&at)
 		return at, err
 	}
+	passUnits := r.cfg.WALPassUnits
+	if passUnits <= 0 {
+		passUnits = renewClaims
+	}
 	var passes []float64
 	for iter := 0; len(passes) < 3; {
 		start, err := lsn()
@@ -235,7 +240,7 @@ func (r *runner) walPerUnit(ctx context.Context, l load) (float64, error) {
 			return 0, err
 		}
 		units := 0
-		for units < renewClaims {
+		for units < passUnits {
 			u, err := l.op(ctx, c.Conn(), 0, iter)
 			if err != nil {
 				return 0, err
