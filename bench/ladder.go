@@ -79,9 +79,8 @@ var renewalLadder = ladderInfo{
 		{rungTable, "the contract's result: RETURNS TABLE (renewal_outcome, lease_expires_at, database_time) by " +
 			"RETURN NEXT, called as SELECT those three columns FROM the function", requiredSignature},
 		{rungJobRecord, "the same function on durable_jobs.job_record and its real claims instead of the copy: its " +
-			"constraints and the foreign keys of the tables that reference it (a renewal fires none of their " +
-			"triggers; since migration 017 job_record has no BEFORE UPDATE row trigger, whose mere presence made " +
-			"PostgreSQL lock each row before updating it)",
+			"constraints (since migration 019 no table references it with a foreign key; since migration 017 it " +
+			"has no BEFORE UPDATE row trigger, whose mere presence made PostgreSQL lock each row before updating it)",
 			"yes: the real table"},
 		{rungAsWritten, "the UPDATE as renew_job_lease writes it (its installed text: job_status compared as " +
 			"text, the decision time taken once, the outcome from RETURNING), with the policy's values as constants, " +
