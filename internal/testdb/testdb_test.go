@@ -147,7 +147,9 @@ func TestOwnClusterSurvivesRestartAndIsSeparate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	cluster, db := OwnCluster(t)
-	require.NotEqual(t, shared.srv.base.Host, "127.0.0.1:"+itoa(cluster.Port()), "not the shared server")
+	// sharedServer starts the shared server if no test has yet: read
+	// alone, shared.srv is nil when this test runs first.
+	require.NotEqual(t, sharedServer(t).base.Host, "127.0.0.1:"+itoa(cluster.Port()), "not the shared server")
 	pool := db.Pool(t)
 	_, err := pool.Exec(ctx, "DROP ROLE IF EXISTS lfown_cluster_only; CREATE ROLE lfown_cluster_only")
 	require.NoError(t, err)
