@@ -123,6 +123,18 @@ type claimView struct {
 // moment after its fence was decided.
 const renewalTimeSlack = 50 * time.Millisecond
 
+// renewalSpan is how long after its database_time (its statement's start)
+// a renewal's fence can have been decided: at most as long as the call
+// took from its invocation to its answer (a renewal that waited on a row
+// lock decides when the lock is released), and never less than
+// renewalTimeSlack (a history without invocation times).
+func renewalSpan(e Event) time.Duration {
+	if d := time.Duration(e.At - e.Sent); e.Sent != 0 && d > renewalTimeSlack {
+		return d
+	}
+	return renewalTimeSlack
+}
+
 // clockStepWindow is how long before a renewal's answer a forward step of
 // the database clock can still have fallen inside that renewal: the
 // client's attempt timeout bounds a renewal call.
@@ -304,10 +316,12 @@ func check(h []Event, s Snapshot) (vs []Violation, lostClaims map[string]int) {
 					explained := false
 					// A renewal's database_time is its statement's start; a
 					// terminal write that committed while the renewal ran
-					// (its time read just before its call) can be a few
-					// milliseconds later and still be what the renewal saw.
+					// (its time read just before its call) can be later,
+					// by as much as the renewal took, and still be what the
+					// renewal saw (it may have waited on that write's row
+					// lock).
 					for _, t := range explainedStaleBefore {
-						if t.IsZero() || !t.After(e.DBTime.Add(renewalTimeSlack)) {
+						if t.IsZero() || !t.After(e.DBTime.Add(renewalSpan(e))) {
 							explained = true
 						}
 					}

@@ -119,6 +119,16 @@ func TestCheckerRules(t *testing.T) {
 		{"stale while the claim's own completion commits is no false expiry", []Event{claimEv("w1", 1, 1, 0, 2000),
 			{Proc: "w1", Kind: KindRenew, Job: 1, Gen: 1, Outcome: OutStale, DBTime: at(500)},
 			complete("w1", 1, 1, 515)}, succeeded(1, 1), ""},
+		// Seen in make soak OPS=50000 SEED=20261205 (job 12340, the one
+		// report): the renewal's statement began at 457 ms, waited on the
+		// row lock of the claim's own completion (its time read at 519 ms,
+		// 62 ms later) and found the job SUCCEEDED; the call took 185 ms.
+		{"stale after waiting on the claim's own completion is no false expiry", []Event{claimEv("w1", 1, 1, 131, 2131),
+			{Proc: "w1", Kind: KindRenew, Job: 1, Gen: 1, Outcome: OutStale, DBTime: at(457), Sent: 400_000_000, At: 585_000_000},
+			complete("w1", 1, 1, 519)}, succeeded(1, 1), ""},
+		{"a completion begun after a quick stale renewal explains nothing", []Event{claimEv("w1", 1, 1, 131, 2131),
+			{Proc: "w1", Kind: KindRenew, Job: 1, Gen: 1, Outcome: OutStale, DBTime: at(457), Sent: 450_000_000, At: 470_000_000},
+			complete("w1", 1, 1, 519)}, succeeded(1, 1), VFalseExpiry},
 		{"a claim ended by its retry under a clock stepped back is no overlap", []Event{claimEv("w1", 1, 1, 4000, 6000),
 			{Proc: "w1", Kind: KindRetry, Job: 1, Gen: 1, Outcome: OutOK, DBTime: at(2000)},
 			claimEv("w2", 1, 2, 5000, 7000), complete("w2", 1, 2, 5100)}, succeeded(1, 2), ""},
@@ -211,6 +221,7 @@ func TestLoadHistoryUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	op := r.Invoke(KindClaim, 0, 0)
+	time.Sleep(2 * time.Millisecond)
 	r.Done(op, Event{Kind: KindClaim, Job: 5, Gen: 1, Outcome: OutOK})
 	r.Invoke(KindComplete, 5, 1)
 	_, _ = r.f.Write([]byte(`{"proc":"w1","op":`))
@@ -221,6 +232,11 @@ func TestLoadHistoryUnknown(t *testing.T) {
 	}
 	if len(h) != 2 || h[0].Outcome != OutOK || h[0].Job != 5 || h[1].Kind != KindComplete || h[1].Outcome != OutUnknown {
 		t.Fatalf("history: %v", h)
+	}
+	// The answer carries when its invocation was recorded (2 ms or more
+	// before it); an invocation without an answer has no other to carry.
+	if h[0].Sent == 0 || h[0].At-h[0].Sent < int64(2*time.Millisecond) || h[1].Sent != 0 {
+		t.Fatalf("invocation times: answer at %d sent %d, unanswered sent %d", h[0].At, h[0].Sent, h[1].Sent)
 	}
 	if CountOps(h) != 2 {
 		t.Fatalf("CountOps = %d", CountOps(h))

@@ -72,6 +72,7 @@ type Event struct {
 	DBTime  time.Time `json:"db_time,omitzero"`  // database time of the decision (claims, renewals) or before it (terminals)
 	Expires time.Time `json:"expires,omitzero"`  // lease_expires_at granted
 	At      int64     `json:"at"`                // client monotonic nanoseconds since the campaign began
+	Sent    int64     `json:"sent,omitempty"`    // At of the operation's invocation line (set by LoadHistory; zero when it has none)
 	Detail  string    `json:"detail,omitempty"`  // fault kind, loss cause or function name; never a secret
 }
 
@@ -168,9 +169,10 @@ func (r *Recorder) Note(e Event) {
 }
 
 // LoadHistory reads every *.jsonl file in dir and returns the operations
-// merged: one Event per operation (its answer, or its invocation with
-// Outcome "unknown" when no answer was recorded) and every note, ordered by
-// At. A torn last line (a process killed mid-write) is ignored.
+// merged: one Event per operation (its answer, with Sent the time its
+// invocation was recorded, or its invocation with Outcome "unknown" when no
+// answer was recorded) and every note, ordered by At. A torn last line (a
+// process killed mid-write) is ignored.
 func LoadHistory(dir string) ([]Event, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	if err != nil {
@@ -202,6 +204,7 @@ func LoadHistory(dir string) ([]Event, error) {
 				continue
 			}
 			if inv, ok := invokes[k]; ok {
+				e.Sent = inv.At
 				if e.Job == 0 {
 					e.Job = inv.Job
 				}
