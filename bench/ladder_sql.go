@@ -79,7 +79,10 @@ func batchTableRung(name, table string) string {
 }
 
 // batchAnswerRung is the bare batched UPDATE of job_record answering as
-// renew_job_leases does: one row per claim in, in input order.
+// renew_job_leases does: one row per claim in, in input order, joined as
+// renew_job_leases joins them since migration 020 (a FULL JOIN, which is
+// never a nested loop; a LEFT JOIN was, in the generic plan, reading every
+// renewed row once per claim).
 func batchAnswerRung(name string) (string, error) {
 	const from = "FROM unnest(p_job_record_ids, p_lease_claim_tokens) AS u(id, token)"
 	update := bareBatch("durable_jobs.job_record")
@@ -98,7 +101,7 @@ func batchAnswerRung(name string) (string, error) {
         SELECT u.id AS job_record_id, r.lease_expires_at,
                CASE WHEN r.job_record_id IS NULL THEN 'stale' ELSE 'renewed' END AS outcome
         FROM claim_input AS u(id, token, input_position)
-        LEFT JOIN renewed r ON r.job_record_id = u.id
+        FULL JOIN renewed r ON r.job_record_id = u.id
         ORDER BY u.input_position`, "v_result.outcome"), nil
 }
 
