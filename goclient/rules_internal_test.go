@@ -42,15 +42,16 @@ func ruleEdgeCases() []string {
 // worker_owner_id_is_well_formed accepts (differential, over the edge
 // cases and 2,000 random names). The queue-name pattern that the Go
 // comments and the owner-id pattern that the Config error quote are the
-// database's too.
+// database's too, and so is the reason-code pattern RetryError's comment
+// quotes.
 func TestGoCopiesOfTheRulesEqualTheDatabaseRules(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := testdb.New(t).Pool(t) // the installer: it may execute the rule functions
 
-	var ownerSQL, queueSQL string
-	require.NoError(t, pool.QueryRow(ctx,
-		`SELECT durable_jobs.worker_owner_id_pattern(), durable_jobs.queue_name_pattern()`).Scan(&ownerSQL, &queueSQL))
+	var ownerSQL, queueSQL, reasonSQL string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT durable_jobs.worker_owner_id_pattern(), durable_jobs.queue_name_pattern(),
+		durable_jobs.failure_reason_code_pattern()`).Scan(&ownerSQL, &queueSQL, &reasonSQL))
 	require.Equal(t, ownerSQL, ownerPattern.String(), "ownerPattern is worker_owner_id_pattern()")
 	require.Contains(t, msgOwnerIDFormat, ownerSQL, "the Config error quotes the database's pattern")
 
@@ -83,4 +84,8 @@ func TestGoCopiesOfTheRulesEqualTheDatabaseRules(t *testing.T) {
 		require.NoError(t, err)
 		require.Contains(t, string(src), queueSQL, "%s quotes queue_name_pattern()", file)
 	}
+	// So does the reason code's, in the comment of RetryError.
+	src, err := os.ReadFile("errors.go")
+	require.NoError(t, err)
+	require.Contains(t, string(src), reasonSQL, "errors.go quotes failure_reason_code_pattern()")
 }

@@ -4,7 +4,7 @@
 -- writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(183);
+SELECT plan(185);
 
 -- Schema, type, tables -------------------------------------------------------
 
@@ -238,7 +238,8 @@ SELECT functions_are('durable_jobs',
           'refuse_policy_truncate', 'record_stale_call',
           'change_control', 'set_change_control', 'update_queue_lease_policy',
           'queue_name_pattern', 'queue_name_is_well_formed', 'worker_owner_id_pattern',
-          'worker_owner_id_is_well_formed', 'effective_lease_policy_queue'],
+          'worker_owner_id_is_well_formed', 'effective_lease_policy_queue',
+          'failure_reason_code_pattern', 'failure_reason_code_is_well_formed'],
     'the schema holds exactly the contract functions, the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue, change control (015), the partial policy change and the rule functions (016) and the private helpers');
 
 CREATE TEMP TABLE expected_signature (
@@ -348,13 +349,14 @@ FROM (VALUES ('require_well_formed'::name, '{text,text,text}'::name[]), ('claim_
              ('record_stale_call', '{bigint,text}'),
              ('queue_name_pattern', '{}'), ('queue_name_is_well_formed', '{text}'),
              ('worker_owner_id_pattern', '{}'), ('worker_owner_id_is_well_formed', '{text}'),
+             ('failure_reason_code_pattern', '{}'), ('failure_reason_code_is_well_formed', '{text}'),
              ('effective_lease_policy_queue', '{text}')) AS h(function_name, argument_types);
 
 -- Migration 004: functions that do time arithmetic also pin TimeZone = UTC,
 -- and the evidence writers bound their wait for the evidence-order lock.
--- Migration 016: the five rule functions (rules.sql) set nothing, so that
+-- Migration 016: the rule functions (rules.sql; two more since 021) set nothing, so that
 -- PostgreSQL inlines them (a SET clause prevents it); the exception holds
--- for exactly those five, and only while each is a LANGUAGE sql body bound
+-- for exactly those seven, and only while each is a LANGUAGE sql body bound
 -- at creation (names resolved then, not by search_path at run time), not
 -- SECURITY DEFINER and owned like the other private helpers.
 SELECT is_empty(
@@ -362,7 +364,8 @@ SELECT is_empty(
       WHERE p.pronamespace = 'durable_jobs'::regnamespace
         AND NOT (p.oid::regprocedure::text IN ('durable_jobs.queue_name_pattern()',
                      'durable_jobs.queue_name_is_well_formed(text)', 'durable_jobs.worker_owner_id_pattern()',
-                     'durable_jobs.worker_owner_id_is_well_formed(text)', 'durable_jobs.effective_lease_policy_queue(text)')
+                     'durable_jobs.worker_owner_id_is_well_formed(text)', 'durable_jobs.effective_lease_policy_queue(text)',
+                     'durable_jobs.failure_reason_code_pattern()', 'durable_jobs.failure_reason_code_is_well_formed(text)')
                  AND p.proconfig IS NULL AND NOT p.prosecdef AND p.prosqlbody IS NOT NULL
                  AND p.prolang = (SELECT l.oid FROM pg_language l WHERE l.lanname = 'sql')
                  AND p.proowner = (SELECT h.proowner FROM pg_proc h
@@ -382,7 +385,7 @@ SELECT is_empty(
             WHEN 'durable_jobs.enqueue_jobs(text,jsonb[],text[],timestamp with time zone[],integer[])' THEN ARRAY['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_custom_plan']
             WHEN 'durable_jobs.claim_next_jobs(text,text,integer)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']
             ELSE ARRAY['search_path=pg_catalog, pg_temp'] END$$,
-    'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic and lock_timeout where it takes the evidence lock; only the five inlined rule functions of migration 016 set nothing');
+    'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic and lock_timeout where it takes the evidence lock; only the seven inlined rule functions of migrations 016 and 021 set nothing');
 SELECT is((SELECT count(*)::integer FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef),
           37, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
 SELECT is_empty(

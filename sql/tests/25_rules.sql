@@ -1,7 +1,8 @@
 -- 25_rules: migration 016 (rules.sql). Each rule several functions apply is
 -- one SQL function: queue_name_pattern / queue_name_is_well_formed,
--- worker_owner_id_pattern / worker_owner_id_is_well_formed and
--- effective_lease_policy_queue. They are LANGUAGE sql with a body bound at
+-- worker_owner_id_pattern / worker_owner_id_is_well_formed,
+-- effective_lease_policy_queue and, since migration 021 (rules_v3.sql),
+-- failure_reason_code_pattern / failure_reason_code_is_well_formed. They are LANGUAGE sql with a body bound at
 -- creation, not SECURITY DEFINER, without SET and not STRICT, so PostgreSQL
 -- inlines them: EXPLAIN shows no call, and a claim, renewals and a batch
 -- completion with track_functions = 'all' count no call of any of them.
@@ -14,7 +15,7 @@
 -- of them answers every edge case as the contract's pattern does.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(31);
+SELECT plan(34);
 
 CREATE TEMP TABLE rule_function (signature text PRIMARY KEY, volatility "char" NOT NULL) ON COMMIT DROP;
 INSERT INTO rule_function VALUES
@@ -22,7 +23,9 @@ INSERT INTO rule_function VALUES
  ('durable_jobs.queue_name_is_well_formed(text)', 'i'),
  ('durable_jobs.worker_owner_id_pattern()', 'i'),
  ('durable_jobs.worker_owner_id_is_well_formed(text)', 'i'),
- ('durable_jobs.effective_lease_policy_queue(text)', 's');
+ ('durable_jobs.effective_lease_policy_queue(text)', 's'),
+ ('durable_jobs.failure_reason_code_pattern()', 'i'),
+ ('durable_jobs.failure_reason_code_is_well_formed(text)', 'i');
 GRANT SELECT ON rule_function TO PUBLIC;
 
 -- explain_text: the EXPLAIN (VERBOSE, COSTS OFF) output of p_query, one text.
@@ -46,7 +49,7 @@ SELECT is((SELECT count(*)::integer FROM rule_function r JOIN pg_proc p ON p.oid
            WHERE p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'sql')
              AND NOT p.prosecdef AND p.proconfig IS NULL AND NOT p.proisstrict
              AND p.provolatile = r.volatility AND p.prosqlbody IS NOT NULL),
-    5, 'the five rule functions are LANGUAGE sql bodies bound at creation, not SECURITY DEFINER, without SET, not STRICT, IMMUTABLE (the patterns) or STABLE (the policy)');
+    7, 'the seven rule functions are LANGUAGE sql bodies bound at creation, not SECURITY DEFINER, without SET, not STRICT, IMMUTABLE (the patterns) or STABLE (the policy)');
 SELECT is((SELECT count(DISTINCT p.proowner)::integer FROM rule_function r JOIN pg_proc p ON p.oid = r.signature::regprocedure
            WHERE p.proowner = (SELECT h.proowner FROM pg_proc h WHERE h.oid = 'durable_jobs.require_well_formed(text,text,text)'::regprocedure)),
     1, 'they are owned by the role that owns the other private helpers');
@@ -63,7 +66,8 @@ SELECT ok(has_function_privilege('durable_job_claim_owner', 'durable_jobs.effect
       AND has_function_privilege('durable_job_policy_owner', 'durable_jobs.effective_lease_policy_queue(text)', 'EXECUTE')
       AND has_function_privilege('durable_job_claim_owner', 'durable_jobs.queue_name_is_well_formed(text)', 'EXECUTE')
       AND has_function_privilege('durable_job_renewal_owner', 'durable_jobs.worker_owner_id_is_well_formed(text)', 'EXECUTE')
-      AND has_function_privilege('durable_job_terminal_owner', 'durable_jobs.worker_owner_id_is_well_formed(text)', 'EXECUTE'),
+      AND has_function_privilege('durable_job_terminal_owner', 'durable_jobs.worker_owner_id_is_well_formed(text)', 'EXECUTE')
+      AND has_function_privilege('durable_job_terminal_owner', 'durable_jobs.failure_reason_code_is_well_formed(text)', 'EXECUTE'),
     'the definer roles whose functions use a rule may execute it (PostgreSQL inlines only then)');
 
 -- Inlined: EXPLAIN shows no call --------------------------------------------------
@@ -74,6 +78,7 @@ SET LOCAL ROLE durable_job_claim_owner;
 INSERT INTO t25_plan VALUES
  ('queue', pg_temp.explain_text($$SELECT durable_jobs.queue_name_is_well_formed(r.signature) FROM rule_function r$$)),
  ('owner', pg_temp.explain_text($$SELECT durable_jobs.worker_owner_id_is_well_formed(r.signature) FROM rule_function r$$)),
+ ('reason', pg_temp.explain_text($$SELECT durable_jobs.failure_reason_code_is_well_formed(r.signature) FROM rule_function r$$)),
  ('policy', pg_temp.explain_text($$SELECT p.lease_duration FROM durable_jobs.effective_lease_policy_queue('t25_queue') e
                                   JOIN durable_jobs.queue_lease_policy p ON p.queue_name = e.policy_queue_name$$));
 RESET ROLE;
@@ -83,6 +88,8 @@ SELECT alike((SELECT plan_text FROM t25_plan WHERE label = 'queue'), '%octet_len
     'the plan holds the test itself (the length, then the pattern without its bounded repeat)');
 SELECT unalike((SELECT plan_text FROM t25_plan WHERE label = 'owner'), '%is_well_formed%',
     'worker_owner_id_is_well_formed is inlined');
+SELECT unalike((SELECT plan_text FROM t25_plan WHERE label = 'reason'), '%is_well_formed%',
+    'failure_reason_code_is_well_formed is inlined');
 SELECT unalike((SELECT plan_text FROM t25_plan WHERE label = 'policy'), '%Function Scan%',
     'effective_lease_policy_queue in FROM is inlined (no Function Scan)');
 SET LOCAL ROLE durable_job_worker;
@@ -177,6 +184,7 @@ SELECT is((SELECT count(*)::integer FROM pg_constraint c
 SELECT is_empty($$SELECT p.oid::regprocedure::text FROM pg_proc p
                   WHERE p.oid IN ('durable_jobs.queue_name_is_well_formed(text)'::regprocedure,
                                   'durable_jobs.worker_owner_id_is_well_formed(text)'::regprocedure,
+                                  'durable_jobs.failure_reason_code_is_well_formed(text)'::regprocedure,
                                   'durable_jobs.require_well_formed(text,text,text)'::regprocedure)
                     AND regexp_replace(pg_get_functiondef(p.oid), 'HINT.*$', '', 's') ~ '[{][0-9]+,[0-9]+[}]'
                   UNION ALL
@@ -227,6 +235,11 @@ SELECT is_empty($$SELECT e.v FROM edge_value e
                         IS DISTINCT FROM (e.v COLLATE "C" ~ '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$')$$,
     'worker_owner_id_is_well_formed answers each edge case as the contract''s pattern does');
 SELECT is_empty($$SELECT e.v FROM edge_value e
+                  WHERE durable_jobs.failure_reason_code_is_well_formed(e.v)
+                        IS DISTINCT FROM (e.v COLLATE "C" ~ durable_jobs.failure_reason_code_pattern())
+                     OR durable_jobs.failure_reason_code_pattern() IS DISTINCT FROM '^[a-z][a-z0-9_]{0,62}$'$$,
+    'failure_reason_code_is_well_formed answers each edge case as the contract''s pattern does');
+SELECT is_empty($$SELECT e.v FROM edge_value e
                   WHERE pg_temp.check_accepts('job_record_queue_name_format', 'queue_name', e.v)
                         IS DISTINCT FROM COALESCE(e.v ~ '^[a-z][a-z0-9_.:-]{0,62}$', true)$$,
     'job_record''s queue-name CHECK lets each edge case through exactly when the contract''s pattern does');
@@ -240,6 +253,20 @@ SELECT is_empty($$SELECT e.v FROM edge_value e
     'require_well_formed accepts exactly the reason codes the contract''s pattern does');
 SELECT throws_ok($$SELECT durable_jobs.require_well_formed('failure_reason_code', 'Bad')$$, 'LF003', 'malformed failure_reason_code',
     'a malformed reason code is refused with LF003');
+CREATE FUNCTION pg_temp.reason_hint(p_value text)
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    v_hint text;
+BEGIN
+    PERFORM durable_jobs.require_well_formed('failure_reason_code', p_value);
+    RETURN NULL;
+EXCEPTION WHEN SQLSTATE 'LF003' THEN
+    GET STACKED DIAGNOSTICS v_hint = PG_EXCEPTION_HINT;
+    RETURN v_hint;
+END;
+$$;
+SELECT is(pg_temp.reason_hint('Bad'), 'failure_reason_code must match ^[a-z][a-z0-9_]{0,62}$',
+    'its HINT names the contract''s pattern');
 -- And on 4,000 values drawn at random (seeded): any characters and
 -- lengths, and names of the allowed characters around each length bound.
 SELECT setseed(0.25);
@@ -260,7 +287,9 @@ SELECT is_empty($$SELECT r.v FROM random_value r
                      OR pg_temp.check_accepts('job_record_queue_name_format', 'queue_name', r.v)
                         IS DISTINCT FROM COALESCE(r.v ~ '^[a-z][a-z0-9_.:-]{0,62}$', true)
                      OR pg_temp.well_formed_reason(r.v)
-                        IS DISTINCT FROM COALESCE(r.v COLLATE "C" ~ '^[a-z][a-z0-9_]{0,62}$', false)$$,
+                        IS DISTINCT FROM COALESCE(r.v COLLATE "C" ~ '^[a-z][a-z0-9_]{0,62}$', false)
+                     OR durable_jobs.failure_reason_code_is_well_formed(r.v)
+                        IS DISTINCT FROM (r.v COLLATE "C" ~ '^[a-z][a-z0-9_]{0,62}$')$$,
     'on 4,000 random values every test answers as the contract''s pattern does');
 SELECT ok((SELECT count(*) FROM random_value r WHERE durable_jobs.queue_name_is_well_formed(r.v)) > 100
           AND (SELECT count(*) FROM random_value r WHERE NOT durable_jobs.queue_name_is_well_formed(r.v)
