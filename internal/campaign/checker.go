@@ -146,18 +146,32 @@ type clockStep struct {
 	step time.Duration
 }
 
-// clockSteps returns the forward steps of the database clock in h.
+// clockSteps returns the steps of the database clock in h, forward
+// (positive) and back (negative).
 func clockSteps(h []Event) []clockStep {
 	var out []clockStep
 	for _, e := range h {
 		if e.Kind != KindClockStep {
 			continue
 		}
-		if d, err := time.ParseDuration(e.Detail); err == nil && d > 0 {
+		if d, err := time.ParseDuration(e.Detail); err == nil && d != 0 {
 			out = append(out, clockStep{at: e.At, step: d})
 		}
 	}
 	return out
+}
+
+// steppedBack is how far the database clock was stepped back between from
+// and to (Event.At times): a database time read after those steps reads
+// that much earlier than one read before them.
+func steppedBack(steps []clockStep, from, to int64) time.Duration {
+	var back time.Duration
+	for _, c := range steps {
+		if c.step < 0 && c.at >= from && c.at <= to {
+			back -= c.step
+		}
+	}
+	return back
 }
 
 // steppedDuring says whether a forward step of the database clock can
@@ -168,7 +182,7 @@ func clockSteps(h []Event) []clockStep {
 // the fence, decided on the stepped clock, rightly found the lease over.
 func steppedDuring(steps []clockStep, answered int64, dbTime, until time.Time) bool {
 	for _, c := range steps {
-		if c.at <= answered && answered-c.at <= int64(clockStepWindow) && !dbTime.Add(c.step).Before(until) {
+		if c.step > 0 && c.at <= answered && answered-c.at <= int64(clockStepWindow) && !dbTime.Add(c.step).Before(until) {
 			return true
 		}
 	}
@@ -266,7 +280,7 @@ func check(h []Event, s Snapshot) (vs []Violation, lostClaims map[string]int) {
 			lostClaims[p.ev.Detail]++
 		}
 		// Renewals, in database order.
-		var explainedStaleBefore []time.Time // times by which a terminal or cancel may have ended a claim
+		var explainedStaleBefore []Event // terminal writes that may have ended a claim
 		for _, e := range events {
 			switch e.Kind {
 			case KindComplete, KindRetry, KindFail:
@@ -275,7 +289,7 @@ func check(h []Event, s Snapshot) (vs []Violation, lostClaims map[string]int) {
 					if t.IsZero() {
 						t = time.Time{} // unknown: may have ended it at any time
 					}
-					explainedStaleBefore = append(explainedStaleBefore, t)
+					explainedStaleBefore = append(explainedStaleBefore, Event{DBTime: t, Sent: e.Sent, At: e.At})
 				}
 				if cv := claims[e.Gen]; e.Outcome == OutOK && !e.DBTime.IsZero() && cv != nil &&
 					(cv.endedAt.IsZero() || e.DBTime.Before(cv.endedAt)) {
@@ -319,9 +333,16 @@ func check(h []Event, s Snapshot) (vs []Violation, lostClaims map[string]int) {
 					// (its time read just before its call) can be later,
 					// by as much as the renewal took, and still be what the
 					// renewal saw (it may have waited on that write's row
-					// lock).
-					for _, t := range explainedStaleBefore {
-						if t.IsZero() || !t.After(e.DBTime.Add(renewalSpan(e))) {
+					// lock). A step of the database clock back, after the
+					// write's time was read (its invocation known) and
+					// before the renewal answered, makes the renewal's
+					// time read earlier by that step.
+					for _, tw := range explainedStaleBefore {
+						allow := renewalSpan(e)
+						if tw.Sent != 0 {
+							allow += steppedBack(steps, tw.Sent, e.At)
+						}
+						if tw.DBTime.IsZero() || !tw.DBTime.After(e.DBTime.Add(allow)) {
 							explained = true
 						}
 					}

@@ -129,6 +129,23 @@ func TestCheckerRules(t *testing.T) {
 		{"a completion begun after a quick stale renewal explains nothing", []Event{claimEv("w1", 1, 1, 131, 2131),
 			{Proc: "w1", Kind: KindRenew, Job: 1, Gen: 1, Outcome: OutStale, DBTime: at(457), Sent: 450_000_000, At: 470_000_000},
 			complete("w1", 1, 1, 519)}, succeeded(1, 1), VFalseExpiry},
+		// Seen in make soak OPS=20000 SEED=20261205 (job 1421, the one
+		// report): the claim's completion read its time (8,979 ms) before
+		// the database clock was stepped 2 s back; the renewal, sent just
+		// before the step, began after it (7,140 ms), waited on the
+		// completion's row lock and found the job SUCCEEDED.
+		{"stale after its own completion across a clock stepped back is no false expiry", []Event{
+			claimEv("w2", 1, 2, 8697, 10697),
+			{Proc: "w2", Kind: KindComplete, Job: 1, Gen: 2, Outcome: OutOK, DBTime: at(8979), Sent: 166_977_000_000, At: 167_166_000_000},
+			{Proc: "driver", Kind: KindClockStep, Detail: "-2s", At: 167_050_000_000},
+			{Proc: "w2", Kind: KindRenew, Job: 1, Gen: 2, Outcome: OutStale, DBTime: at(7140), Sent: 167_013_000_000, At: 167_335_000_000}},
+			succeeded(1, 2), ""},
+		{"a clock stepped back after the stale renewal answered explains nothing", []Event{
+			claimEv("w2", 1, 2, 8697, 10697),
+			{Proc: "w2", Kind: KindComplete, Job: 1, Gen: 2, Outcome: OutOK, DBTime: at(8979), Sent: 166_977_000_000, At: 167_166_000_000},
+			{Proc: "w2", Kind: KindRenew, Job: 1, Gen: 2, Outcome: OutStale, DBTime: at(7140), Sent: 167_013_000_000, At: 167_335_000_000},
+			{Proc: "driver", Kind: KindClockStep, Detail: "-2s", At: 167_400_000_000}},
+			succeeded(1, 2), VFalseExpiry},
 		{"a claim ended by its retry under a clock stepped back is no overlap", []Event{claimEv("w1", 1, 1, 4000, 6000),
 			{Proc: "w1", Kind: KindRetry, Job: 1, Gen: 1, Outcome: OutOK, DBTime: at(2000)},
 			claimEv("w2", 1, 2, 5000, 7000), complete("w2", 1, 2, 5100)}, succeeded(1, 2), ""},
