@@ -174,11 +174,7 @@ func (c *completer) run(bg context.Context, batch []*completion) {
 // alone completes one request with complete_job in a transaction of its
 // own, as the worker always did.
 func (c *completer) alone(bg context.Context, r *completion) error {
-	tctx, cancel := context.WithTimeout(bg, r.lease.terms.lease)
-	defer cancel()
-	return c.c.inTx(tctx, func(tx pgx.Tx) error {
-		return stopAfter(r.lease, func() error { return completeJob(tctx, tx, r.claim, nil) })
-	})
+	return c.c.writeTx(bg, r.lease, completeJobCall(r.claim, nil).queue)
 }
 
 // together completes every request of live with one complete_jobs call in
@@ -193,10 +189,7 @@ func (c *completer) together(bg context.Context, live []*completion) error {
 	}
 	tctx, cancel := context.WithTimeout(bg, timeout)
 	defer cancel()
-	return c.c.inTx(tctx, func(tx pgx.Tx) error {
-		if err := completeJobs(tctx, tx, claims); err != nil {
-			return err
-		}
+	return c.c.inTx(tctx, completeJobsCall(claims).queue, func(pgx.Tx) error {
 		for _, r := range live {
 			r.lease.Stop()
 		}

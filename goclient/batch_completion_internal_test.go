@@ -3,9 +3,12 @@ package goclient
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mightyetl/leasefence/internal/testdb"
@@ -24,16 +27,7 @@ func TestCompleterCompletesTogetherAndAnswersEachAsAlone(t *testing.T) {
 	c, err := NewClient(db.LoginPool(t, "durable_job_worker"), Config{OwnerID: "batch-completer"})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
-	const queue = "batch.completer"
-	_, err = admin.Exec(ctx, `SELECT durable_jobs.enqueue_job($1, '{}') FROM generate_series(1, 13)`, queue)
-	require.NoError(t, err)
-	jobs, err := c.ClaimMany(ctx, queue, 13)
-	require.NoError(t, err)
-	require.Len(t, jobs, 13)
-	reqs := make([]*completion, len(jobs))
-	for i, j := range jobs {
-		reqs[i] = &completion{lease: c.Keep(ctx, j), claim: j.claim, signal: make(chan error, 1)}
-	}
+	reqs := completions(t, admin, c, "batch.completer", 13)
 	comp := newCompleter(c)
 	answers := func(rs ...*completion) []error {
 		out := make([]error, len(rs))
@@ -147,16 +141,10 @@ func TestCompleterAdmitsWaitingCompletionsTogether(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	const queue = "batch.admission"
-	_, err = admin.Exec(ctx, `SELECT durable_jobs.enqueue_job($1, '{}') FROM generate_series(1, 4)`, queue)
-	require.NoError(t, err)
-	jobs, err := c.ClaimMany(ctx, queue, 4)
-	require.NoError(t, err)
-	require.Len(t, jobs, 4)
-	leases := make([]*Lease, len(jobs))
+	reqs := completions(t, admin, c, queue, 4)
 	index := map[*Lease]int{}
-	for i, j := range jobs {
-		leases[i] = c.Keep(ctx, j)
-		index[leases[i]] = i
+	for i, r := range reqs {
+		index[r.lease] = i
 	}
 	type move struct {
 		finished []int
@@ -181,12 +169,12 @@ func TestCompleterAdmitsWaitingCompletionsTogether(t *testing.T) {
 	lock, err := admin.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = lock.Rollback(ctx) }()
-	_, err = lock.Exec(ctx, `SELECT 1 FROM durable_jobs.job_record WHERE job_record_id = $1 FOR UPDATE`, jobs[0].ID())
+	_, err = lock.Exec(ctx, `SELECT 1 FROM durable_jobs.job_record WHERE job_record_id = $1 FOR UPDATE`, reqs[0].claim.jobID)
 	require.NoError(t, err)
 
 	results := make(chan error, 4)
-	for i := range jobs {
-		go func() { results <- comp.complete(ctx, leases[i], jobs[i].claim) }()
+	for i, r := range reqs {
+		go func() { results <- comp.complete(ctx, r.lease, r.claim) }()
 		want := min(i+1, 2)
 		require.Eventually(t, func() bool {
 			a, w, _ := state()
@@ -197,14 +185,14 @@ func TestCompleterAdmitsWaitingCompletionsTogether(t *testing.T) {
 	require.Equal(t, []move{{nil, 1}, {nil, 1}}, ms, "the first two admitted as they came, the others wait")
 
 	require.NoError(t, lock.Rollback(ctx))
-	for range jobs {
+	for range reqs {
 		require.NoError(t, <-results)
 	}
 	_, _, ms = state()
 	require.Equal(t, []move{{nil, 1}, {nil, 1}, {[]int{0}, 1}, {[]int{1, 2}, 1}, {[]int{3}, 0}}, ms)
 	var together int
 	require.NoError(t, admin.QueryRow(ctx, `SELECT count(DISTINCT xmin::text) FROM durable_jobs.job_record
-		WHERE job_record_id = ANY($1)`, []int64{jobs[1].ID(), jobs[2].ID()}).Scan(&together))
+		WHERE job_record_id = ANY($1)`, []int64{reqs[1].claim.jobID, reqs[2].claim.jobID}).Scan(&together))
 	require.Equal(t, 1, together, "the second and the third were completed in one transaction")
 	var succeeded int
 	require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM durable_jobs.job_record
@@ -214,4 +202,138 @@ func TestCompleterAdmitsWaitingCompletionsTogether(t *testing.T) {
 	require.Zero(t, admitted)
 	require.Zero(t, waiting)
 	require.False(t, comp.running)
+}
+
+// completions enqueues n jobs of queue, claims them all with c and keeps
+// each: a completion request a job, not yet made.
+func completions(t *testing.T, admin *pgxpool.Pool, c *Client, queue string, n int) []*completion {
+	t.Helper()
+	ctx := context.Background()
+	_, err := admin.Exec(ctx, `SELECT durable_jobs.enqueue_job($1, '{}') FROM generate_series(1, $2::int)`, queue, n)
+	require.NoError(t, err)
+	jobs, err := c.ClaimMany(ctx, queue, n)
+	require.NoError(t, err)
+	require.Len(t, jobs, n)
+	reqs := make([]*completion, n)
+	for i, j := range jobs {
+		reqs[i] = &completion{lease: c.Keep(ctx, j), claim: j.claim, signal: make(chan error, 1)}
+	}
+	return reqs
+}
+
+// A completion transaction takes two round trips on the wire: its BEGIN
+// goes out in one batch with complete_job (or complete_jobs, retry_job,
+// fail_job), and the COMMIT is sent alone, after the call's answer, so
+// that the commit deadline bounds it alone. A renewal attempt too: BEGIN,
+// SET LOCAL and renew_job_leases in one batch, then the COMMIT. Counted on
+// the protocol messages of the client's only connection, one ReadyForQuery
+// a round trip: the first leaves the connection in the transaction, the
+// second (the COMMIT's) out of it. A stale claim's batch is rolled back:
+// the ROLLBACK instead of the COMMIT (and, as after any failed statement,
+// pgx prepares the failed batch's statements again at the connection's
+// next use: two round trips more, as before this change).
+func TestCompletionTransactionTakesTwoRoundTrips(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	pool, wire := tracedPool(t, db.LoginURL(t, "durable_job_worker"))
+	c, err := NewClient(pool, Config{OwnerID: "round-trips"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	admin, ctx := db.Pool(t), context.Background()
+	reqs := completions(t, admin, c, "round.trips", 14)
+	comp := newCompleter(c)
+
+	// roundTrips runs tx(0) then tx(1) (each statement is prepared on the
+	// connection at its first use, a round trip of its own) and returns the
+	// ReadyForQuery answers of the second run, in order: each a round trip
+	// ended, with the connection's transaction status it leaves.
+	roundTrips := func(tx func(i int)) []string {
+		t.Helper()
+		tx(0)
+		mark := len(wire.String())
+		tx(1)
+		var ready []string
+		for _, line := range strings.Split(wire.String()[mark:], "\n") {
+			// B, ReadyForQuery, its length, its status.
+			if f := strings.Split(line, "\t"); len(f) == 4 && f[1] == "ReadyForQuery" {
+				ready = append(ready, strings.TrimSpace(f[3]))
+			}
+		}
+		return ready
+	}
+	answered := func(want error, rs ...*completion) {
+		t.Helper()
+		for _, r := range rs {
+			select {
+			case err := <-r.signal:
+				require.ErrorIs(t, err, want)
+			case <-time.After(10 * time.Second):
+				t.Fatal("no answer")
+			}
+		}
+	}
+	// T: in a transaction; I: idle, outside one.
+	twoRoundTrips := []string{"T", "I"}
+
+	require.Equal(t, twoRoundTrips, roundTrips(func(i int) {
+		require.NoError(t, c.Complete(ctx, reqs[i].claim, []byte(`{"rows": 1}`)))
+	}), "Complete: complete_job with the BEGIN, then the COMMIT")
+
+	require.Equal(t, twoRoundTrips, roundTrips(func(i int) {
+		comp.run(ctx, reqs[2+i:3+i])
+		answered(nil, reqs[2+i])
+	}), "a worker's completion alone")
+
+	require.Equal(t, twoRoundTrips, roundTrips(func(i int) {
+		batch := reqs[4+3*i : 7+3*i]
+		comp.run(ctx, batch)
+		answered(nil, batch...)
+	}), "a worker's completions together: complete_jobs with the BEGIN, then the COMMIT")
+
+	require.Equal(t, twoRoundTrips, roundTrips(func(i int) {
+		status, err := c.Retry(ctx, reqs[10+i].claim, time.Minute, "round_trip")
+		require.NoError(t, err)
+		require.Equal(t, StatusRetryScheduled, status, "the status retry_job answered in the batch")
+	}), "Retry")
+
+	// A renewal attempt: SET LOCAL and renew_job_leases with the BEGIN.
+	port := NewPgRenewalPort(pool, time.Second)
+	require.Equal(t, twoRoundTrips, roundTrips(func(int) {
+		results, err := port.RenewClaims(ctx, []Claim{reqs[12].claim, reqs[13].claim})
+		require.NoError(t, err)
+		require.Equal(t, RenewalRenewed, results[1].Outcome)
+	}), "a renewal attempt")
+
+	// A stale claim: the batch's LF001 comes back as ErrStaleClaim, the
+	// transaction (aborted: E) is rolled back, no COMMIT is sent.
+	for _, r := range reqs[12:14] {
+		_, err = admin.Exec(ctx, `SELECT durable_jobs.cancel_job($1)`, r.claim.jobID)
+		require.NoError(t, err)
+	}
+	mark := len(wire.String())
+	stale := roundTrips(func(i int) {
+		require.ErrorIs(t, c.Fail(ctx, reqs[12+i].claim, "round_trip"), ErrStaleClaim)
+	})
+	require.Equal(t, []string{"I", "I", "E", "I"}, stale,
+		"Fail of a stale claim: the failed batch's statements dropped and prepared again (I, I), fail_job with the BEGIN, then the ROLLBACK")
+	require.NotContains(t, wire.String()[mark:], `"commit"`)
+	require.NotContains(t, wire.String(), "NoticeResponse", "no BEGIN inside a transaction, no COMMIT outside one")
+}
+
+// tracedPool is a pool of one connection on u, with ParsePoolConfig's
+// settings, whose protocol messages are written to the buffer returned.
+func tracedPool(t *testing.T, u string) (*pgxpool.Pool, *logBuffer) {
+	t.Helper()
+	cfg, err := ParsePoolConfig(u, 0)
+	require.NoError(t, err)
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	wire := &logBuffer{}
+	conn, err := pool.Acquire(context.Background())
+	require.NoError(t, err)
+	conn.Conn().PgConn().Frontend().Trace(wire, pgproto3.TracerOptions{SuppressTimestamps: true})
+	conn.Release()
+	return pool, wire
 }

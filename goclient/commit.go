@@ -25,9 +25,9 @@ func noteWarning(c *pgconn.PgConn, n *pgconn.Notice) {
 	}
 }
 
-// inTx runs write in a transaction of its own on a connection of pool and
-// commits it within commitTimeout (commit). ctx bounds everything else.
-func inTx(ctx context.Context, pool *pgxpool.Pool, commitTimeout time.Duration, write func(pgx.Tx) error) error {
+// inTx runs a transaction of its own on a connection of pool (inConnTx)
+// and commits it within commitTimeout (commit). ctx bounds everything else.
+func inTx(ctx context.Context, pool *pgxpool.Pool, commitTimeout time.Duration, first func(*pgx.Batch), then func(pgx.Tx) error) error {
 	// The connection is held until the COMMIT's answer has been read
 	// (a pool's own Tx would hand it back inside Commit).
 	conn, err := pool.Acquire(ctx)
@@ -35,18 +35,35 @@ func inTx(ctx context.Context, pool *pgxpool.Pool, commitTimeout time.Duration, 
 		return err
 	}
 	defer conn.Release()
-	return inConnTx(ctx, conn, pgx.TxOptions{}, commitTimeout, write)
+	return inConnTx(ctx, conn, pgx.TxOptions{}, commitTimeout, first, then)
 }
 
-// inConnTx is inTx on a connection the caller holds, with opts.
-func inConnTx(ctx context.Context, conn *pgxpool.Conn, opts pgx.TxOptions, commitTimeout time.Duration, write func(pgx.Tx) error) error {
-	tx, err := conn.BeginTx(ctx, opts)
-	if err != nil {
-		return err
+// inConnTx runs one transaction with opts on a connection the caller
+// holds. The statements first queues (none when nil) go out in one batch
+// behind the BEGIN, so BEGIN costs no round trip of its own; their error
+// is translated (translateError). When they all succeeded, then (unless
+// nil) runs inside the transaction, and the COMMIT is sent alone, within
+// commitTimeout (commit). On any error the transaction is rolled back.
+func inConnTx(ctx context.Context, conn *pgxpool.Conn, opts pgx.TxOptions, commitTimeout time.Duration,
+	first func(*pgx.Batch), then func(pgx.Tx) error,
+) error {
+	b := &pgx.Batch{}
+	b.BeginTx(opts)
+	if first != nil {
+		first(b)
 	}
-	defer func() { _ = tx.Rollback(ctx) }() // nothing to do after a COMMIT
-	if err := write(tx); err != nil {
-		return err
+	results := conn.SendBatch(ctx, b)
+	tx := results.Tx()
+	// Nothing to do after a COMMIT, nor when the BEGIN failed (the batch
+	// then closed tx).
+	defer func() { _ = tx.Rollback(ctx) }()
+	if err := results.Close(); err != nil {
+		return translateError(err)
+	}
+	if then != nil {
+		if err := then(tx); err != nil {
+			return err
+		}
 	}
 	return commit(ctx, tx, commitTimeout)
 }

@@ -117,7 +117,9 @@
 // (Config.AttemptTimeout, default half the claim's interval; the shortest
 // of a batch), one renew_job_leases call, COMMIT, all under a context with
 // the same deadline (getting its connection first may take up to one
-// interval, never past the trust deadline).
+// interval, never past the trust deadline); the BEGIN, the SET LOCAL and
+// the call go out together, so an attempt is two round trips, as a
+// completion is (see Commit deadline).
 // Renewals that fall due within a tenth of the interval of each other go out
 // in one call (at most 1,000 claims); none is sent later than its own
 // schedule. Config.MaxInFlightRenewals calls are open at once while they
@@ -189,6 +191,16 @@
 // commit, and the worker, for ever. When the deadline passes, the call
 // returns ErrCommitTimeout and the client asks the server to stop waiting
 // (a cancel request), so the backend and its row locks are freed.
+//
+// Each of these transactions that makes one function call (all but a
+// TxHandler's, whose BEGIN goes first and alone, and the release, one
+// implicit transaction of one round trip) takes two round trips: its BEGIN
+// goes out in one batch with the call (pgx's Batch.BeginTx), and the
+// COMMIT is sent alone once the call has answered, so the deadline bounds
+// the COMMIT and nothing else. A call that fails (LF001 and the other
+// SQLSTATEs, each its typed error as always) is rolled back, as on any
+// other error; a terminal write whose lease has already ended sends
+// nothing at all.
 //
 // The outcome of such a COMMIT is unknown: it may have committed on this
 // primary ("already committed locally" is what PostgreSQL says when the

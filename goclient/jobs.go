@@ -145,13 +145,14 @@ func (c *Client) Renew(ctx context.Context, claim Claim) (RenewalResult, error) 
 // the Client (the database cannot count a terminal write refused as stale:
 // its transaction aborts).
 func (c *Client) Complete(ctx context.Context, claim Claim, result []byte) error {
-	return c.countStale(claim, c.inTx(ctx, func(tx pgx.Tx) error { return completeJob(ctx, tx, claim, result) }))
+	return c.countStale(claim, c.inTx(ctx, completeJobCall(claim, result).queue, nil))
 }
 
-// inTx runs write in a transaction of its own on the client's pool, its
-// COMMIT bounded by Config.CommitTimeout.
-func (c *Client) inTx(ctx context.Context, write func(pgx.Tx) error) error {
-	return inTx(ctx, c.pool, c.cfg.CommitTimeout, write)
+// inTx runs a transaction of its own on the client's pool (first's
+// statements go out with its BEGIN, then then runs), its COMMIT bounded by
+// Config.CommitTimeout.
+func (c *Client) inTx(ctx context.Context, first func(*pgx.Batch), then func(pgx.Tx) error) error {
+	return inTx(ctx, c.pool, c.cfg.CommitTimeout, first, then)
 }
 
 // CompleteTx is Complete inside the caller's transaction tx: the caller's
@@ -166,10 +167,7 @@ func (c *Client) CompleteTx(ctx context.Context, tx pgx.Tx, claim Claim, result 
 // used up. ErrStaleClaim when the claim is not fenced (counted as Complete
 // says). Its transaction's COMMIT is bounded as Complete's is.
 func (c *Client) Retry(ctx context.Context, claim Claim, delay time.Duration, reasonCode string) (status JobStatus, err error) {
-	err = c.inTx(ctx, func(tx pgx.Tx) error {
-		status, err = retryJob(ctx, tx, claim, delay, reasonCode)
-		return err
-	})
+	err = c.inTx(ctx, retryJobCall(claim, delay, reasonCode, &status).queue, nil)
 	return status, c.countStale(claim, err)
 }
 
@@ -183,7 +181,7 @@ func (c *Client) RetryTx(ctx context.Context, tx pgx.Tx, claim Claim, delay time
 // the claim is not fenced (counted as Complete says). Its transaction's
 // COMMIT is bounded as Complete's is.
 func (c *Client) Fail(ctx context.Context, claim Claim, reasonCode string) error {
-	return c.countStale(claim, c.inTx(ctx, func(tx pgx.Tx) error { return failJob(ctx, tx, claim, reasonCode) }))
+	return c.countStale(claim, c.inTx(ctx, failJobCall(claim, reasonCode).queue, nil))
 }
 
 // FailTx is Fail inside the caller's transaction tx.

@@ -22,6 +22,35 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
+// call is one call of a function of the SQL API: its statement, its
+// arguments and, when its one row is read, where the row goes.
+type call struct {
+	sql  string
+	args []any
+	into []any // nil: the answer is not read
+}
+
+// run makes the call on q.
+func (c call) run(ctx context.Context, q querier) error {
+	var err error
+	if c.into == nil {
+		_, err = q.Exec(ctx, c.sql, c.args...)
+	} else {
+		err = q.QueryRow(ctx, c.sql, c.args...).Scan(c.into...)
+	}
+	return translateError(err)
+}
+
+// queue queues the call in b (the first statements of a transaction,
+// inTx): its error comes back from the batch, its row is read into into
+// when the batch is closed.
+func (c call) queue(b *pgx.Batch) {
+	q := b.Queue(c.sql, c.args...)
+	if c.into != nil {
+		q.QueryRow(func(row pgx.Row) error { return row.Scan(c.into...) })
+	}
+}
+
 // pgRenewalPort is the production RenewalPort: one short transaction per
 // attempt, its statement_timeout set below the renewal interval.
 type pgRenewalPort struct {
@@ -57,7 +86,8 @@ func (p *pgRenewalPort) timeout(ctx context.Context) time.Duration {
 // NewPgRenewalPort returns the PostgreSQL RenewalPort over pool. Every call
 // takes a connection from pool within the caller's context, then makes one
 // READ COMMITTED transaction within attemptTimeout: SET LOCAL
-// statement_timeout to attemptTimeout, one statement, COMMIT. A zero
+// statement_timeout to attemptTimeout, one statement, COMMIT, in two round
+// trips (the BEGIN, the SET LOCAL and the statement in one batch). A zero
 // attemptTimeout means each attempt's own: the client's heartbeat derives
 // it from the claims' renewal intervals (Config.AttemptTimeout); called
 // outside a heartbeat, 5 s. The statement
@@ -112,16 +142,15 @@ func (p *pgRenewalPort) RenewClaims(ctx context.Context, claims []Claim) ([]Rene
 	// stalled synchronous standby is a failed attempt, and the server is
 	// asked to stop waiting (commit), so it does not keep the job's row
 	// locked.
-	err = inConnTx(tctx, conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, timeout, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
+	// The statements go out with the BEGIN, in one round trip (inConnTx).
+	err = inConnTx(tctx, conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, timeout, func(b *pgx.Batch) {
 		b.Queue(sqlSetStatementTimeout(timeout))
 		b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
 			var err error
 			results, err = pgx.CollectRows(rows, scanRenewal)
 			return err
 		})
-		return tx.SendBatch(tctx, b).Close()
-	})
+	}, nil)
 	return results, translateError(err)
 }
 
@@ -227,46 +256,59 @@ func claimJobs(ctx context.Context, q querier, queue, owner, sql string, args ..
 
 const sqlCompleteJob = `SELECT durable_jobs.complete_job($1, $2, $3, $4)`
 
-// completeJob calls complete_job inside tx.
-func completeJob(ctx context.Context, q querier, c Claim, result []byte) error {
+// completeJobCall is the complete_job call for c with an optional JSON
+// result document.
+func completeJobCall(c Claim, result []byte) call {
 	var doc any
 	if result != nil {
 		doc = result
 	}
-	_, err := q.Exec(ctx, sqlCompleteJob, c.jobID, c.tokenValue(), c.ownerValue(), doc)
-	return translateError(err)
+	return call{sql: sqlCompleteJob, args: []any{c.jobID, c.tokenValue(), c.ownerValue(), doc}}
+}
+
+// completeJob calls complete_job inside q.
+func completeJob(ctx context.Context, q querier, c Claim, result []byte) error {
+	return completeJobCall(c, result).run(ctx, q)
 }
 
 const sqlCompleteJobs = `SELECT job_record_id FROM durable_jobs.complete_jobs($1, $2, $3)`
 
-// completeJobs calls complete_jobs (migration 008) for claims, which are
-// all of one owner: one transaction's completion of them all, or LF001
-// (ErrStaleClaim) and none when any is stale.
-func completeJobs(ctx context.Context, q querier, claims []Claim) error {
+// completeJobsCall is the complete_jobs call (migration 008) for claims,
+// which are all of one owner: one transaction's completion of them all, or
+// LF001 (ErrStaleClaim) and none when any is stale.
+func completeJobsCall(claims []Claim) call {
 	ids := make([]int64, len(claims))
 	tokens := make([]pgtype.UUID, len(claims))
 	for i, c := range claims {
 		ids[i], tokens[i] = c.jobID, c.tokenValue()
 	}
-	_, err := q.Exec(ctx, sqlCompleteJobs, claims[0].ownerValue(), ids, tokens)
-	return translateError(err)
+	return call{sql: sqlCompleteJobs, args: []any{claims[0].ownerValue(), ids, tokens}}
 }
 
 const sqlRetryJob = `SELECT durable_jobs.retry_job($1, $2, $3, $4, $5)`
 
-// retryJob calls retry_job and returns the new status.
+// retryJobCall is the retry_job call; the new status goes to status.
+func retryJobCall(c Claim, delay time.Duration, reason string, status *JobStatus) call {
+	return call{sql: sqlRetryJob, args: []any{c.jobID, c.tokenValue(), c.ownerValue(), delay, reason}, into: []any{status}}
+}
+
+// retryJob calls retry_job inside q and returns the new status.
 func retryJob(ctx context.Context, q querier, c Claim, delay time.Duration, reason string) (JobStatus, error) {
 	var status JobStatus
-	err := q.QueryRow(ctx, sqlRetryJob, c.jobID, c.tokenValue(), c.ownerValue(), delay, reason).Scan(&status)
-	return status, translateError(err)
+	err := retryJobCall(c, delay, reason, &status).run(ctx, q)
+	return status, err
 }
 
 const sqlFailJob = `SELECT durable_jobs.fail_job($1, $2, $3, $4)`
 
-// failJob calls fail_job.
+// failJobCall is the fail_job call.
+func failJobCall(c Claim, reason string) call {
+	return call{sql: sqlFailJob, args: []any{c.jobID, c.tokenValue(), c.ownerValue(), reason}}
+}
+
+// failJob calls fail_job inside q.
 func failJob(ctx context.Context, q querier, c Claim, reason string) error {
-	_, err := q.Exec(ctx, sqlFailJob, c.jobID, c.tokenValue(), c.ownerValue(), reason)
-	return translateError(err)
+	return failJobCall(c, reason).run(ctx, q)
 }
 
 // sqlReleaseJobClaim gives up one claim; releaseClaim runs it, and
@@ -311,11 +353,8 @@ func releaseClaims(ctx context.Context, pool *pgxpool.Pool, claims []Claim) (sta
 // commit record, and PostgreSQL then does not wait for the standby.)
 const sqlProbe = `SELECT pg_logical_emit_message(true, 'leasefence.probe', '')`
 
-// probeCommit runs the worker's probe statement inside tx.
-func probeCommit(ctx context.Context, tx pgx.Tx) error {
-	_, err := tx.Exec(ctx, sqlProbe)
-	return err
-}
+// probeCall is the worker's probe statement.
+func probeCall() call { return call{sql: sqlProbe} }
 
 const sqlCancelJob = `SELECT durable_jobs.cancel_job($1)`
 

@@ -292,7 +292,7 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 func (w *Worker) probe(base context.Context) {
 	ctx, cancel := context.WithTimeout(base, w.c.claimTimeout())
 	defer cancel()
-	if w.c.inTx(ctx, func(tx pgx.Tx) error { return probeCommit(ctx, tx) }) == nil {
+	if w.c.inTx(ctx, probeCall().queue, nil) == nil {
 		w.mu.Lock()
 		w.down = ""
 		w.mu.Unlock()
@@ -521,11 +521,7 @@ func (w *Worker) process(base context.Context, lease *Lease, job Job) (completed
 	if errors.As(err, &he) {
 		w.log(slog.LevelWarn, "leasefence: handler returned an error", claimAttr(job.claim),
 			slog.String("error", handlerErrorText(he.err)))
-		err = w.writeTx(bg, lease, func(tctx context.Context, tx pgx.Tx) error {
-			var ferr error
-			outcome, ferr = w.failure(tctx, tx, job.claim, he.err)
-			return ferr
-		})
+		err = w.c.writeTx(bg, lease, func(b *pgx.Batch) { outcome = w.failure(b, job.claim, he.err) })
 	}
 	switch {
 	case err == nil && outcome != nil:
@@ -570,7 +566,7 @@ func (e *lostConnError) Unwrap() error { return e.err }
 // COMMIT is bounded by the commit timeout. A failure that closed the
 // transaction's connection comes back as a *lostConnError.
 func (w *Worker) runTx(ctx, bg context.Context, lease *Lease, job Job) error {
-	return w.c.inTx(bg, func(tx pgx.Tx) error {
+	return w.c.inTx(bg, nil, func(tx pgx.Tx) error {
 		w.txConns.Add(1)
 		defer w.txConns.Add(-1)
 		var err error
@@ -591,13 +587,20 @@ func (w *Worker) runTx(ctx, bg context.Context, lease *Lease, job Job) error {
 	})
 }
 
-// writeTx makes a terminal write in a transaction of its own, bounded by
-// the claim's lease duration, its COMMIT by the commit timeout.
-func (w *Worker) writeTx(bg context.Context, lease *Lease, write func(context.Context, pgx.Tx) error) error {
+// writeTx makes the terminal write that write queues in a transaction of
+// its own, bounded by the claim's lease duration, its COMMIT by the commit
+// timeout: nothing, and errAbandoned, once the lease has ended; else the
+// write goes out with the BEGIN, and the heartbeat stops after the write
+// succeeded, before the commit (as stopAfter does).
+func (c *Client) writeTx(bg context.Context, lease *Lease, write func(*pgx.Batch)) error {
+	if lease.Err() != nil {
+		return errAbandoned
+	}
 	tctx, cancel := context.WithTimeout(bg, lease.terms.lease)
 	defer cancel()
-	return w.c.inTx(tctx, func(tx pgx.Tx) error {
-		return stopAfter(lease, func() error { return write(tctx, tx) })
+	return c.inTx(tctx, write, func(pgx.Tx) error {
+		lease.Stop()
+		return nil
 	})
 }
 
@@ -625,22 +628,24 @@ func (w *Worker) protect(job Job, run func() error) (err error) {
 	return run()
 }
 
-// failure makes the terminal write for a handler error and returns the
-// function that logs it once the transaction has committed.
-func (w *Worker) failure(ctx context.Context, tx pgx.Tx, claim Claim, herr error) (func(), error) {
+// failure queues in b the terminal write for a handler error and returns
+// the function that logs it once the transaction has committed.
+func (w *Worker) failure(b *pgx.Batch, claim Claim, herr error) func() {
 	var permanent *PermanentError
 	if errors.As(herr, &permanent) {
+		failJobCall(claim, permanent.ReasonCode).queue(b)
 		return func() {
 			w.log(slog.LevelWarn, "leasefence: job failed", claimAttr(claim), slog.String("reason_code", permanent.ReasonCode))
-		}, failJob(ctx, tx, claim, permanent.ReasonCode)
+		}
 	}
 	retry := &RetryError{Delay: w.cfg.RetryDelay(claim.attempt), ReasonCode: ReasonHandlerError}
 	errors.As(herr, &retry)
-	status, err := retryJob(ctx, tx, claim, retry.Delay, retry.ReasonCode)
+	var status JobStatus // read when the batch is closed, before the commit
+	retryJobCall(claim, retry.Delay, retry.ReasonCode, &status).queue(b)
 	return func() {
 		w.log(slog.LevelWarn, "leasefence: job retry scheduled", claimAttr(claim), slog.String("reason_code", retry.ReasonCode),
 			slog.Duration("retry_delay", retry.Delay), slog.String("job_status", string(status)))
-	}, err
+	}
 }
 
 // handlerErrorText is what the worker logs for a handler's error: the

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -121,30 +123,52 @@ func TestTxHandlerCommitsTargetRowsWithTheTerminalTransition(t *testing.T) {
 	require.Equal(t, 2, e.targetRows())
 }
 
-// When the claim goes stale before the terminal write, complete_job raises
-// LF001 and the target rows written in the same transaction roll back.
+// When the claim goes stale before the terminal write, the target rows
+// written in the TxHandler's transaction roll back: complete_job raises
+// LF001 when the handler returns at once; when it returns (nil) only after
+// the heartbeat found the claim stale and ended its lease, no complete_job
+// is sent at all. Either way the loss is counted once.
 func TestStaleTxHandlerRollsBackItsTargetRows(t *testing.T) {
 	t.Parallel()
-	e := setup(t, shortPolicy)
-	e.targetTable()
-	ids := e.enqueue(1)
-	rec := newRecorder()
-	c := e.worker(goclient.Config{Observer: rec})
-	w, err := c.NewWorker(goclient.WorkerConfig{Queue: testQueue,
-		TxHandler: func(ctx context.Context, tx pgx.Tx, job goclient.Job) error {
-			if _, err := tx.Exec(ctx, `INSERT INTO public.order_target VALUES ($1, $2)`, job.ID(), job.FencingGeneration()); err != nil {
-				return err
-			}
-			// An operator cancels the job while it runs (another session).
-			_, err := e.producer.Cancel(context.Background(), job.ID())
-			return err
-		}})
-	require.NoError(t, err)
-	stop := runWorker(t, w)
-	waitFor(t, 5*time.Second, "the stale claim to be noticed", func() bool { return rec.lostCount(goclient.LossStale) == 1 })
-	require.NoError(t, stop())
-	require.Equal(t, goclient.StatusCancelled, e.state(ids[0]).Status)
-	require.Zero(t, e.targetRows(), "the target write rolled back with the refused completion")
+	for _, tc := range []struct {
+		name   string
+		wait   bool // the handler returns once its lease has ended
+		logged string
+	}{
+		{"returns at once", false, "leasefence: terminal write refused: stale claim"},
+		{"returns after its lease ended", true, "leasefence: lease ended before the terminal write"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, shortPolicy)
+			e.targetTable()
+			ids := e.enqueue(1)
+			rec := newRecorder()
+			var logs goclient.LogBuffer
+			c := e.worker(goclient.Config{Observer: rec, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+			w, err := c.NewWorker(goclient.WorkerConfig{Queue: testQueue,
+				TxHandler: func(ctx context.Context, tx pgx.Tx, job goclient.Job) error {
+					if _, err := tx.Exec(ctx, `INSERT INTO public.order_target VALUES ($1, $2)`, job.ID(), job.FencingGeneration()); err != nil {
+						return err
+					}
+					// An operator cancels the job while it runs (another session).
+					if _, err := e.producer.Cancel(context.Background(), job.ID()); err != nil || !tc.wait {
+						return err
+					}
+					<-ctx.Done() // the next renewal comes back stale
+					return nil
+				}})
+			require.NoError(t, err)
+			stop := runWorker(t, w)
+			waitFor(t, 5*time.Second, "the stale claim to be noticed", func() bool {
+				return rec.lostCount(goclient.LossStale) == 1 && strings.Contains(logs.String(), `"msg":"`+tc.logged+`"`)
+			})
+			require.NoError(t, stop())
+			require.Equal(t, goclient.StatusCancelled, e.state(ids[0]).Status)
+			require.Zero(t, e.targetRows(), "the target write rolled back")
+			require.Equal(t, 1, rec.lostCount(goclient.LossStale))
+		})
+	}
 }
 
 // A terminal write that fails for another reason than a stale claim stops
