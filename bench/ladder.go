@@ -104,7 +104,7 @@ var batchLadder = ladderInfo{
 			"yes: the function shape and the contract's signature of renew_job_leases"},
 		{rungBatchJob, "the same function on durable_jobs.job_record and its real claims", "yes: the real table"},
 		{rungBatchAnswer, "one row out per claim in, in input order: the claims a WITH ORDINALITY input, the UPDATE " +
-			"in a CTE joined back to them (stale where not renewed)",
+			"in a CTE joined back to them by a FULL JOIN, as the function since migration 020 (stale where not renewed)",
 			"yes: one row out per claim in, in input order (CONTRACT.md)"},
 		{rungBatchWritten, "the fenced rows locked first (FOR NO KEY UPDATE SKIP LOCKED, in id order), then updated " +
 			"by tuple id: renew_job_leases' installed text, the policy's values as constants, without the floor and " +
