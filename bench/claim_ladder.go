@@ -219,6 +219,7 @@ func (r *runner) claimLadderStep(ctx context.Context) error {
 		}
 		loads = append(loads, claimLoad(r.e, queue, sql))
 	}
+	setup := time.Now()
 	for i := range loads {
 		queue := claimLadderQueue(i)
 		if err := r.e.setPolicy(ctx, queue, claimLadderLease, claimLadderRenewal); err != nil {
@@ -241,6 +242,7 @@ func (r *runner) claimLadderStep(ctx context.Context) error {
 	if err := r.claimRungs(ctx); err != nil {
 		return err
 	}
+	r.setupDone("queues and rungs", setup)
 	if err := r.climb(ctx, claimLadder, loads); err != nil {
 		return err
 	}
@@ -248,6 +250,8 @@ func (r *runner) claimLadderStep(ctx context.Context) error {
 	// and as many dead index entries; the steps after it (the HOT share
 	// under a 3 s lease first) start on vacuumed tables, not beside an
 	// autovacuum of them.
+	setup = time.Now()
 	_, err := r.e.admin.Exec(ctx, `VACUUM ANALYZE durable_jobs.job_record, durable_jobs.job_payload_record, bench_raw_claim`)
+	r.setupDone("VACUUM ANALYZE", setup)
 	return err
 }

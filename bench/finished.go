@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -23,6 +24,7 @@ func (r *runner) finishedRows(ctx context.Context) error {
 	newest := sqlbundle.NewestVersion()
 	var dbs [2]*dbPools // none, grown
 	var renewSets [2]claimSet
+	setup := time.Now()
 	for i, name := range []string{"lf_finished_none", "lf_finished_grown"} {
 		d, err := r.e.bundleDB(ctx, name, newest)
 		if err != nil {
@@ -36,6 +38,7 @@ func (r *runner) finishedRows(ctx context.Context) error {
 		}
 		dbs[i] = d
 	}
+	r.setupDone("databases and renewal claims", setup)
 	// Each comparison runs half a case time, so the step stays short.
 	saved := r.cfg.CaseTime
 	r.cfg.CaseTime = saved / 2
@@ -44,9 +47,12 @@ func (r *runner) finishedRows(ctx context.Context) error {
 	completions := int((saved.Seconds()/4+r.cfg.Warmup.Seconds())*float64(r.cfg.CompleteRate)) + 1000
 	finished := 0
 	for _, level := range r.cfg.FinishedLevels {
+		setup := time.Now()
 		if err := dbs[1].addFinishedJobs(ctx, queue, level-finished); err != nil {
 			return err
 		}
+		r.setupDone(fmt.Sprintf("%d finished rows", level-finished), setup)
+		setup = time.Now()
 		finished = level
 		var completeSets [2]claimSet
 		for i, d := range dbs {
@@ -57,9 +63,13 @@ func (r *runner) finishedRows(ctx context.Context) error {
 			if completeSets[i], err = d.claimDue(ctx, queue, completions); err != nil {
 				return err
 			}
+			r.setupDone(fmt.Sprintf("database %d: due jobs and claims", i), setup)
+			setup = time.Now()
 			if _, err := d.admin.Exec(ctx, `VACUUM ANALYZE durable_jobs.job_record`); err != nil {
 				return err
 			}
+			r.setupDone(fmt.Sprintf("database %d: VACUUM ANALYZE", i), setup)
+			setup = time.Now()
 		}
 		for _, c := range []struct {
 			fn, unit   string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -26,6 +27,7 @@ const (
 // this run. Ratios are the newer version's throughput over version 2's.
 func (r *runner) hardening(ctx context.Context) error {
 	newest := sqlbundle.NewestVersion()
+	setup := time.Now()
 	dbs := map[int32]*dbPools{newest: &r.e.dbPools}
 	for _, v := range []int32{firstRelease, hardenedRelease} {
 		d, err := r.e.versionDB(ctx, v)
@@ -34,6 +36,8 @@ func (r *runner) hardening(ctx context.Context) error {
 		}
 		dbs[v] = d
 	}
+	r.setupDone("version databases", setup)
+	setup = time.Now()
 	const queue = "bench_hardening"
 	claims := map[int32]claimSet{}
 	due := 2 * r.dueJobsPerSide(1) // version 2 is the baseline of two comparisons
@@ -53,6 +57,7 @@ func (r *runner) hardening(ctx context.Context) error {
 			return err
 		}
 	}
+	r.setupDone("claims and due jobs", setup)
 	renewBatch := func(d *dbPools, set claimSet) load {
 		return load{pool: d.worker, clients: 1, op: func(ctx context.Context, c *pgx.Conn, _, iter int) (int, error) {
 			lo := (iter % (renewClaims / batchSize)) * batchSize
