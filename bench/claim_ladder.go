@@ -225,16 +225,26 @@ func (r *runner) claimLadderStep(ctx context.Context) error {
 		if err := r.e.setPolicy(ctx, queue, claimLadderLease, claimLadderRenewal); err != nil {
 			return err
 		}
-		if i <= 1 { // the bare claim and the first rung claim from bench_raw_claim
-			if _, err := r.e.admin.Exec(ctx, `INSERT INTO bench_raw_claim (queue_name, status, run_after, payload)
-				SELECT $1, 'QUEUED', now() - interval '1 second', '{"n": 1}' FROM generate_series(1, $2)`, queue, due); err != nil {
+	}
+	// The bare claim and the first rung claim from bench_raw_claim, the
+	// others from job_record: each table filled by one session, queue
+	// after queue, the two at once.
+	if err := parallel(func() error {
+		for i := range 2 {
+			if err := r.e.insertRawDueJobs(ctx, claimLadderQueue(i), due); err != nil {
 				return err
 			}
-			continue
 		}
-		if err := r.e.insertDueJobs(ctx, queue, due); err != nil {
-			return err
+		return nil
+	}, func() error {
+		for i := 2; i < len(loads); i++ {
+			if err := r.e.insertDueJobs(ctx, claimLadderQueue(i), due); err != nil {
+				return err
+			}
 		}
+		return nil
+	}); err != nil {
+		return err
 	}
 	if err := r.e.analyzeAll(ctx); err != nil {
 		return err
@@ -251,7 +261,7 @@ func (r *runner) claimLadderStep(ctx context.Context) error {
 	// under a 3 s lease first) start on vacuumed tables, not beside an
 	// autovacuum of them.
 	setup = time.Now()
-	_, err := r.e.admin.Exec(ctx, `VACUUM ANALYZE durable_jobs.job_record, durable_jobs.job_payload_record, bench_raw_claim`)
+	err := r.e.maintain(ctx, "VACUUM ANALYZE ", "durable_jobs.job_record", "durable_jobs.job_payload_record", "bench_raw_claim")
 	r.setupDone("VACUUM ANALYZE", setup)
 	return err
 }

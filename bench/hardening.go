@@ -41,21 +41,32 @@ func (r *runner) hardening(ctx context.Context) error {
 	const queue = "bench_hardening"
 	claims := map[int32]claimSet{}
 	due := 2 * r.dueJobsPerSide(1) // version 2 is the baseline of two comparisons
-	for v, d := range dbs {
-		if err := d.setPolicy(ctx, queue, "1 hour", "10 minutes"); err != nil {
-			return fmt.Errorf("version %d: %w", v, err)
+	// The three databases are filled at once, each by its own sessions.
+	versions := []int32{firstRelease, hardenedRelease, newest}
+	sets := make([]claimSet, len(versions))
+	fill := make([]func() error, len(versions))
+	for i, v := range versions {
+		d := dbs[v]
+		fill[i] = func() error {
+			if err := d.setPolicy(ctx, queue, "1 hour", "10 minutes"); err != nil {
+				return fmt.Errorf("version %d: %w", v, err)
+			}
+			set, err := d.claimJobs(ctx, queue, renewClaims)
+			if err != nil {
+				return fmt.Errorf("version %d: %w", v, err)
+			}
+			sets[i] = set
+			if err := d.insertDueJobs(ctx, queue, due); err != nil {
+				return fmt.Errorf("version %d: %w", v, err)
+			}
+			return d.analyze(ctx)
 		}
-		set, err := d.claimJobs(ctx, queue, renewClaims)
-		if err != nil {
-			return fmt.Errorf("version %d: %w", v, err)
-		}
-		claims[v] = set
-		if err := d.insertDueJobs(ctx, queue, due); err != nil {
-			return fmt.Errorf("version %d: %w", v, err)
-		}
-		if err := d.analyze(ctx); err != nil {
-			return err
-		}
+	}
+	if err := parallel(fill...); err != nil {
+		return err
+	}
+	for i, v := range versions {
+		claims[v] = sets[i]
 	}
 	r.setupDone("claims and due jobs", setup)
 	renewBatch := func(d *dbPools, set claimSet) load {
