@@ -73,7 +73,7 @@ func (r *runner) finishedRows(ctx context.Context) error {
 		}); err != nil {
 			return err
 		}
-		r.setupDone(fmt.Sprintf("%d finished rows in %s, then due jobs, claims and VACUUM ANALYZE of both databases",
+		r.setupDone(fmt.Sprintf("%d finished rows added in %s; with the due jobs, claims and VACUUM ANALYZE of both databases, all",
 			level-finished, grown.Round(10*time.Millisecond)), setup)
 		finished = level
 		for _, c := range []struct {
