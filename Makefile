@@ -5,8 +5,8 @@
 #   make demo   deps, then the leasectl demo on a throwaway PostgreSQL
 #   make lint   gofmt, go vet, staticcheck and the go.mod tidy check (make test runs it)
 #   make bench  benchmarks on a durable throwaway PostgreSQL; writes bench/RESULTS.md and
-#               bench/results.json (BENCH_TIME=3s is the short form, about 4.5 minutes on a
-#               2-core machine; its heartbeat holds 30 s, not a minute)
+#               bench/results.json (BENCH_TIME=3s is the short form, about 4 minutes on a
+#               2-core machine, 4.5 when it is loaded; its heartbeat holds 30 s, not a minute)
 #   make soak   the fault campaign for OPS checked operations with SEED (docs/reliability.md);
 #               ends with "soak: N operations checked, K fault kinds, V violations, seed S"
 #

@@ -219,21 +219,32 @@ func (r *runner) claimLadderStep(ctx context.Context) error {
 		}
 		loads = append(loads, claimLoad(r.e, queue, sql))
 	}
+	setup := time.Now()
 	for i := range loads {
 		queue := claimLadderQueue(i)
 		if err := r.e.setPolicy(ctx, queue, claimLadderLease, claimLadderRenewal); err != nil {
 			return err
 		}
-		if i <= 1 { // the bare claim and the first rung claim from bench_raw_claim
-			if _, err := r.e.admin.Exec(ctx, `INSERT INTO bench_raw_claim (queue_name, status, run_after, payload)
-				SELECT $1, 'QUEUED', now() - interval '1 second', '{"n": 1}' FROM generate_series(1, $2)`, queue, due); err != nil {
+	}
+	// The bare claim and the first rung claim from bench_raw_claim, the
+	// others from job_record: each table filled by one session, queue
+	// after queue, the two at once.
+	if err := parallel(func() error {
+		for i := range 2 {
+			if err := r.e.insertRawDueJobs(ctx, claimLadderQueue(i), due); err != nil {
 				return err
 			}
-			continue
 		}
-		if err := r.e.insertDueJobs(ctx, queue, due); err != nil {
-			return err
+		return nil
+	}, func() error {
+		for i := 2; i < len(loads); i++ {
+			if err := r.e.insertDueJobs(ctx, claimLadderQueue(i), due); err != nil {
+				return err
+			}
 		}
+		return nil
+	}); err != nil {
+		return err
 	}
 	if err := r.e.analyzeAll(ctx); err != nil {
 		return err
@@ -241,6 +252,7 @@ func (r *runner) claimLadderStep(ctx context.Context) error {
 	if err := r.claimRungs(ctx); err != nil {
 		return err
 	}
+	r.setupDone("queues and rungs", setup)
 	if err := r.climb(ctx, claimLadder, loads); err != nil {
 		return err
 	}
@@ -248,6 +260,8 @@ func (r *runner) claimLadderStep(ctx context.Context) error {
 	// and as many dead index entries; the steps after it (the HOT share
 	// under a 3 s lease first) start on vacuumed tables, not beside an
 	// autovacuum of them.
-	_, err := r.e.admin.Exec(ctx, `VACUUM ANALYZE durable_jobs.job_record, durable_jobs.job_payload_record, bench_raw_claim`)
+	setup = time.Now()
+	err := r.e.maintain(ctx, "VACUUM ANALYZE ", "durable_jobs.job_record", "durable_jobs.job_payload_record", "bench_raw_claim")
+	r.setupDone("VACUUM ANALYZE", setup)
 	return err
 }

@@ -26,7 +26,7 @@ func claimLadderEnv(t *testing.T) (*runner, *pgx.Conn) {
 		if err := e.setPolicy(ctx, q, claimLadderLease, claimLadderRenewal); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.addDueJobs(ctx, q, 2); err != nil {
+		if err := e.addDueJobs(ctx, []string{q}, 2); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -62,7 +62,15 @@ type env struct {
 	workerRole string
 	password   string
 	versions   []*dbPools
+	// templateVersion is the bundle version of database templateDB, which
+	// bundleDB migrates up as far as asked and copies, once templateMade.
+	templateVersion int32
+	templateMade    bool
 }
+
+// templateDB is the database bundleDB copies: each version asked for is
+// migrated once, in it, and not again in every database made at it.
+const templateDB = "lf_template"
 
 // startEnv starts a durable throwaway cluster, applies the bundle and
 // makes one login role in durable_job_worker.
@@ -132,23 +140,41 @@ func (e *env) versionDB(ctx context.Context, version int32) (*dbPools, error) {
 }
 
 // bundleDB makes database name on the cluster with the bundle migrated up
-// to version, and pools on it (closed with the cluster).
+// to version, and pools on it (closed with the cluster): a copy (CREATE
+// DATABASE ... TEMPLATE) of templateDB migrated up to version, the same
+// catalog as a database migrated on its own (no migration depends on the
+// database's name or writes a per-database setting), each version's
+// migrations run once in a run instead of once a database (the hardening
+// step's two databases took 0.66 s instead of 1.48 s at 11:53 UTC, load
+// 2.7). A version below the template's is migrated in a database of its
+// own.
 func (e *env) bundleDB(ctx context.Context, name string, version int32) (*dbPools, error) {
-	if _, err := e.admin.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()); err != nil {
-		return nil, err
+	create := `CREATE DATABASE ` + pgx.Identifier{name}.Sanitize()
+	if version >= e.templateVersion {
+		if !e.templateMade {
+			if _, err := e.admin.Exec(ctx, `CREATE DATABASE `+templateDB); err != nil {
+				return nil, err
+			}
+			e.templateMade = true
+		}
+		if version > e.templateVersion {
+			if err := migrateDB(ctx, e.cluster.URL(templateDB), version); err != nil {
+				return nil, fmt.Errorf("%s: %w", templateDB, err)
+			}
+			e.templateVersion = version
+		}
+		if _, err := e.admin.Exec(ctx, create+` TEMPLATE `+templateDB); err != nil {
+			return nil, err
+		}
+	} else {
+		if _, err := e.admin.Exec(ctx, create); err != nil {
+			return nil, err
+		}
+		if err := migrateDB(ctx, e.cluster.URL(name), version); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
 	}
-	conn, err := pgx.Connect(ctx, e.cluster.URL(name))
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	m, err := sqlbundle.NewMigrator(ctx, conn)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if err := m.MigrateTo(ctx, version); err != nil {
-		return nil, fmt.Errorf("%s: migrate to version %d: %w", name, version, err)
-	}
+	var err error
 	d := &dbPools{}
 	e.versions = append(e.versions, d)
 	if d.admin, err = pgxpool.New(ctx, e.cluster.URL(name)); err != nil {
@@ -160,6 +186,24 @@ func (e *env) bundleDB(ctx context.Context, name string, version int32) (*dbPool
 	}
 	d.worker, err = newPool(ctx, u, 4)
 	return d, err
+}
+
+// migrateDB migrates the database behind url up to version, on a
+// connection closed before it returns.
+func migrateDB(ctx context.Context, url string, version int32) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	m, err := sqlbundle.NewMigrator(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if err := m.MigrateTo(ctx, version); err != nil {
+		return fmt.Errorf("migrate to version %d: %w", version, err)
+	}
+	return nil
 }
 
 func newPool(ctx context.Context, u string, maxConns int32) (*pgxpool.Pool, error) {

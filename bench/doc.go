@@ -49,13 +49,17 @@
 //
 // make bench runs it (go run ./bench/cmd/leasebench) and writes
 // bench/RESULTS.md and bench/results.json. make bench BENCH_TIME=3s is the
-// short form, about 4.5 minutes on a 2-core machine (4 min 20 s quiet,
-// 4 min 51 s at load 6 to 7; 10 before it was cut; see notes.md): every
+// short form, about 4 minutes on a 2-core machine (3 min 56 s at load
+// 1.5 to 3 since its setup was cut, 4 min 3 s before, 4 min 30 s at load
+// 4 to 10; 10 before its first cut; see notes.md): every
 // step and comparison, each comparison 3 s, with what is not a
 // comparison's case time shortened by the case time (FullCaseTime:
 // warm-ups, the ladders' rounds and WAL passes, the enqueue rounds, and
 // the heartbeat holds, 30 s instead of the minute issue 11 asks, which its
-// RESULTS.md says). make test builds and lints this package and runs its
+// RESULTS.md says). Each step logs how long it measured and how long the
+// rest, its setup, took; setups that share no table run at once, never
+// beside a measurement, and databases at a bundle version are copies of
+// one template database migrated once. make test builds and lints this package and runs its
 // tests (the ladder's functions on a test database), never the
 // benchmarks.
 // The hand-written reading of the figures is notes.md, which RESULTS.md

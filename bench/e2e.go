@@ -41,6 +41,7 @@ const e2ePoolSize = 8
 // under bench/peers/river, at River's defaults and with River's fetch delays
 // at their minimum), alternating, and records the jobs per second of each.
 func (r *runner) endToEnd(ctx context.Context) error {
+	setup := time.Now()
 	bin, err := r.riverPeer(ctx)
 	if err != nil {
 		return err
@@ -48,6 +49,7 @@ func (r *runner) endToEnd(ctx context.Context) error {
 	if _, err := r.e.admin.Exec(ctx, `CREATE DATABASE river_peer`); err != nil {
 		return err
 	}
+	r.setupDone("River peer built, its database made", setup)
 	riverURL := withPoolSize(r.e.cluster.URL("river_peer"))
 	n := r.cfg.E2EJobs
 	for _, cfg := range []string{"matched", "defaults"} {
@@ -74,14 +76,20 @@ func (r *runner) againstRiver(res *E2EResult, rounds int, ours, river func() (fl
 	}
 	var ratios []float64
 	for round := 0; round < rounds; round++ {
+		t0 := time.Now()
 		o, err := ours()
 		if err != nil {
 			return err
 		}
+		t1 := time.Now()
 		rv, err := river()
 		if err != nil {
 			return err
 		}
+		r.cfg.Logf("bench:   round %d: ours %s (timed %s), River %s (timed %s)", round, t1.Sub(t0).Round(10*time.Millisecond),
+			time.Duration(float64(res.Jobs)/o*float64(time.Second)).Round(10*time.Millisecond), time.Since(t1).Round(10*time.Millisecond),
+			time.Duration(float64(res.Jobs)/rv*float64(time.Second)).Round(10*time.Millisecond))
+		r.measured += time.Duration(float64(res.Jobs) * (1/o + 1/rv) * float64(time.Second))
 		res.OursPerSec = append(res.OursPerSec, o)
 		res.RiverPerSec = append(res.RiverPerSec, rv)
 		ratios = append(ratios, o/rv)

@@ -2,10 +2,30 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 )
+
+// parallel runs fs at once and returns their errors joined. Only setup
+// runs in parallel, never anything measured, and only setups that share
+// no table: each table is still filled by one session in the same order,
+// so its rows and pages are as when the setups ran one after the other.
+func parallel(fs ...func() error) error {
+	errs := make([]error, len(fs))
+	var wg sync.WaitGroup
+	for i, f := range fs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
 
 // benchOwner is the worker owner id of every benchmark claim.
 const benchOwner = "bench-worker-1"
@@ -93,38 +113,71 @@ func (e *env) copyRecords(ctx context.Context, table, queue string) error {
 	return e.grantRaw(ctx, table)
 }
 
-// addLiveLeases adds n RUNNING jobs of another worker to queue, live for
-// an hour, with one bulk INSERT as superuser (claiming them one by one
-// would take minutes at 100,000), and the same number to the bare-claim
-// table.
-func (e *env) addLiveLeases(ctx context.Context, queue string, n int) error {
-	if n == 0 {
+// addLiveLeases adds, for each queue, its number of RUNNING jobs of
+// another worker, live for an hour, with one bulk INSERT a queue as
+// superuser (claiming them one by one would take minutes at 100,000), and
+// the same numbers to the bare-claim table: each table filled by one
+// session, queue after queue, the two tables at once.
+func (e *env) addLiveLeases(ctx context.Context, queues []string, ns []int) error {
+	return parallel(func() error {
+		for i, queue := range queues {
+			if ns[i] == 0 {
+				continue
+			}
+			if _, err := e.admin.Exec(ctx, `INSERT INTO durable_jobs.job_record
+				(queue_name, job_status, run_after, max_attempts, attempt_number, lease_claim_digest, lease_owner_id,
+				 lease_claimed_by_role, lease_claimed_at, lease_expires_at, lease_expiry_floor, lease_claim_deadline,
+				 lease_fencing_generation)
+				SELECT $1, 'RUNNING', now(), 5, 1, sha256(int8send(g)), 'bench-live-worker', 'bench_live_role', now(),
+				       now() + interval '1 hour', now() + interval '1 hour', now() + interval '1 day', 1
+				FROM generate_series(1, $2) g`, queue, ns[i]); err != nil {
+				return fmt.Errorf("live leases: %w", err)
+			}
+		}
 		return nil
-	}
-	if _, err := e.admin.Exec(ctx, `INSERT INTO durable_jobs.job_record
-		(queue_name, job_status, run_after, max_attempts, attempt_number, lease_claim_digest, lease_owner_id,
-		 lease_claimed_by_role, lease_claimed_at, lease_expires_at, lease_expiry_floor, lease_claim_deadline,
-		 lease_fencing_generation)
-		SELECT $1, 'RUNNING', now(), 5, 1, sha256(int8send(g)), 'bench-live-worker', 'bench_live_role', now(),
-		       now() + interval '1 hour', now() + interval '1 hour', now() + interval '1 day', 1
-		FROM generate_series(1, $2) g`, queue, n); err != nil {
-		return fmt.Errorf("live leases: %w", err)
-	}
-	_, err := e.admin.Exec(ctx, `INSERT INTO bench_raw_claim (queue_name, status, run_after, digest, owner, expires_at, payload)
-		SELECT $1, 'RUNNING', now(), sha256(int8send(g)), 'bench-live-worker', now() + interval '1 hour', '{"n": 1}'
-		FROM generate_series(1, $2) g`, queue, n)
-	return err
+	}, func() error {
+		for i, queue := range queues {
+			if ns[i] == 0 {
+				continue
+			}
+			if _, err := e.admin.Exec(ctx, `INSERT INTO bench_raw_claim (queue_name, status, run_after, digest, owner, expires_at, payload)
+				SELECT $1, 'RUNNING', now(), sha256(int8send(g)), 'bench-live-worker', now() + interval '1 hour', '{"n": 1}'
+				FROM generate_series(1, $2) g`, queue, ns[i]); err != nil {
+				return fmt.Errorf("live leases of the bare-claim table: %w", err)
+			}
+		}
+		return nil
+	})
 }
 
-// addDueJobs adds n due QUEUED jobs with their payloads to queue, and the
-// same to the bare-claim table, with bulk INSERTs.
-func (e *env) addDueJobs(ctx context.Context, queue string, n int) error {
-	if err := e.insertDueJobs(ctx, queue, n); err != nil {
-		return err
+// addDueJobs adds n due QUEUED jobs with their payloads to each queue, and
+// the same to the bare-claim table, with bulk INSERTs: each table filled by
+// one session, queue after queue, the two tables at once.
+func (e *env) addDueJobs(ctx context.Context, queues []string, n int) error {
+	return parallel(func() error {
+		for _, queue := range queues {
+			if err := e.insertDueJobs(ctx, queue, n); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, func() error {
+		for _, queue := range queues {
+			if err := e.insertRawDueJobs(ctx, queue, n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// insertRawDueJobs adds n due QUEUED jobs to queue in the bare-claim table.
+func (e *env) insertRawDueJobs(ctx context.Context, queue string, n int) error {
+	if _, err := e.admin.Exec(ctx, `INSERT INTO bench_raw_claim (queue_name, status, run_after, payload)
+		SELECT $1, 'QUEUED', now() - interval '1 second', '{"n": 1}' FROM generate_series(1, $2)`, queue, n); err != nil {
+		return fmt.Errorf("due jobs of the bare-claim table: %w", err)
 	}
-	_, err := e.admin.Exec(ctx, `INSERT INTO bench_raw_claim (queue_name, status, run_after, payload)
-		SELECT $1, 'QUEUED', now() - interval '1 second', '{"n": 1}' FROM generate_series(1, $2)`, queue, n)
-	return err
+	return nil
 }
 
 // createRawClaimTable is the bare-claim baseline's table: a job table with
@@ -144,9 +197,24 @@ func (e *env) createRawClaimTable(ctx context.Context) error {
 	return e.grantRaw(ctx, "bench_raw_claim")
 }
 
+// analyze analyzes the bundle's two job tables, each in a session of its
+// own, at once.
 func (e *dbPools) analyze(ctx context.Context) error {
-	_, err := e.admin.Exec(ctx, `ANALYZE durable_jobs.job_record; ANALYZE durable_jobs.job_payload_record`)
-	return err
+	return e.maintain(ctx, "ANALYZE ", "durable_jobs.job_record", "durable_jobs.job_payload_record")
+}
+
+// maintain runs command (ANALYZE or VACUUM ANALYZE, with a trailing space)
+// on each table, each in a session of its own, at once: the statistics
+// and the vacuumed tables are those of one statement after the other.
+func (e *dbPools) maintain(ctx context.Context, command string, tables ...string) error {
+	fs := make([]func() error, len(tables))
+	for i, t := range tables {
+		fs[i] = func() error {
+			_, err := e.admin.Exec(ctx, command+t)
+			return err
+		}
+	}
+	return parallel(fs...)
 }
 
 // insertDueJobs adds n due QUEUED jobs with their payloads to queue with
@@ -165,9 +233,5 @@ func (e *dbPools) insertDueJobs(ctx context.Context, queue string, n int) error 
 
 // analyzeAll analyzes the bundle's tables and the bare-claim table.
 func (e *env) analyzeAll(ctx context.Context) error {
-	if err := e.analyze(ctx); err != nil {
-		return err
-	}
-	_, err := e.admin.Exec(ctx, `ANALYZE bench_raw_claim`)
-	return err
+	return e.maintain(ctx, "ANALYZE ", "durable_jobs.job_record", "durable_jobs.job_payload_record", "bench_raw_claim")
 }

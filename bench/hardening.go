@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -26,6 +27,7 @@ const (
 // this run. Ratios are the newer version's throughput over version 2's.
 func (r *runner) hardening(ctx context.Context) error {
 	newest := sqlbundle.NewestVersion()
+	setup := time.Now()
 	dbs := map[int32]*dbPools{newest: &r.e.dbPools}
 	for _, v := range []int32{firstRelease, hardenedRelease} {
 		d, err := r.e.versionDB(ctx, v)
@@ -34,25 +36,39 @@ func (r *runner) hardening(ctx context.Context) error {
 		}
 		dbs[v] = d
 	}
+	r.setupDone("version databases", setup)
+	setup = time.Now()
 	const queue = "bench_hardening"
 	claims := map[int32]claimSet{}
 	due := 2 * r.dueJobsPerSide(1) // version 2 is the baseline of two comparisons
-	for v, d := range dbs {
-		if err := d.setPolicy(ctx, queue, "1 hour", "10 minutes"); err != nil {
-			return fmt.Errorf("version %d: %w", v, err)
-		}
-		set, err := d.claimJobs(ctx, queue, renewClaims)
-		if err != nil {
-			return fmt.Errorf("version %d: %w", v, err)
-		}
-		claims[v] = set
-		if err := d.insertDueJobs(ctx, queue, due); err != nil {
-			return fmt.Errorf("version %d: %w", v, err)
-		}
-		if err := d.analyze(ctx); err != nil {
-			return err
+	// The three databases are filled at once, each by its own sessions.
+	versions := []int32{firstRelease, hardenedRelease, newest}
+	sets := make([]claimSet, len(versions))
+	fill := make([]func() error, len(versions))
+	for i, v := range versions {
+		d := dbs[v]
+		fill[i] = func() error {
+			if err := d.setPolicy(ctx, queue, "1 hour", "10 minutes"); err != nil {
+				return fmt.Errorf("version %d: %w", v, err)
+			}
+			set, err := d.claimJobs(ctx, queue, renewClaims)
+			if err != nil {
+				return fmt.Errorf("version %d: %w", v, err)
+			}
+			sets[i] = set
+			if err := d.insertDueJobs(ctx, queue, due); err != nil {
+				return fmt.Errorf("version %d: %w", v, err)
+			}
+			return d.analyze(ctx)
 		}
 	}
+	if err := parallel(fill...); err != nil {
+		return err
+	}
+	for i, v := range versions {
+		claims[v] = sets[i]
+	}
+	r.setupDone("claims and due jobs", setup)
 	renewBatch := func(d *dbPools, set claimSet) load {
 		return load{pool: d.worker, clients: 1, op: func(ctx context.Context, c *pgx.Conn, _, iter int) (int, error) {
 			lo := (iter % (renewClaims / batchSize)) * batchSize

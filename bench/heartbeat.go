@@ -172,12 +172,17 @@ func (r *runner) heartbeatSlow(ctx context.Context) error {
 // set), every renewal call delayed by delay, and records what the issue
 // asks.
 func (r *runner) heartbeatHold(ctx context.Context, queue string, delay time.Duration) error {
+	setup := time.Now()
 	if err := r.e.insertDueJobs(ctx, queue, heartbeatLeases); err != nil {
 		return err
 	}
+	r.setupDone("due jobs", setup)
+	setup = time.Now()
 	if err := r.e.analyze(ctx); err != nil {
 		return err
 	}
+	r.setupDone("analyze", setup)
+	setup = time.Now()
 	pool, err := goclient.NewPool(ctx, withPoolSize(r.e.workerURL), 30*time.Second)
 	if err != nil {
 		return err
@@ -217,6 +222,7 @@ func (r *runner) heartbeatHold(ctx context.Context, queue string, delay time.Dur
 			leases = append(leases, client.Keep(context.Background(), j))
 		}
 	}
+	r.setupDone("claims", setup)
 	// The claims changed every row from QUEUED to RUNNING and the table's
 	// statistics, taken above, still say none is running: the hold is
 	// renewed on them on purpose, the case a production queue meets after
@@ -235,6 +241,7 @@ func (r *runner) heartbeatHold(ctx context.Context, queue string, delay time.Dur
 		hold = heartbeatHold
 	}
 	start := time.Now()
+	defer r.measuring(start)
 	select {
 	case <-time.After(hold):
 	case <-ctx.Done():
@@ -269,9 +276,11 @@ func (r *runner) heartbeatHold(ctx context.Context, queue string, delay time.Dur
 	if len(calls) > 0 {
 		res.P50MS, res.P99MS = ms(calls[len(calls)/2]), ms(calls[len(calls)*99/100])
 	}
+	setup = time.Now()
 	for _, l := range leases {
 		l.Stop()
 	}
+	r.setupDone("leases stopped", setup)
 	r.cfg.Logf("bench: heartbeat (database %s), %d leases for %s: calls in flight peak %d mean %.1f, %.0f renewals/s, p50 %.1f ms, p99 %.1f ms, margin %.0f ms, %d lost, db CPU %.2f",
 		res.Database, res.Leases, res.Held, res.PeakInFlight, res.MeanInFlight, res.RenewalsPerSec, res.P50MS, res.P99MS,
 		res.SmallestMarginMS, res.FalseExpiries, res.DatabaseCPU)

@@ -44,7 +44,9 @@ func (r *runner) hotShare(ctx context.Context) error {
 	// renewals' pool, which is closed before the counters are read again,
 	// so that their counters arrive too.
 	r.e.worker.Reset()
+	countersRead := time.Now()
 	before, err := r.e.stableCounters(ctx)
+	r.measuring(countersRead)
 	if err != nil {
 		return err
 	}
@@ -65,6 +67,8 @@ func (r *runner) hotShare(ctx context.Context) error {
 	// renewal instead of every third (75 % HOT against 57 to 65 %). Alone
 	// (-steps 'HOT share') this gives what the step gave before, 5,154 HOT
 	// updates of 9,000 and 7,714 of the copy's.
+	renewing := time.Now()
+	defer r.measuring(renewing)
 	time.Sleep(time.Until(claimed.Add(2 * time.Second)))
 	var ours, bare int64
 	stop := time.Now().Add(r.cfg.HOTTime)
@@ -211,6 +215,7 @@ func (r *runner) profile(ctx context.Context) error {
 	}
 	d := max(r.cfg.CaseTime/6, 300*time.Millisecond)
 	for _, p := range phases {
+		r.measured += d
 		if _, err := r.e.admin.Exec(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
 			return err
 		}

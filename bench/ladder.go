@@ -187,6 +187,7 @@ func (r *runner) climb(ctx context.Context, l ladderInfo, loads []load) error {
 		return fmt.Errorf("%s: %d loads for %d rungs", l.title, len(loads), len(l.rungs))
 	}
 	slice := r.cfg.CaseTime / ladderSlices
+	defer r.measuring(time.Now())
 	m, err := interleaveAll(ctx, loads, r.cfg.LadderRounds, slice, r.cfg.LadderWarmup)
 	if err != nil {
 		return fmt.Errorf("%s ladder: %w", l.title, err)

@@ -253,20 +253,46 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Warmup: cfg.Warmup.String(), HOTTime: cfg.HOTTime.String(), LadderRounds: cfg.LadderRounds,
 		LadderWarmup: cfg.LadderWarmup.String(), WALPassUnits: cfg.WALPassUnits, HeartbeatHold: cfg.HeartbeatHold.String()}}
 	rep.Machine = machineFacts()
+	// The River peer is built while the cluster starts, when nothing is
+	// measured (it is a second of CPU), for the steps that run it.
+	type built struct {
+		bin string
+		err error
+	}
+	var river chan built
+	if len(cfg.Steps) == 0 || slices.Contains(cfg.Steps, "end to end") || slices.Contains(cfg.Steps, "enqueue") {
+		river = make(chan built, 1)
+		go func() {
+			bin, err := buildRiverPeer(ctx, cfg.PeersDir)
+			river <- built{bin, err}
+		}()
+	}
 	e, err := startEnv(ctx, cfg.Logf)
-	if err != nil {
-		return nil, err
-	}
-	defer e.close()
-	if err := e.serverFacts(ctx, &rep.Machine); err != nil {
-		return nil, err
-	}
 	r := &runner{cfg: cfg, e: e, rep: rep}
+	if river != nil {
+		b := <-river
+		r.riverBin = b.bin
+		err = errors.Join(err, b.err)
+	}
 	defer func() {
 		if r.riverBin != "" {
 			removeDir(r.riverBin)
 		}
 	}()
+	if e != nil {
+		defer e.close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	started := "bench: cluster started and the bundle applied"
+	if river != nil {
+		started += ", the River peer built meanwhile,"
+	}
+	cfg.Logf("%s in %s", started, time.Since(start).Round(10*time.Millisecond))
+	if err := e.serverFacts(ctx, &rep.Machine); err != nil {
+		return nil, err
+	}
 	for _, step := range []struct {
 		name string
 		f    func(context.Context) error
@@ -290,10 +316,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		cfg.Logf("bench: %s", step.name)
 		stepStart := time.Now()
+		r.measured = 0
 		if err := step.f(ctx); err != nil {
 			return nil, fmt.Errorf("%s: %w", step.name, err)
 		}
-		cfg.Logf("bench: %s took %s (load %s)", step.name, time.Since(stepStart).Round(100*time.Millisecond), loadAverage())
+		took := time.Since(stepStart)
+		cfg.Logf("bench: %s took %s (load %s; measuring %s, the rest %s)", step.name, took.Round(100*time.Millisecond),
+			loadAverage(), r.measured.Round(100*time.Millisecond), (took - r.measured).Round(100*time.Millisecond))
 	}
 	rep.Machine.LoadAfter = loadAverage()
 	rep.Duration = time.Since(start).Round(time.Second).String()
@@ -309,10 +338,24 @@ type runner struct {
 	renewSet claimSet
 	// riverBin is the River peer's binary once a step has built it.
 	riverBin string
+	// measured is the time the current step spent measuring: comparisons'
+	// warm-ups and rounds, ladders' WAL passes, timed end-to-end and
+	// enqueue rounds, the HOT share's renewals and counter reads, holds,
+	// profile phases. The rest of a step's time is its setup.
+	measured time.Duration
+}
+
+// measuring adds the time since start to the current step's measuring time.
+func (r *runner) measuring(start time.Time) { r.measured += time.Since(start) }
+
+// setupDone logs how long a part of a step's setup took since start.
+func (r *runner) setupDone(what string, start time.Time) {
+	r.cfg.Logf("bench:   %s in %s", what, time.Since(start).Round(10*time.Millisecond))
 }
 
 func (r *runner) compare(ctx context.Context, c Comparison, ours, base load) error {
 	slice := r.cfg.CaseTime / time.Duration(2*r.cfg.Rounds)
+	defer r.measuring(time.Now())
 	res, err := interleave(ctx, ours, base, r.cfg.Rounds, slice, r.cfg.Warmup)
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Name, err)
@@ -387,9 +430,11 @@ func (r *runner) renewFixture(ctx context.Context) error {
 }
 
 func (r *runner) renewals(ctx context.Context) error {
+	setup := time.Now()
 	if err := r.renewFixture(ctx); err != nil {
 		return err
 	}
+	r.setupDone("renewal claims and their copy", setup)
 	set := r.renewSet
 	for _, clients := range r.cfg.RenewClients {
 		k := func(client, iter int) int { return (client + iter*clients) % renewClaims }
@@ -452,14 +497,20 @@ func (r *runner) claims(ctx context.Context) error {
 		return err
 	}
 	largest := slices.Max(r.cfg.LiveLevels)
-	for _, live := range r.cfg.LiveLevels {
-		if err := r.e.addLiveLeases(ctx, fmt.Sprintf("bench_claim_%d", live), live); err != nil {
-			return err
-		}
+	queues := make([]string, len(r.cfg.LiveLevels))
+	for i, live := range r.cfg.LiveLevels {
+		queues[i] = fmt.Sprintf("bench_claim_%d", live)
 	}
+	setup := time.Now()
+	if err := r.e.addLiveLeases(ctx, queues, r.cfg.LiveLevels); err != nil {
+		return err
+	}
+	r.setupDone("live leases", setup)
+	setup = time.Now()
 	if err := r.e.analyzeAll(ctx); err != nil {
 		return err
 	}
+	r.setupDone("analyze", setup)
 	// The claim that finds nothing due runs first, on the queue of the most
 	// live leases before its due jobs are added: no queue of its own to fill.
 	ours, base := claimLoads(r.e, fmt.Sprintf("bench_claim_%d", largest), false)
@@ -468,14 +519,14 @@ func (r *runner) claims(ctx context.Context) error {
 		return err
 	}
 	due := r.dueJobsPerSide(1)
-	for _, live := range r.cfg.LiveLevels {
-		if err := r.e.addDueJobs(ctx, fmt.Sprintf("bench_claim_%d", live), due); err != nil {
-			return err
-		}
+	setup = time.Now()
+	if err := r.e.addDueJobs(ctx, queues, due); err != nil {
+		return err
 	}
 	if err := r.e.analyzeAll(ctx); err != nil {
 		return err
 	}
+	r.setupDone("due jobs and analyze", setup)
 	for _, live := range r.cfg.LiveLevels {
 		queue := fmt.Sprintf("bench_claim_%d", live)
 		ours, base := claimLoads(r.e, queue, true)
@@ -488,6 +539,8 @@ func (r *runner) claims(ctx context.Context) error {
 	if err := r.claimWrapper(ctx, due); err != nil {
 		return err
 	}
+	setup = time.Now()
+	defer r.setupDone("reclaim probe plans", setup)
 	return r.explainProbes(ctx, fmt.Sprintf("bench_claim_%d", largest), largest)
 }
 
@@ -496,12 +549,14 @@ func (r *runner) claims(ctx context.Context) error {
 // adds to a claim.
 func (r *runner) claimWrapper(ctx context.Context, due int) error {
 	const queue = "bench_claim_wrapper"
+	setup := time.Now()
 	if err := r.e.insertDueJobs(ctx, queue, 2*due); err != nil {
 		return err
 	}
 	if err := r.e.analyze(ctx); err != nil {
 		return err
 	}
+	r.setupDone("claim wrapper's due jobs and analyze", setup)
 	claimWith := func(sql string) load {
 		return load{pool: r.e.worker, clients: 1, op: func(ctx context.Context, c *pgx.Conn, _, _ int) (int, error) {
 			var id int64

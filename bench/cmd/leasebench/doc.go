@@ -5,7 +5,7 @@
 //	go run ./bench/cmd/leasebench -time 10s -out bench
 //
 // -time is the measured time of each comparison, both sides together;
-// make bench BENCH_TIME=3s is the short form (about 4.5 minutes on a
-// 2-core machine; see bench/notes.md). -steps
+// make bench BENCH_TIME=3s is the short form (about 4 minutes on a
+// 2-core machine, 4.5 when it is loaded; see bench/notes.md). -steps
 // runs only the named steps (see bench.Config.Steps).
 package main
