@@ -160,10 +160,10 @@ func TestCompleterAdmitsWaitingCompletionsTogether(t *testing.T) {
 		}
 		moves = append(moves, m)
 	}
-	state := func() (admitted, waiting int, ms []move) {
+	state := func() (admitted, pending, waiting int, ms []move) {
 		comp.mu.Lock()
 		defer comp.mu.Unlock()
-		return comp.admitted, len(comp.waiting), append([]move(nil), moves...)
+		return comp.admitted, len(comp.pending), len(comp.waiting), append([]move(nil), moves...)
 	}
 
 	lock, err := admin.Begin(ctx)
@@ -176,19 +176,23 @@ func TestCompleterAdmitsWaitingCompletionsTogether(t *testing.T) {
 	for i, r := range reqs {
 		go func() { results <- comp.complete(ctx, r.lease, r.claim) }()
 		want := min(i+1, 2)
+		// The first has taken its batch (pending empty: it is held by the
+		// row lock) before the second comes; a second that came while the
+		// first still yielded would rightly join its batch.
+		wantPending := min(i, 1)
 		require.Eventually(t, func() bool {
-			a, w, _ := state()
-			return a == want && w == i+1-want
+			a, p, w, _ := state()
+			return a == want && p == wantPending && w == i+1-want
 		}, 10*time.Second, time.Millisecond, "completion %d admitted or waiting", i)
 	}
-	_, _, ms := state()
+	_, _, _, ms := state()
 	require.Equal(t, []move{{nil, 1}, {nil, 1}}, ms, "the first two admitted as they came, the others wait")
 
 	require.NoError(t, lock.Rollback(ctx))
 	for range reqs {
 		require.NoError(t, <-results)
 	}
-	_, _, ms = state()
+	_, _, _, ms = state()
 	require.Equal(t, []move{{nil, 1}, {nil, 1}, {[]int{0}, 1}, {[]int{1, 2}, 1}, {[]int{3}, 0}}, ms)
 	var together int
 	require.NoError(t, admin.QueryRow(ctx, `SELECT count(DISTINCT xmin::text) FROM durable_jobs.job_record
@@ -198,8 +202,9 @@ func TestCompleterAdmitsWaitingCompletionsTogether(t *testing.T) {
 	require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM durable_jobs.job_record
 		WHERE queue_name = $1 AND job_status = 'SUCCEEDED'`, queue).Scan(&succeeded))
 	require.Equal(t, 4, succeeded)
-	admitted, waiting, _ := state()
+	admitted, pending, waiting, _ := state()
 	require.Zero(t, admitted)
+	require.Zero(t, pending)
 	require.Zero(t, waiting)
 	require.False(t, comp.running)
 }
