@@ -4,7 +4,7 @@
 -- writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(185);
+SELECT plan(186);
 
 -- Schema, type, tables -------------------------------------------------------
 
@@ -235,7 +235,7 @@ SELECT functions_are('durable_jobs',
           'record_deployment', 'control_evidence_chain', 'control_evidence_records', 'policy_evidence_mismatches',
           'change_queue_lease_policy', 'passes_luhn', 'looks_personal_or_secret', 'require_structured_change',
           'evidence_content_digest', 'chain_evidence_record', 'stamp_policy_change', 'record_policy_change',
-          'refuse_policy_truncate', 'record_stale_call',
+          'refuse_policy_truncate', 'record_stale_call', 'record_stale_calls',
           'change_control', 'set_change_control', 'update_queue_lease_policy',
           'queue_name_pattern', 'queue_name_is_well_formed', 'worker_owner_id_pattern',
           'worker_owner_id_is_well_formed', 'effective_lease_policy_queue',
@@ -347,6 +347,7 @@ FROM (VALUES ('require_well_formed'::name, '{text,text,text}'::name[]), ('claim_
              ('absolute_duration', '{interval}'),
              ('is_plain_change_reason', '{text}'), ('lock_evidence_order', '{}'),
              ('record_stale_call', '{bigint,text}'),
+             ('record_stale_calls', '{bigint[],text}'),
              ('queue_name_pattern', '{}'), ('queue_name_is_well_formed', '{text}'),
              ('worker_owner_id_pattern', '{}'), ('worker_owner_id_is_well_formed', '{text}'),
              ('failure_reason_code_pattern', '{}'), ('failure_reason_code_is_well_formed', '{text}'),

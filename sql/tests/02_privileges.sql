@@ -4,7 +4,7 @@
 -- renewal owner none on payloads; no bundle role can log in or escalate.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(512);
+SELECT plan(518);
 
 -- Which runtime role may execute which function. record_deployment_version
 -- is not a runtime function: only the role that applied the bundle runs it.
@@ -48,6 +48,7 @@ INSERT INTO expected_execute VALUES
  ('is_plain_change_reason', '{text}', '{}'),
  ('lock_evidence_order', '{}', '{}'),
  ('record_stale_call', '{bigint,text}', '{}'),
+ ('record_stale_calls', '{bigint[],text}', '{}'),
  -- retention and erasure (sql/functions/retention.sql)
  ('set_queue_retention_policy', '{text,interval,interval,text}', '{durable_job_operator}'),
  ('queue_retention_policies', '{}', '{durable_job_operator}'),
@@ -155,6 +156,8 @@ SELECT throws_ok($$SELECT durable_jobs.record_lease_outcome('privilege_check_que
     'a worker cannot write outcome tallies through the private helper');
 SELECT throws_ok($$SELECT durable_jobs.record_stale_call(0, 'stale_renewal')$$, '42501', NULL,
     'a worker cannot count a stale call through the private record_stale_call helper');
+SELECT throws_ok($$SELECT durable_jobs.record_stale_calls(ARRAY[0::bigint], 'stale_renewal')$$, '42501', NULL,
+    'a worker cannot count stale calls through the private record_stale_calls helper');
 SELECT throws_ok($$SELECT durable_jobs.claim_token_digest(gen_random_uuid())$$, '42501', NULL,
     'a worker cannot call the private claim_token_digest helper');
 SELECT throws_ok($$SELECT * FROM durable_jobs.lock_fenced_claim(0, gen_random_uuid(), 'w1')$$, '42501', NULL,

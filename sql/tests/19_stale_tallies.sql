@@ -8,7 +8,7 @@
 -- logins of durable_job_worker made here: t19_victim and t19_guesser.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(17);
+SELECT plan(20);
 \ir fixture/fixture.sql
 
 CREATE ROLE t19_victim LOGIN IN ROLE durable_job_worker;
@@ -95,6 +95,40 @@ SELECT results_eq(
     'lease_outcome_totals reports stale_release as its own kind');
 RESET ROLE;
 
+-- Migration 022: a batch's stale claims are counted together, one tally
+-- write per queue charged (renew_job_leases counted each with its own
+-- write of the same row, whose versions every later write walked: the
+-- square of the stale claims). The victim's batch: three own claims of
+-- t19.batch_a, two of t19.batch_b, the guesser's job and an unknown id,
+-- all with wrong tokens: five charged to their queues, two to '*', in
+-- three writes.
+SELECT durable_jobs.enqueue_job(b.q, jsonb_build_object('job', n))
+FROM (VALUES ('t19.batch_a', 3), ('t19.batch_b', 2)) AS b(q, k), generate_series(1, b.k) AS n;
+SET SESSION AUTHORIZATION t19_victim;
+SELECT pg_temp.claim_jobs('batch_a', 't19.batch_a', 'victim-1', 3);
+SELECT pg_temp.claim_jobs('batch_b', 't19.batch_b', 'victim-1', 2);
+RESET SESSION AUTHORIZATION;
+INSERT INTO marks VALUES ('star_renewals_batch', pg_temp.tally('*', 'stale_renewal')),
+    ('tally_writes', (SELECT n_tup_ins + n_tup_upd FROM pg_stat_xact_user_tables
+                      WHERE schemaname = 'durable_jobs' AND relname = 'lease_outcome_tally'));
+SET SESSION AUTHORIZATION t19_victim;
+INSERT INTO answers SELECT 'batch_stale', string_agg(DISTINCT r.renewal_outcome, ',') || ' x' || count(*)
+FROM durable_jobs.renew_job_leases('victim-1',
+        ARRAY(SELECT job_record_id FROM claims WHERE label IN ('batch_a', 'batch_b', 'guesser') ORDER BY job_record_id) || -19::bigint,
+        ARRAY(SELECT gen_random_uuid() FROM claims WHERE label IN ('batch_a', 'batch_b', 'guesser')) || gen_random_uuid()) r;
+RESET SESSION AUTHORIZATION;
+SELECT is((SELECT answer FROM answers WHERE label = 'batch_stale'), 'stale x7',
+    'a batch of seven claims with wrong tokens is answered stale seven times');
+SELECT results_eq(
+    $$SELECT pg_temp.tally('t19.batch_a', 'stale_renewal'), pg_temp.tally('t19.batch_b', 'stale_renewal'),
+             pg_temp.tally('*', 'stale_renewal') - (SELECT value FROM marks WHERE label = 'star_renewals_batch')$$,
+    $$VALUES (3::bigint, 2::bigint, 2::bigint)$$,
+    'a batch''s stale claims are charged as single calls are: its own claims to their queues, the guessed and unknown ids to ''*''');
+SELECT is((SELECT n_tup_ins + n_tup_upd FROM pg_stat_xact_user_tables
+           WHERE schemaname = 'durable_jobs' AND relname = 'lease_outcome_tally')
+          - (SELECT value FROM marks WHERE label = 'tally_writes'), 3::bigint,
+    'the batch wrote the tally once per queue charged (three), not once per stale claim (seven)');
+
 -- The tally's CHECK: the three kinds, nothing else.
 SELECT lives_ok(
     $$INSERT INTO durable_jobs.lease_outcome_tally (tally_minute, queue_name, outcome_kind, tally_backend_pid, counted_by_role, outcome_count)
@@ -105,7 +139,7 @@ SELECT throws_ok(
       VALUES (date_trunc('minute', clock_timestamp()), 't19.check', 'stale_complete', -19, '', 1)$$,
     '23514', NULL, 'the tally refuses a kind it does not know');
 SELECT is((SELECT count(*)::integer FROM durable_jobs.lease_outcome_tally
-           WHERE counted_by_role IN ('t19_victim', 't19_guesser') AND queue_name NOT IN ('*', 't19.victim')), 0,
+           WHERE counted_by_role IN ('t19_victim', 't19_guesser') AND queue_name NOT IN ('*', 't19.victim', 't19.batch_a', 't19.batch_b')), 0,
     'no stale call of this file is counted under any other queue');
 
 SELECT * FROM finish();
