@@ -34,6 +34,57 @@ type batchTwin struct {
 	result        *string
 }
 
+// kindClaims makes claims of every batchKind for the batch-equals-single
+// differential tests: one worker login claims as owner (another owner id,
+// or another login, where the kind says so), in a queue of one-hour leases,
+// or in the fixture's queue of 1 s leases for batchExpired.
+type kindClaims struct {
+	f                  *fixture
+	long, owner        string
+	worker, otherLogin *pgx.Conn
+	rng                *rand.Rand
+}
+
+// newKindClaims gives f a queue of one-hour leases and two worker logins.
+func newKindClaims(t *testing.T, f *fixture, owner string) *kindClaims {
+	t.Helper()
+	long := f.queue + "_long"
+	f.setPolicy(t, long, time.Hour, 10*time.Minute, 2*time.Hour, true)
+	return &kindClaims{f: f, long: long, owner: owner, worker: f.worker(t), otherLogin: f.worker(t),
+		rng: rand.New(rand.NewPCG(2026, 12))}
+}
+
+// make enqueues a job and claims it, then makes the claim what kind says.
+func (k *kindClaims) make(t *testing.T, kind batchKind) claim {
+	t.Helper()
+	f := k.f
+	queue := k.long
+	if kind == batchExpired {
+		queue = f.queue
+	}
+	f2 := *f
+	f2.queue = queue
+	f2.enqueue(t, `{"n": 1}`)
+	conn, claimOwner := k.worker, k.owner
+	switch kind {
+	case batchOtherOwner:
+		claimOwner = "w-other"
+	case batchOtherLogin:
+		conn = k.otherLogin
+	}
+	c := mustClaim(t, f.ctx, conn, queue, claimOwner)
+	switch kind {
+	case batchWrongToken:
+		c.Token = pgtype.UUID{Bytes: [16]byte{byte(k.rng.Uint32()), 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, byte(k.rng.Uint32())}, Valid: true}
+	case batchCancelled:
+		_, err := f.admin.Exec(f.ctx, `SELECT durable_jobs.cancel_job($1)`, c.JobID)
+		require.NoError(t, err)
+	case batchCompleted:
+		require.NoError(t, complete(f.ctx, k.worker, c, k.owner))
+	}
+	return c
+}
+
 // TestBatchCompletionEqualsSingleCompletions is the batch-equals-single
 // differential test of complete_jobs: rounds of claims of every kind
 // (fenced, wrong token, another owner id, another login, expired,
@@ -46,40 +97,9 @@ type batchTwin struct {
 func TestBatchCompletionEqualsSingleCompletions(t *testing.T) {
 	t.Parallel()
 	f := setup(t) // f.queue: 1 s leases, for the expired claims
-	long := f.queue + "_long"
-	f.setPolicy(t, long, time.Hour, 10*time.Minute, 2*time.Hour, true)
-	worker := f.worker(t)
-	otherLogin := f.worker(t)
 	const owner = "w-batch"
-	rng := rand.New(rand.NewPCG(2026, 12))
-
-	make1 := func(kind batchKind) claim {
-		queue := long
-		if kind == batchExpired {
-			queue = f.queue
-		}
-		f2 := *f
-		f2.queue = queue
-		f2.enqueue(t, `{"n": 1}`)
-		conn, claimOwner := worker, owner
-		switch kind {
-		case batchOtherOwner:
-			claimOwner = "w-other"
-		case batchOtherLogin:
-			conn = otherLogin
-		}
-		c := mustClaim(t, f.ctx, conn, queue, claimOwner)
-		switch kind {
-		case batchWrongToken:
-			c.Token = pgtype.UUID{Bytes: [16]byte{byte(rng.Uint32()), 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, byte(rng.Uint32())}, Valid: true}
-		case batchCancelled:
-			_, err := f.admin.Exec(f.ctx, `SELECT durable_jobs.cancel_job($1)`, c.JobID)
-			require.NoError(t, err)
-		case batchCompleted:
-			require.NoError(t, complete(f.ctx, worker, c, owner))
-		}
-		return c
-	}
+	claims := newKindClaims(t, f, owner)
+	worker, rng, make1 := claims.worker, claims.rng, claims.make
 
 	var rounds [][]*batchTwin
 	var lastExpiry time.Time
@@ -90,7 +110,7 @@ func TestBatchCompletionEqualsSingleCompletions(t *testing.T) {
 			if rng.IntN(10) < 3 {
 				kind = batchKind(1 + rng.IntN(int(batchKinds)-1))
 			}
-			tw := &batchTwin{kind: kind, batch: make1(kind), single: make1(kind)}
+			tw := &batchTwin{kind: kind, batch: make1(t, kind), single: make1(t, kind)}
 			if rng.IntN(2) == 0 {
 				doc := fmt.Sprintf(`{"round": %d, "claim": %d}`, r, i)
 				tw.result = &doc

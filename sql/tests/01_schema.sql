@@ -4,7 +4,7 @@
 -- writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(186);
+SELECT plan(190);
 
 -- Schema, type, tables -------------------------------------------------------
 
@@ -223,7 +223,7 @@ SELECT results_eq(
 
 SELECT functions_are('durable_jobs',
     ARRAY['enqueue_job', 'cancel_job', 'job_lifecycle_state', 'claim_next_job', 'claim_next_jobs',
-          'renew_job_lease', 'renew_job_leases', 'complete_job', 'complete_jobs', 'retry_job', 'fail_job',
+          'renew_job_lease', 'renew_job_leases', 'complete_job', 'complete_jobs', 'retry_job', 'fail_job', 'release_job_claims',
           'release_job_claim', 'replay_job', 'set_queue_lease_policy', 'record_deployment_version',
           'lease_health_by_queue', 'queue_lease_policies', 'control_evidence_history', 'lease_outcome_totals',
           'job_status_totals', 'bundle_migration_version', 'operator_list_jobs', 'operator_job_detail', 'enqueue_jobs',
@@ -287,6 +287,8 @@ INSERT INTO expected_signature VALUES
   'void', 'durable_job_terminal_owner'),
  ('release_job_claim', '{bigint,uuid,text}', 'p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text',
   'boolean', 'durable_job_terminal_owner'),
+ ('release_job_claims', '{text,bigint[],uuid[]}', 'p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[]',
+  'TABLE(job_record_id bigint, released boolean)', 'durable_job_terminal_owner'),
  ('set_queue_lease_policy', '{text,interval,interval,interval,boolean,text}',
   'p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text',
   'void', 'durable_job_policy_owner'),
@@ -388,7 +390,7 @@ SELECT is_empty(
             ELSE ARRAY['search_path=pg_catalog, pg_temp'] END$$,
     'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic and lock_timeout where it takes the evidence lock; only the seven inlined rule functions of migrations 016 and 021 set nothing');
 SELECT is((SELECT count(*)::integer FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef),
-          37, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
+          38, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), release_job_claims (migration 023), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef
