@@ -311,8 +311,7 @@ func failJob(ctx context.Context, q querier, c Claim, reason string) error {
 	return failJobCall(c, reason).run(ctx, q)
 }
 
-// sqlReleaseJobClaim gives up one claim; releaseClaim runs it, and
-// releaseClaims once per claim in one batch.
+// sqlReleaseJobClaim gives up one claim; releaseClaim runs it.
 const sqlReleaseJobClaim = `SELECT durable_jobs.release_job_claim($1, $2, $3)`
 
 // releaseClaim calls release_job_claim.
@@ -322,26 +321,60 @@ func releaseClaim(ctx context.Context, q querier, c Claim) (bool, error) {
 	return released, translateError(err)
 }
 
-// releaseClaims releases claims in one round trip: one pipelined batch of
-// release_job_claim calls on one connection, which PostgreSQL runs as one
-// implicit transaction (a stale claim answers false, not an error). Best
+// maxReleaseBatch is release_job_claims' limit of claims per call.
+const maxReleaseBatch = 1000
+
+// sqlReleaseJobClaims gives up many claims of one owner (migration 023);
+// releaseClaims runs it.
+const sqlReleaseJobClaims = `SELECT job_record_id, released FROM durable_jobs.release_job_claims($1, $2, $3)`
+
+// releaseClaims releases claims, which are all of one owner (one Client's),
+// with release_job_claims: one call per 1,000 claims (a job id at most once
+// a call, as the function requires), all the calls in one pipelined batch
+// on one connection, so one round trip and one implicit transaction. Best
 // effort: claims whose release fails lapse at their expiry. stale[i] is
 // true when the database answered false for claims[i].
 func releaseClaims(ctx context.Context, pool *pgxpool.Pool, claims []Claim) (stale []bool) {
 	if len(claims) == 0 {
 		return nil
 	}
+	// Each call's claims, as indexes into claims.
+	var calls [][]int
+	var seen map[int64]bool
+	for i, c := range claims {
+		if len(calls) == 0 || len(calls[len(calls)-1]) == maxReleaseBatch || seen[c.jobID] {
+			calls = append(calls, nil)
+			seen = map[int64]bool{}
+		}
+		calls[len(calls)-1] = append(calls[len(calls)-1], i)
+		seen[c.jobID] = true
+	}
 	b := &pgx.Batch{}
-	for _, c := range claims {
-		b.Queue(sqlReleaseJobClaim, c.jobID, c.tokenValue(), c.ownerValue())
-	}
-	results := pool.SendBatch(ctx, b)
 	stale = make([]bool, len(claims))
-	for i := range claims {
+	for _, call := range calls {
+		ids := make([]int64, len(call))
+		tokens := make([]pgtype.UUID, len(call))
+		for k, i := range call {
+			ids[k], tokens[k] = claims[i].jobID, claims[i].tokenValue()
+		}
+		// A job id names one claim of a call: its answer goes to that claim.
+		index := make(map[int64]int, len(call))
+		for _, i := range call {
+			index[claims[i].jobID] = i
+		}
+		var id int64
 		var released bool
-		stale[i] = results.QueryRow().Scan(&released) == nil && !released
+		b.Queue(sqlReleaseJobClaims, claims[0].ownerValue(), ids, tokens).Query(func(rows pgx.Rows) error {
+			_, err := pgx.ForEachRow(rows, []any{&id, &released}, func() error {
+				if i, ok := index[id]; ok {
+					stale[i] = !released
+				}
+				return nil
+			})
+			return err
+		})
 	}
-	_ = results.Close()
+	_ = pool.SendBatch(ctx, b).Close()
 	return stale
 }
 
