@@ -194,7 +194,8 @@
 //
 // Each of these transactions that makes one function call (all but a
 // TxHandler's, whose BEGIN goes first and alone, and the release, one
-// implicit transaction of one round trip) takes two round trips: its BEGIN
+// implicit transaction of one round trip: release_job_claims calls of up
+// to 1,000 claims each, since migration 023) takes two round trips: its BEGIN
 // goes out in one batch with the call (pgx's Batch.BeginTx), and the
 // COMMIT is sent alone once the call has answered, so the deadline bounds
 // the COMMIT and nothing else. A call that fails (LF001 and the other
