@@ -2,14 +2,19 @@ package sqlbundle
 
 import (
 	"bufio"
+	"flag"
 	"os"
 	"path"
 	"strings"
 	"testing"
-	"text/template/parse"
 
+	"github.com/jackc/tern/v2/migrate"
 	"github.com/stretchr/testify/require"
 )
+
+// freeze rewrites every migration file that is not yet frozen as its
+// rendered SQL (see sql/doc.go, "How to change a function").
+var freeze = flag.Bool("freeze", false, "rewrite each migration under sql/migrations as its rendered SQL, templates expanded")
 
 // readReleased reads released.sha256: migration name to digest.
 func readReleased(t *testing.T) map[string]string {
@@ -62,45 +67,38 @@ func TestFirstReleaseDigests(t *testing.T) {
 	require.Equal(t, "27a028410291a97a11b5f08c0a3095950aeccb4a3d819d627f6e90e7c6300f97", released["002_lifecycle_functions.sql"])
 }
 
-// Every file under functions/ and roles/ is included by some migration (a
-// body nobody installs is a body nobody tests), and each name says its
-// family and version: <family>.sql is the version 002 (or 001) released,
-// <family>_vN.sql (N >= 2) each later one.
-func TestEveryFunctionFileIsIncluded(t *testing.T) {
-	included := map[string]bool{}
-	entries, err := os.ReadDir("migrations")
+// Every migration file is frozen: it holds its rendered SQL, with no
+// template action left, so that editing a file under sql/functions or
+// sql/roles (which hold the current definitions, edited in place) can never
+// change what a released migration installs. A new migration may be written
+// with {{ template "functions/<family>.sql" . }} while it is a draft; -freeze
+// renders it into its file before it is committed:
+//
+//	go test ./sql -run TestMigrationsAreFrozen -freeze
+func TestMigrationsAreFrozen(t *testing.T) {
+	migrations, err := Rendered()
 	require.NoError(t, err)
-	for _, e := range entries {
-		body, err := os.ReadFile(path.Join("migrations", e.Name()))
+	for _, m := range migrations {
+		file := path.Join("migrations", m.Name)
+		body, err := os.ReadFile(file)
 		require.NoError(t, err)
-		trees, err := parse.Parse(e.Name(), string(body), "{{", "}}", map[string]any{})
-		require.NoError(t, err)
-		for _, tree := range trees {
-			collectTemplates(tree.Root, included)
+		want := frozenText(m)
+		if string(body) == want {
+			continue
 		}
-	}
-	for _, dir := range []string{"functions", "roles"} {
-		files, err := os.ReadDir(dir)
-		require.NoError(t, err)
-		for _, f := range files {
-			name := dir + "/" + f.Name()
-			require.True(t, included[name], "%s is included by no migration: install it from a new migration or remove it", name)
-			require.Regexp(t, `^[a-z][a-z_]*[a-z](_v([2-9]|[1-9][0-9]+))?\.sql$`, f.Name(), "file names are <family>.sql or <family>_vN.sql")
+		if *freeze {
+			require.NoError(t, os.WriteFile(file, []byte(want), 0o644))
+			t.Logf("froze %s", file)
+			continue
 		}
+		t.Errorf("%s is not frozen (it still holds a template action, or text that tern does not keep as it is); "+
+			"render it into its file with: go test ./sql -run TestMigrationsAreFrozen -freeze", file)
 	}
 }
 
-// collectTemplates adds the name of every {{ template "..." }} under n.
-func collectTemplates(n parse.Node, into map[string]bool) {
-	switch n := n.(type) {
-	case *parse.ListNode:
-		if n == nil {
-			return
-		}
-		for _, c := range n.Nodes {
-			collectTemplates(c, into)
-		}
-	case *parse.TemplateNode:
-		into[n.Name] = true
-	}
+// frozenText is a migration as its frozen file holds it: the rendered up
+// SQL, tern's separator line, the rendered down SQL. tern reads it back to
+// the same up and down SQL, so freezing leaves RenderedDigest unchanged.
+func frozenText(m *migrate.Migration) string {
+	return m.UpSQL + "\n\n---- create above / drop below ----\n\n" + m.DownSQL + "\n"
 }

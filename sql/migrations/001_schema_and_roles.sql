@@ -1,6 +1,31 @@
 -- leasefence 001: roles, schema, tables and the column privileges of each
 -- function family's definer owner. Functions come in 002.
-{{ template "roles/bundle_roles.sql" . }}
+-- Cluster-wide roles of the leasefence bundle, created once per cluster.
+-- Runtime roles are NOLOGIN groups that application login roles are granted;
+-- definer owners are NOLOGIN roles that own one function family each and
+-- hold only the column privileges that family needs. None of them is a
+-- superuser or has BYPASSRLS, CREATEROLE or CREATEDB.
+DO $roles$
+DECLARE
+    v_role_name text;
+BEGIN
+    FOREACH v_role_name IN ARRAY ARRAY[
+        'durable_job_producer', 'durable_job_worker', 'durable_job_operator', 'durable_job_auditor',
+        'durable_job_producer_owner', 'durable_job_claim_owner', 'durable_job_renewal_owner',
+        'durable_job_terminal_owner', 'durable_job_policy_owner', 'durable_job_audit_owner']
+    LOOP
+        IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = v_role_name) THEN
+            EXECUTE pg_catalog.format(
+                'CREATE ROLE %I NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS', v_role_name);
+        END IF;
+    END LOOP;
+END
+$roles$;
+
+-- Operators hold every producer and auditor function.
+GRANT durable_job_producer TO durable_job_operator;
+GRANT durable_job_auditor TO durable_job_operator;
+
 
 CREATE SCHEMA durable_jobs;
 COMMENT ON SCHEMA durable_jobs IS 'leasefence: database-authoritative, fenced durable-job leases. Tables are private; the functions in CONTRACT.md are the interface.';
@@ -199,7 +224,25 @@ GRANT SELECT (tally_minute, queue_name, outcome_kind, outcome_count)
     ON durable_jobs.lease_outcome_tally TO durable_job_audit_owner;
 
 -- Append-only evidence: refused for every role, the table owner included.
-{{ template "functions/evidence_guard.sql" . }}
+-- refuse_evidence_change: trigger that keeps control_evidence_record
+-- append-only. Fires before UPDATE, DELETE (per row) and TRUNCATE (per
+-- statement) for every role, the table owner included.
+-- Raises LF004 (evidence is append-only). Takes no lock of its own.
+CREATE FUNCTION durable_jobs.refuse_evidence_change()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $function$
+BEGIN
+    RAISE EXCEPTION USING
+        ERRCODE = 'LF004',
+        MESSAGE = 'control evidence is append-only',
+        DETAIL = pg_catalog.format('%s on %s is refused', TG_OP, TG_TABLE_NAME),
+        HINT = 'Append a new evidence record instead.';
+END;
+$function$;
+REVOKE ALL ON FUNCTION durable_jobs.refuse_evidence_change() FROM PUBLIC;
+
 CREATE TRIGGER control_evidence_record_append_only
     BEFORE UPDATE OR DELETE ON durable_jobs.control_evidence_record
     FOR EACH ROW EXECUTE FUNCTION durable_jobs.refuse_evidence_change();

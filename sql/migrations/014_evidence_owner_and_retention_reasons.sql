@@ -43,7 +43,144 @@ GRANT EXECUTE ON FUNCTION durable_jobs.require_structured_change(text, text, tex
 GRANT EXECUTE ON FUNCTION durable_jobs.is_plain_change_reason(text) TO durable_job_retention_owner;
 GRANT EXECUTE ON FUNCTION durable_jobs.looks_personal_or_secret(text) TO durable_job_retention_owner;
 GRANT EXECUTE ON FUNCTION durable_jobs.passes_luhn(text) TO durable_job_retention_owner;
-{{ template "functions/retention_v2.sql" . }}
+-- The retention and erasure family, version 2 (migration 014; 005 installs
+-- retention.sql): only set_queue_retention_policy and erase_job_payload
+-- change, so only they are here. Version 1 refused a reason that was blank,
+-- too long or held a control character, and nothing else: a reason naming a
+-- person, a card or a password went into append-only evidence that can never
+-- be erased. Version 2 also passes every reason through
+-- require_structured_change (the evidence-chain migration's check of policy
+-- change reasons: LF002 for what looks like personal data or a secret), as
+-- set_queue_lease_policy does. Owner, settings and grants are unchanged; the
+-- owner, durable_job_retention_owner, is granted EXECUTE on that check and
+-- the helpers it calls by the migration.
+
+-- set_queue_retention_policy: sets how long one queue's finished jobs
+-- (SUCCEEDED, FAILED, CANCELLED, aged by status_changed_at) keep their
+-- payload and result documents, and how long their row and outcome ledger
+-- are kept ('*' is the default for queues without their own). Valid only
+-- when every value is non-NULL, 1 hour <= payload_retention <=
+-- record_retention <= 3650 days, the reason is valid (see
+-- require_valid_change_reason), does not look like personal data or a
+-- secret (require_structured_change) and the queue name is '*' or
+-- well-formed. Otherwise LF002 and nothing changes. Appends retention_policy_changed
+-- control evidence (old and new values, reason, session_user, database
+-- time). Locks the queue's policy row (and the default's) and takes the
+-- evidence-order advisory lock.
+CREATE OR REPLACE FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval,
+    p_record_retention interval, p_change_reason text)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_previous jsonb;
+BEGIN
+    IF p_queue_name IS DISTINCT FROM '*' THEN
+        PERFORM durable_jobs.require_well_formed('queue_name', p_queue_name, 'LF002');
+    END IF;
+    IF p_payload_retention IS NULL OR p_record_retention IS NULL
+       OR p_payload_retention < interval '1 hour' OR p_record_retention < p_payload_retention
+       OR p_record_retention > interval '3650 days' THEN
+        RAISE EXCEPTION 'invalid retention policy' USING
+            ERRCODE = 'LF002',
+            DETAIL = 'Need 1 hour <= payload_retention <= record_retention <= 3650 days.';
+    END IF;
+    PERFORM durable_jobs.require_valid_change_reason(p_change_reason, 'LF002');
+    PERFORM durable_jobs.require_structured_change(p_change_reason, NULL, NULL);
+    -- Evidence writers run one at a time, in commit order (the bundle's
+    -- evidence-order advisory key, taken inline so this family needs no
+    -- other migration's helper).
+    PERFORM pg_catalog.pg_advisory_xact_lock(1279655936, 1);
+
+    SELECT pg_catalog.jsonb_build_object('policy_queue_name', p.queue_name,
+               'payload_retention', p.payload_retention, 'record_retention', p.record_retention)
+    INTO v_previous
+    FROM durable_jobs.queue_retention_policy p
+    WHERE p.queue_name IN (p_queue_name, '*')
+    ORDER BY p.queue_name = '*'
+    LIMIT 1
+    FOR UPDATE;
+
+    INSERT INTO durable_jobs.queue_retention_policy AS p
+        (queue_name, payload_retention, record_retention, changed_at, changed_by_role)
+    VALUES (p_queue_name, p_payload_retention, p_record_retention, pg_catalog.clock_timestamp(), SESSION_USER)
+    ON CONFLICT (queue_name) DO UPDATE
+    SET payload_retention = EXCLUDED.payload_retention, record_retention = EXCLUDED.record_retention,
+        changed_at = EXCLUDED.changed_at, changed_by_role = EXCLUDED.changed_by_role;
+
+    INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
+    VALUES ('retention_policy_changed', p_queue_name, v_previous,
+            pg_catalog.jsonb_build_object('policy_queue_name', p_queue_name,
+                'payload_retention', p_payload_retention, 'record_retention', p_record_retention),
+            p_change_reason);
+END;
+$function$;
+
+-- erase_job_payload: erases one finished job's payload and every result
+-- document of it in the outcome ledger, for a data-subject request, and
+-- keeps its lifecycle row (status, attempts, failure reason code). true when
+-- a payload was erased; false for an unknown job or one already erased
+-- (its result documents are cleared again either way). Refuses a job that
+-- is QUEUED, RUNNING or RETRY_SCHEDULED with LF003: cancel it first. An
+-- erasure appends job_payload_erased control evidence with the queue, the
+-- job's status, the reason, session_user and database time; never the job
+-- id (auditors read evidence, and auditor output carries no job ids) or
+-- anything of the payload. Locks the job row (waits for a terminal write
+-- or cancel in progress). Raises LF003 for a NULL id or an invalid reason
+-- (blank, over 500 characters, a control character), and LF002
+-- (require_structured_change) for a reason that looks like personal data
+-- or a secret or holds a bidirectional-control character: nothing is
+-- erased then.
+CREATE OR REPLACE FUNCTION durable_jobs.erase_job_payload(p_job_record_id bigint, p_change_reason text)
+RETURNS boolean
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_status durable_jobs.job_status_kind;
+    v_queue text;
+BEGIN
+    IF p_job_record_id IS NULL THEN
+        RAISE EXCEPTION 'job id is required' USING ERRCODE = 'LF003';
+    END IF;
+    PERFORM durable_jobs.require_valid_change_reason(p_change_reason, 'LF003');
+    PERFORM durable_jobs.require_structured_change(p_change_reason, NULL, NULL);
+
+    SELECT j.job_status, j.queue_name INTO v_status, v_queue
+    FROM durable_jobs.job_record j
+    WHERE j.job_record_id = p_job_record_id
+    FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    IF v_status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED') THEN
+        RAISE EXCEPTION 'job is not finished: its payload cannot be erased' USING
+            ERRCODE = 'LF003',
+            DETAIL = pg_catalog.format('The job is %s.', v_status),
+            HINT = 'Cancel it first (cancel_job), then erase it.';
+    END IF;
+
+    UPDATE durable_jobs.job_outcome_ledger l SET result_document = NULL
+    WHERE l.job_record_id = p_job_record_id;
+    DELETE FROM durable_jobs.job_payload_record pr WHERE pr.job_record_id = p_job_record_id;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    PERFORM pg_catalog.pg_advisory_xact_lock(1279655936, 1);
+    INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
+    VALUES ('job_payload_erased', v_queue, NULL,
+            pg_catalog.jsonb_build_object('job_status', v_status::text, 'payload_erased', true,
+                                          'result_documents_cleared', true),
+            p_change_reason);
+    RETURN true;
+END;
+$function$;
+
 
 SELECT pg_catalog.pg_advisory_xact_lock(1279655936, 1);
 INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
@@ -57,7 +194,286 @@ DROP FUNCTION durable_jobs.purge_expired_job_data(integer);
 DROP FUNCTION durable_jobs.queue_retention_policies();
 DROP FUNCTION durable_jobs.set_queue_retention_policy(text, interval, interval, text);
 DROP FUNCTION durable_jobs.require_valid_change_reason(text, text);
-{{ template "functions/retention.sql" . }}
+-- The retention and erasure family (first version, installed by the
+-- retention migration). Owned by durable_job_retention_owner, which may
+-- delete finished jobs, delete payload rows and clear result documents,
+-- but holds no SELECT on job_payload_record.job_payload or on
+-- job_outcome_ledger.result_document: it removes personal data without
+-- being able to read it. Executable by durable_job_operator only.
+
+-- require_valid_change_reason: private helper that refuses (p_sqlstate) a
+-- change reason that is NULL, blank, over 500 characters or holds a control
+-- character (newline, tab, escape...), so evidence stays one printable line.
+-- The message never repeats the reason. Takes no lock.
+CREATE FUNCTION durable_jobs.require_valid_change_reason(p_change_reason text, p_sqlstate text)
+RETURNS void
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $function$
+BEGIN
+    IF p_change_reason IS NULL OR p_change_reason !~ '[^[:space:]]' OR pg_catalog.length(p_change_reason) > 500
+       OR p_change_reason ~ '[[:cntrl:]]' THEN
+        RAISE EXCEPTION USING
+            ERRCODE = p_sqlstate,
+            MESSAGE = 'invalid change reason',
+            DETAIL = 'A change reason is 1 to 500 characters, not blank, without control characters (newlines, tabs).';
+    END IF;
+END;
+$function$;
+
+-- set_queue_retention_policy: sets how long one queue's finished jobs
+-- (SUCCEEDED, FAILED, CANCELLED, aged by status_changed_at) keep their
+-- payload and result documents, and how long their row and outcome ledger
+-- are kept ('*' is the default for queues without their own). Valid only
+-- when every value is non-NULL, 1 hour <= payload_retention <=
+-- record_retention <= 3650 days, the reason is valid (see
+-- require_valid_change_reason) and the queue name is '*' or well-formed.
+-- Otherwise LF002 and nothing changes. Appends retention_policy_changed
+-- control evidence (old and new values, reason, session_user, database
+-- time). Locks the queue's policy row (and the default's) and takes the
+-- evidence-order advisory lock.
+CREATE FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval,
+    p_record_retention interval, p_change_reason text)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_previous jsonb;
+BEGIN
+    IF p_queue_name IS DISTINCT FROM '*' THEN
+        PERFORM durable_jobs.require_well_formed('queue_name', p_queue_name, 'LF002');
+    END IF;
+    IF p_payload_retention IS NULL OR p_record_retention IS NULL
+       OR p_payload_retention < interval '1 hour' OR p_record_retention < p_payload_retention
+       OR p_record_retention > interval '3650 days' THEN
+        RAISE EXCEPTION 'invalid retention policy' USING
+            ERRCODE = 'LF002',
+            DETAIL = 'Need 1 hour <= payload_retention <= record_retention <= 3650 days.';
+    END IF;
+    PERFORM durable_jobs.require_valid_change_reason(p_change_reason, 'LF002');
+    -- Evidence writers run one at a time, in commit order (the bundle's
+    -- evidence-order advisory key, taken inline so this family needs no
+    -- other migration's helper).
+    PERFORM pg_catalog.pg_advisory_xact_lock(1279655936, 1);
+
+    SELECT pg_catalog.jsonb_build_object('policy_queue_name', p.queue_name,
+               'payload_retention', p.payload_retention, 'record_retention', p.record_retention)
+    INTO v_previous
+    FROM durable_jobs.queue_retention_policy p
+    WHERE p.queue_name IN (p_queue_name, '*')
+    ORDER BY p.queue_name = '*'
+    LIMIT 1
+    FOR UPDATE;
+
+    INSERT INTO durable_jobs.queue_retention_policy AS p
+        (queue_name, payload_retention, record_retention, changed_at, changed_by_role)
+    VALUES (p_queue_name, p_payload_retention, p_record_retention, pg_catalog.clock_timestamp(), SESSION_USER)
+    ON CONFLICT (queue_name) DO UPDATE
+    SET payload_retention = EXCLUDED.payload_retention, record_retention = EXCLUDED.record_retention,
+        changed_at = EXCLUDED.changed_at, changed_by_role = EXCLUDED.changed_by_role;
+
+    INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
+    VALUES ('retention_policy_changed', p_queue_name, v_previous,
+            pg_catalog.jsonb_build_object('policy_queue_name', p_queue_name,
+                'payload_retention', p_payload_retention, 'record_retention', p_record_retention),
+            p_change_reason);
+END;
+$function$;
+
+-- queue_retention_policies: every queue's retention policy, the default '*'
+-- included, ordered by queue name. Takes no lock.
+CREATE FUNCTION durable_jobs.queue_retention_policies()
+RETURNS TABLE (queue_name text, payload_retention interval, record_retention interval,
+               changed_at timestamptz, changed_by_role text)
+LANGUAGE sql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT p.queue_name, p.payload_retention, p.record_retention, p.changed_at, p.changed_by_role
+    FROM durable_jobs.queue_retention_policy p
+    ORDER BY p.queue_name;
+END;
+
+-- purge_expired_job_data: applies the retention policies to at most
+-- p_batch_size finished jobs (1 to 10,000, else LF003) and returns what it
+-- removed, one row per queue and kind:
+--   job_record  jobs past their record retention: the row is deleted with
+--               its payload and outcome ledger;
+--   payload     jobs past their payload retention that still had a payload:
+--               the payload is deleted and every result document of the job
+--               in the outcome ledger is set to NULL; the row stays.
+-- Only SUCCEEDED, FAILED and CANCELLED rows are ever touched, each locked
+-- FOR UPDATE SKIP LOCKED and re-checked when locked (a concurrent replay
+-- wins and the job is left alone), so it never waits on or changes a live
+-- claim and may run from several places at once. Call it until it returns
+-- no row. When it removed anything, it appends one job_data_purged control
+-- evidence record with the counts per queue and kind (never a job id).
+-- Control evidence itself is never purged.
+CREATE FUNCTION durable_jobs.purge_expired_job_data(p_batch_size integer)
+RETURNS TABLE (queue_name text, purge_kind text, purged_count bigint)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_now timestamptz := pg_catalog.clock_timestamp();
+    v_counts jsonb;
+    v_left integer;
+    v_rows jsonb := '[]'::jsonb;
+BEGIN
+    IF p_batch_size IS NULL OR p_batch_size NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'batch size must be 1 to 10000' USING ERRCODE = 'LF003';
+    END IF;
+
+    WITH doomed AS (
+        SELECT j.job_record_id
+        FROM durable_jobs.job_record j
+        LEFT JOIN durable_jobs.queue_retention_policy q ON q.queue_name = j.queue_name
+        LEFT JOIN durable_jobs.queue_retention_policy d ON d.queue_name = '*'
+        WHERE j.job_status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+          AND j.status_changed_at < v_now - COALESCE(q.record_retention, d.record_retention)
+        ORDER BY j.status_changed_at
+        LIMIT p_batch_size
+        FOR UPDATE OF j SKIP LOCKED
+    ), gone AS (
+        DELETE FROM durable_jobs.job_record j
+        USING doomed
+        WHERE j.job_record_id = doomed.job_record_id
+        RETURNING j.queue_name
+    )
+    SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('queue_name', c.queue_name,
+               'purge_kind', 'job_record', 'purged_count', c.n) ORDER BY c.queue_name), '[]')
+    INTO v_counts
+    FROM (SELECT gone.queue_name, pg_catalog.count(*) AS n FROM gone GROUP BY gone.queue_name) c;
+    v_rows := v_rows || v_counts;
+    v_left := p_batch_size - (SELECT COALESCE(pg_catalog.sum((e ->> 'purged_count')::bigint), 0)
+                              FROM pg_catalog.jsonb_array_elements(v_counts) e)::integer;
+
+    IF v_left > 0 THEN
+        WITH doomed AS (
+            SELECT j.job_record_id, j.queue_name
+            FROM durable_jobs.job_record j
+            LEFT JOIN durable_jobs.queue_retention_policy q ON q.queue_name = j.queue_name
+            LEFT JOIN durable_jobs.queue_retention_policy d ON d.queue_name = '*'
+            WHERE j.job_status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+              AND j.status_changed_at < v_now - COALESCE(q.payload_retention, d.payload_retention)
+              AND EXISTS (SELECT 1 FROM durable_jobs.job_payload_record pr WHERE pr.job_record_id = j.job_record_id)
+            ORDER BY j.status_changed_at
+            LIMIT v_left
+            FOR UPDATE OF j SKIP LOCKED
+        ), gone_payload AS (
+            DELETE FROM durable_jobs.job_payload_record pr
+            USING doomed
+            WHERE pr.job_record_id = doomed.job_record_id
+            RETURNING pr.job_record_id
+        ), cleared AS (
+            UPDATE durable_jobs.job_outcome_ledger l
+            SET result_document = NULL
+            FROM doomed
+            WHERE l.job_record_id = doomed.job_record_id
+            RETURNING l.job_record_id
+        )
+        SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('queue_name', c.queue_name,
+                   'purge_kind', 'payload', 'purged_count', c.n) ORDER BY c.queue_name), '[]')
+        INTO v_counts
+        FROM (SELECT doomed.queue_name, pg_catalog.count(*) AS n
+              FROM doomed JOIN gone_payload ON gone_payload.job_record_id = doomed.job_record_id
+              GROUP BY doomed.queue_name) c;
+        v_rows := v_rows || v_counts;
+    END IF;
+
+    IF pg_catalog.jsonb_array_length(v_rows) > 0 THEN
+        PERFORM pg_catalog.pg_advisory_xact_lock(1279655936, 1);
+        INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
+        VALUES ('job_data_purged', NULL, NULL,
+                pg_catalog.jsonb_build_object('batch_size', p_batch_size, 'purged', v_rows),
+                'retention policy applied by purge_expired_job_data');
+    END IF;
+
+    RETURN QUERY
+    SELECT e ->> 'queue_name', e ->> 'purge_kind', (e ->> 'purged_count')::bigint
+    FROM pg_catalog.jsonb_array_elements(v_rows) e;
+END;
+$function$;
+
+-- erase_job_payload: erases one finished job's payload and every result
+-- document of it in the outcome ledger, for a data-subject request, and
+-- keeps its lifecycle row (status, attempts, failure reason code). true when
+-- a payload was erased; false for an unknown job or one already erased
+-- (its result documents are cleared again either way). Refuses a job that
+-- is QUEUED, RUNNING or RETRY_SCHEDULED with LF003: cancel it first. An
+-- erasure appends job_payload_erased control evidence with the queue, the
+-- job's status, the reason, session_user and database time; never the job
+-- id (auditors read evidence, and auditor output carries no job ids) or
+-- anything of the payload. Locks the job row (waits for a terminal write
+-- or cancel in progress). Raises LF003 for a NULL id or an invalid reason.
+CREATE FUNCTION durable_jobs.erase_job_payload(p_job_record_id bigint, p_change_reason text)
+RETURNS boolean
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_status durable_jobs.job_status_kind;
+    v_queue text;
+BEGIN
+    IF p_job_record_id IS NULL THEN
+        RAISE EXCEPTION 'job id is required' USING ERRCODE = 'LF003';
+    END IF;
+    PERFORM durable_jobs.require_valid_change_reason(p_change_reason, 'LF003');
+
+    SELECT j.job_status, j.queue_name INTO v_status, v_queue
+    FROM durable_jobs.job_record j
+    WHERE j.job_record_id = p_job_record_id
+    FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    IF v_status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED') THEN
+        RAISE EXCEPTION 'job is not finished: its payload cannot be erased' USING
+            ERRCODE = 'LF003',
+            DETAIL = pg_catalog.format('The job is %s.', v_status),
+            HINT = 'Cancel it first (cancel_job), then erase it.';
+    END IF;
+
+    UPDATE durable_jobs.job_outcome_ledger l SET result_document = NULL
+    WHERE l.job_record_id = p_job_record_id;
+    DELETE FROM durable_jobs.job_payload_record pr WHERE pr.job_record_id = p_job_record_id;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    PERFORM pg_catalog.pg_advisory_xact_lock(1279655936, 1);
+    INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
+    VALUES ('job_payload_erased', v_queue, NULL,
+            pg_catalog.jsonb_build_object('job_status', v_status::text, 'payload_erased', true,
+                                          'result_documents_cleared', true),
+            p_change_reason);
+    RETURN true;
+END;
+$function$;
+
+ALTER FUNCTION durable_jobs.require_valid_change_reason(text, text) OWNER TO durable_job_retention_owner;
+ALTER FUNCTION durable_jobs.set_queue_retention_policy(text, interval, interval, text) OWNER TO durable_job_retention_owner;
+ALTER FUNCTION durable_jobs.queue_retention_policies() OWNER TO durable_job_retention_owner;
+ALTER FUNCTION durable_jobs.purge_expired_job_data(integer) OWNER TO durable_job_retention_owner;
+ALTER FUNCTION durable_jobs.erase_job_payload(bigint, text) OWNER TO durable_job_retention_owner;
+REVOKE ALL ON FUNCTION durable_jobs.require_valid_change_reason(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION durable_jobs.set_queue_retention_policy(text, interval, interval, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION durable_jobs.queue_retention_policies() FROM PUBLIC;
+REVOKE ALL ON FUNCTION durable_jobs.purge_expired_job_data(integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION durable_jobs.erase_job_payload(bigint, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.set_queue_retention_policy(text, interval, interval, text) TO durable_job_operator;
+GRANT EXECUTE ON FUNCTION durable_jobs.queue_retention_policies() TO durable_job_operator;
+GRANT EXECUTE ON FUNCTION durable_jobs.purge_expired_job_data(integer) TO durable_job_operator;
+GRANT EXECUTE ON FUNCTION durable_jobs.erase_job_payload(bigint, text) TO durable_job_operator;
+
 REVOKE EXECUTE ON FUNCTION durable_jobs.passes_luhn(text) FROM durable_job_retention_owner;
 REVOKE EXECUTE ON FUNCTION durable_jobs.looks_personal_or_secret(text) FROM durable_job_retention_owner;
 REVOKE EXECUTE ON FUNCTION durable_jobs.is_plain_change_reason(text) FROM durable_job_retention_owner;
