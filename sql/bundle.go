@@ -19,15 +19,16 @@ import (
 const VersionTable = "public.leasefence_schema_version"
 
 // embedded holds the three folders of the bundle as they are in the
-// repository: the numbered migrations, the versioned function families and
-// the roles.
+// repository: the numbered migrations (frozen), the current function
+// families and the roles.
 //
 //go:embed migrations/*.sql functions/*.sql roles/*.sql
 var embedded embed.FS
 
 // bundle is the folder tern reads: the numbered migrations at its root and
-// functions/ and roles/ beside them, the shared templates that the
-// migrations pull in with {{ template "functions/claim.sql" . }}.
+// functions/ and roles/ beside them, the shared templates that a draft
+// migration pulls in with {{ template "functions/claim.sql" . }} until it is
+// frozen (sql/doc.go).
 var bundle = mustBundle()
 
 func mustBundle() fstest.MapFS {
@@ -54,8 +55,9 @@ func mustBundle() fstest.MapFS {
 }
 
 // Migrations returns the bundle as tern reads it: the numbered migration
-// files of sql/migrations at its root, and the shared templates of
-// sql/functions and sql/roles in its folders functions/ and roles/.
+// files of sql/migrations at its root, and the current definitions of
+// sql/functions and sql/roles in its folders functions/ and roles/ (the
+// shared templates a draft migration may include).
 func Migrations() fs.FS {
 	return bundle
 }

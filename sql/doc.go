@@ -4,47 +4,66 @@
 // # Overview
 //
 // The bundle is the authority of leasefence: every table, role and
-// SECURITY DEFINER function that fences a job lease lives in three folders:
+// SECURITY DEFINER function that fences a job lease. It lives in three
+// folders and one generated file:
 //
-//	sql/migrations/  the numbered tern migrations, 001_..., 002_..., ...
-//	sql/functions/   one file per function family and version: the source
-//	                 of every function body
-//	sql/roles/       the cluster-wide roles
+//	sql/migrations/  the numbered tern migrations, 001_..., 002_..., ...,
+//	                 each frozen as the SQL it ran when it was released
+//	sql/functions/   one file per function family (claim.sql, renewal.sql,
+//	                 terminal.sql, ...): the current definition of each
+//	                 function, with its comment, owner and grants
+//	sql/roles/       the cluster-wide roles as they are now
+//	sql/schema.sql   generated: the whole schema of a fresh install as
+//	                 pg_dump prints it (tables, indexes, constraints,
+//	                 triggers, functions, owners, grants)
 //
-// A migration pulls a family in with tern's {{ template "functions/claim.sql" . }};
-// tern reads shared templates from the folders beside the migrations, and
-// this package presents the three folders to it that way (Migrations).
+// To read what a function does now, open its family file (docs/sql-api.md
+// links each function of the contract to it); to read the tables, open
+// sql/schema.sql. Tests keep both true: sql/integration's
+// TestFunctionFilesHoldTheInstalledDefinitions runs every family file over a
+// fresh install and fails when any function's definition, owner or grants
+// would change, or when a function is defined in no file or in two, and
+// TestGeneratedSchemaIsAFreshInstall fails when sql/schema.sql differs from
+// pg_dump of a fresh install.
 //
 // # Released migrations never change
 //
 // A database that is at version N never runs migrations 1 to N again, so
 // a change to what a released migration installs would reach new installs
-// and never the databases users already run. What a migration installs is
-// therefore frozen from the commit that adds it: sql/released.sha256 holds
-// the digest of each migration as tern renders it (its up and down SQL with
-// every template expanded), and TestReleasedMigrationsNeverChange fails
-// when one differs. sql/manifest.json holds, for every version, a digest of
-// each function's definition, owner, settings and privileges; `leasectl
-// audit` (AUDIT-FUNCTION-DRIFT) and `leasectl migrate status` report a live
-// function that differs from what its recorded version installs.
+// and never the databases users already run. Each migration file is
+// therefore frozen: it holds its rendered SQL, with no template action left
+// (TestMigrationsAreFrozen), so that editing a family file in place cannot
+// change it, and sql/released.sha256 holds the digest of each migration as
+// tern renders it (its up and down SQL), which
+// TestReleasedMigrationsNeverChange checks. sql/manifest.json holds, for
+// every version, a digest of each function's definition, owner, settings
+// and privileges; `leasectl audit` (AUDIT-FUNCTION-DRIFT) and `leasectl
+// migrate status` report a live function that differs from what its
+// recorded version installs.
 //
 // # How to change a function
 //
-//  1. Copy the family's newest file to the next version, for example
-//     sql/functions/claim.sql (what 002 installs) to claim_v2.sql, or
-//     claim_v2.sql to claim_v3.sql, and change the copy. Never edit a file
-//     that a released migration includes.
-//  2. Add the next numbered migration, 00N_what_changed.sql. Its up part
-//     replaces the functions from the new file ({{ template
-//     "functions/claim_v2.sql" . }}, written with CREATE OR REPLACE, or a
-//     DROP FUNCTION first when a signature or result type changes); its down
-//     part puts the previous version back the same way, so that `up` then
-//     `down` gives exactly the catalog of the version before. Like every
-//     migration it records migration_applied and, going down,
-//     migration_reverted in the control evidence.
-//  3. Add the migration's line to sql/released.sha256 (the test prints it)
-//     and regenerate the manifest:
-//     go test ./sql/integration -run TestBundleManifest -update-manifest.
+//  1. Edit the function in its family file under sql/functions, in place
+//     (CREATE OR REPLACE, its comment above it, its ALTER ... OWNER, REVOKE
+//     and GRANT below it). A new function goes into the family it belongs
+//     to; a new family is a new file <family>.sql.
+//  2. Add the next numbered migration, 0NN_what_changed.sql, as a draft: its
+//     up part includes the family with tern's
+//     {{ template "functions/claim.sql" . }} (a DROP FUNCTION first when a
+//     signature or result type changes); its down part puts the previous
+//     definitions back as plain SQL, copied from the family file as it was
+//     (git show HEAD:sql/functions/claim.sql), so that `up` then `down`
+//     gives exactly the catalog of the version before. Like every migration
+//     it records migration_applied and, going down, migration_reverted in
+//     the control evidence (copy those statements from the previous
+//     migration). Run the tests against the draft as you work: tern renders
+//     the template.
+//  3. Freeze the migration, add its digest and regenerate the generated
+//     files, in the commit that adds it:
+//     go test ./sql -run TestMigrationsAreFrozen -freeze (renders the draft
+//     into its file), then add the line TestReleasedMigrationsNeverChange
+//     prints to sql/released.sha256, then
+//     go test ./sql/integration -run 'TestBundleManifest|TestGeneratedSchemaIsAFreshInstall' -update-manifest -update-schema.
 //  4. The upgrade tests (TestUpgradeFromEveryVersionEqualsFreshInstall,
 //     TestDownToEveryVersionEqualsThatVersion) then check that every
 //     installed version upgrades to exactly a fresh install and back.
@@ -56,12 +75,10 @@
 //	if err != nil { ... }
 //	err = m.Migrate(ctx) // up to the newest version
 //
-// With the plain tern command line, copy the three folders into one first,
-// the migrations at its root:
+// With the plain tern command line, point it at sql/migrations (frozen,
+// the migrations include nothing from the other folders):
 //
-//	mkdir -p /tmp/leasefence && cp sql/migrations/*.sql /tmp/leasefence/ &&
-//	  cp -r sql/functions sql/roles /tmp/leasefence/
-//	tern migrate --migrations /tmp/leasefence \
+//	tern migrate --migrations sql/migrations \
 //	  --version-table public.leasefence_schema_version --conn-string "$DATABASE_URL"
 //
 // Superuser only: the connecting role must be a superuser. NewMigrator runs

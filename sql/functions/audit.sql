@@ -1,20 +1,149 @@
+-- Auditor functions: read-only views of policy, health, outcomes and evidence.
+--
+-- The current definition of each function of this family, edited in place.
+-- A change reaches databases through a new migration that includes this
+-- file; released migrations hold their own frozen copy (see sql/doc.go).
+--
+-- Below, the notes written with the versions the current definitions come
+-- from, newest first. They name the files as they were then; each
+-- migration's frozen SQL under sql/migrations holds the whole text.
+
+-- Notes of migration 016 (audit_v5.sql in its frozen SQL):
+--
+-- audit v5 (migration 016; 012 installs audit_v4.sql): only
+-- lease_health_by_queue changes, and only in where the queue's policy (its
+-- own, else '*') comes from: the rule function effective_lease_policy_queue
+-- (rules.sql) instead of a lookup of its own. Same result, no locks.
+
+-- Notes of migration 012 (audit_v4.sql in its frozen SQL):
+--
+-- audit v4 (migration 012; 004 installs audit_v2.sql, 006 adds
+-- audit_v3.sql): only the two readers of the tally change, so only they are
+-- here. lease_health_by_queue gains stale_releases_last_hour (a new result
+-- column: 012 drops the function first), and both read each count under
+-- the queue it was charged to when it was counted (record_stale_call): v2
+-- re-attributed stale renewals at every read by whether the counting login
+-- was the last claimer of any job of the queue, which a login that claimed
+-- one job there passed, and which a later claim or purge changed after the
+-- fact. Still payload-blind and finite: no job id, owner, token or login
+-- is returned; no locks.
+
+-- Notes of migration 006 (audit_v3.sql in its frozen SQL):
+--
+-- Auditor functions, version 3 (the evidence-chain migration, *_evidence_chain.sql): what the auditor needs to
+-- rely on the evidence. The functions of audit_v2.sql are unchanged and
+-- stay in force. Payload-blind like them: no payload, token, digest of a
+-- token, owner id or job id is returned. They take no locks.
+
+-- Notes of migration 004 (audit_v2.sql in its frozen SQL):
+--
 -- Auditor functions: payload-blind, finite-cardinality reads for health and
 -- evidence. None returns a payload, token, digest, owner id, idempotency key
 -- or job id list. They take no locks and raise nothing of their own.
 
--- lease_health_by_queue: one row per queue that has a policy or a job:
--- running jobs, leases expiring within one renewal interval, expired leases
--- still RUNNING (awaiting reclaim), reclaims and stale renewals in the last
--- hour (tallies; '*' holds stale renewals of unknown jobs), the oldest
--- running claim's age, and the database time it was read at.
-CREATE FUNCTION durable_jobs.lease_health_by_queue()
-RETURNS TABLE (queue_name text, running_jobs bigint, expiring_within_interval bigint,
-               expired_awaiting_reclaim bigint, reclaims_last_hour bigint, stale_renewals_last_hour bigint,
-               oldest_lease_age interval, database_time timestamptz)
+-- bundle_migration_version: the bundle version this database was last
+-- migrated to and when, from the newest migration evidence record.
+CREATE OR REPLACE FUNCTION durable_jobs.bundle_migration_version()
+RETURNS TABLE (migration_version integer, applied_at timestamptz)
 LANGUAGE sql
 STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT CASE WHEN e.evidence_kind = 'migration_applied'
+                THEN (e.new_values ->> 'migration_version')::integer
+                ELSE (e.new_values ->> 'migration_version')::integer - 1 END,
+           e.recorded_at
+    FROM durable_jobs.control_evidence_record e
+    WHERE e.evidence_kind IN ('migration_applied', 'migration_reverted')
+    ORDER BY e.evidence_record_id DESC
+    LIMIT 1;
+END;
+
+ALTER FUNCTION durable_jobs.bundle_migration_version() OWNER TO durable_job_audit_owner;
+REVOKE ALL ON FUNCTION durable_jobs.bundle_migration_version() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.bundle_migration_version() TO durable_job_auditor;
+
+-- queue_lease_policies: every queue's lease policy, '*' (the default) included.
+CREATE OR REPLACE FUNCTION durable_jobs.queue_lease_policies()
+RETURNS TABLE (queue_name text, lease_duration interval, renewal_interval interval, max_claim_lifetime interval,
+               renewal_enabled boolean, changed_at timestamptz, changed_by_role text)
+LANGUAGE sql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT p.queue_name, p.lease_duration, p.renewal_interval, p.max_claim_lifetime, p.renewal_enabled,
+           p.changed_at, p.changed_by_role
+    FROM durable_jobs.queue_lease_policy p
+    ORDER BY p.queue_name;
+END;
+
+ALTER FUNCTION durable_jobs.queue_lease_policies() OWNER TO durable_job_audit_owner;
+REVOKE ALL ON FUNCTION durable_jobs.queue_lease_policies() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.queue_lease_policies() TO durable_job_auditor;
+
+-- job_status_totals: how many jobs each queue has in each status.
+CREATE OR REPLACE FUNCTION durable_jobs.job_status_totals()
+RETURNS TABLE (queue_name text, job_status text, job_count bigint)
+LANGUAGE sql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT j.queue_name, j.job_status::text, pg_catalog.count(*)
+    FROM durable_jobs.job_record j
+    GROUP BY j.queue_name, j.job_status
+    ORDER BY j.queue_name, j.job_status;
+END;
+
+ALTER FUNCTION durable_jobs.job_status_totals() OWNER TO durable_job_audit_owner;
+REVOKE ALL ON FUNCTION durable_jobs.job_status_totals() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.job_status_totals() TO durable_job_auditor;
+
+-- lease_outcome_totals: reclaims, stale renewals and stale releases per
+-- queue and kind, summed over every backend's per-minute tallies since the
+-- UTC minute of p_since (all of them when NULL), whatever the caller's
+-- TimeZone. Each stale call is under the queue it was charged to when it
+-- was counted (record_stale_call): '*' holds those of unknown jobs and of
+-- jobs the calling login did not claim last.
+CREATE OR REPLACE FUNCTION durable_jobs.lease_outcome_totals(p_since timestamptz)
+RETURNS TABLE (queue_name text, outcome_kind text, outcome_count bigint)
+LANGUAGE sql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET TimeZone = 'UTC'
+BEGIN ATOMIC
+    SELECT a.queue_name, a.outcome_kind, pg_catalog.sum(a.outcome_count)::bigint
+    FROM durable_jobs.lease_outcome_tally a
+    WHERE p_since IS NULL OR a.tally_minute >= pg_catalog.date_trunc('minute', p_since, 'UTC')
+    GROUP BY a.queue_name, a.outcome_kind
+    ORDER BY a.queue_name, a.outcome_kind;
+END;
+
+ALTER FUNCTION durable_jobs.lease_outcome_totals(timestamp with time zone) OWNER TO durable_job_audit_owner;
+REVOKE ALL ON FUNCTION durable_jobs.lease_outcome_totals(timestamp with time zone) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.lease_outcome_totals(timestamp with time zone) TO durable_job_auditor;
+
+-- lease_health_by_queue: one row per queue that has a policy or a job:
+-- running jobs, leases expiring within one renewal interval, expired leases
+-- still RUNNING (awaiting reclaim), reclaims, stale renewals and stale
+-- releases in the last hour (tallies summed over every backend's rows, each
+-- stale call under the queue it was charged to when counted: '*' holds
+-- those of unknown jobs and of jobs the calling login did not claim last,
+-- so a guess cannot pass for the queue's trouble), the oldest running
+-- claim's age, and the database time it was read at. Computes in UTC
+-- whatever the caller's TimeZone.
+CREATE OR REPLACE FUNCTION durable_jobs.lease_health_by_queue()
+RETURNS TABLE (queue_name text, running_jobs bigint, expiring_within_interval bigint,
+               expired_awaiting_reclaim bigint, reclaims_last_hour bigint, stale_renewals_last_hour bigint,
+               stale_releases_last_hour bigint, oldest_lease_age interval, database_time timestamptz)
+LANGUAGE sql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET TimeZone = 'UTC'
 BEGIN ATOMIC
     WITH read_at AS (SELECT pg_catalog.clock_timestamp() AS read_time),
     queues AS (
@@ -24,8 +153,8 @@ BEGIN ATOMIC
     ),
     effective AS (
         SELECT q.queue_name,
-               (SELECT p.renewal_interval FROM durable_jobs.queue_lease_policy p
-                WHERE p.queue_name IN (q.queue_name, '*') ORDER BY p.queue_name = '*' LIMIT 1) AS renewal_interval
+               (SELECT p.renewal_interval FROM durable_jobs.effective_lease_policy_queue(q.queue_name) e
+                JOIN durable_jobs.queue_lease_policy p ON p.queue_name = e.policy_queue_name) AS renewal_interval
         FROM queues q
     ),
     running AS (
@@ -44,7 +173,8 @@ BEGIN ATOMIC
     tallies AS (
         SELECT t.queue_name,
                pg_catalog.sum(t.outcome_count) FILTER (WHERE t.outcome_kind = 'reclaim') AS reclaims,
-               pg_catalog.sum(t.outcome_count) FILTER (WHERE t.outcome_kind = 'stale_renewal') AS stale_renewals
+               pg_catalog.sum(t.outcome_count) FILTER (WHERE t.outcome_kind = 'stale_renewal') AS stale_renewals,
+               pg_catalog.sum(t.outcome_count) FILTER (WHERE t.outcome_kind = 'stale_release') AS stale_releases
         FROM durable_jobs.lease_outcome_tally t
         CROSS JOIN read_at r
         WHERE t.tally_minute >= r.read_time - interval '1 hour'
@@ -53,6 +183,7 @@ BEGIN ATOMIC
     SELECT e.queue_name,
            COALESCE(ru.running_jobs, 0), COALESCE(ru.expiring_soon, 0), COALESCE(ru.expired, 0),
            COALESCE(ta.reclaims, 0)::bigint, COALESCE(ta.stale_renewals, 0)::bigint,
+           COALESCE(ta.stale_releases, 0)::bigint,
            r.read_time - ru.oldest_claim, r.read_time
     FROM effective e
     CROSS JOIN read_at r
@@ -61,24 +192,13 @@ BEGIN ATOMIC
     ORDER BY e.queue_name;
 END;
 
--- queue_lease_policies: every queue's lease policy, '*' (the default) included.
-CREATE FUNCTION durable_jobs.queue_lease_policies()
-RETURNS TABLE (queue_name text, lease_duration interval, renewal_interval interval, max_claim_lifetime interval,
-               renewal_enabled boolean, changed_at timestamptz, changed_by_role text)
-LANGUAGE sql
-STABLE
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-BEGIN ATOMIC
-    SELECT p.queue_name, p.lease_duration, p.renewal_interval, p.max_claim_lifetime, p.renewal_enabled,
-           p.changed_at, p.changed_by_role
-    FROM durable_jobs.queue_lease_policy p
-    ORDER BY p.queue_name;
-END;
+ALTER FUNCTION durable_jobs.lease_health_by_queue() OWNER TO durable_job_audit_owner;
+REVOKE ALL ON FUNCTION durable_jobs.lease_health_by_queue() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.lease_health_by_queue() TO durable_job_auditor;
 
 -- control_evidence_history: the append-only control evidence recorded at or
 -- after p_since (all of it when NULL), oldest first.
-CREATE FUNCTION durable_jobs.control_evidence_history(p_since timestamptz DEFAULT NULL)
+CREATE OR REPLACE FUNCTION durable_jobs.control_evidence_history(p_since timestamptz DEFAULT NULL)
 RETURNS TABLE (evidence_record_id bigint, evidence_kind text, queue_name text, previous_values jsonb,
                new_values jsonb, change_reason text, changed_by_role text, recorded_at timestamptz)
 LANGUAGE sql
@@ -93,70 +213,103 @@ BEGIN ATOMIC
     ORDER BY e.evidence_record_id;
 END;
 
--- lease_outcome_totals: stale renewals and reclaims per queue summed over
--- the per-minute tallies since p_since (all of them when NULL).
-CREATE FUNCTION durable_jobs.lease_outcome_totals(p_since timestamptz)
-RETURNS TABLE (queue_name text, outcome_kind text, outcome_count bigint)
-LANGUAGE sql
-STABLE
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-BEGIN ATOMIC
-    SELECT t.queue_name, t.outcome_kind, pg_catalog.sum(t.outcome_count)::bigint
-    FROM durable_jobs.lease_outcome_tally t
-    WHERE p_since IS NULL OR t.tally_minute >= pg_catalog.date_trunc('minute', p_since)
-    GROUP BY t.queue_name, t.outcome_kind
-    ORDER BY t.queue_name, t.outcome_kind;
-END;
+ALTER FUNCTION durable_jobs.control_evidence_history(timestamp with time zone) OWNER TO durable_job_audit_owner;
+REVOKE ALL ON FUNCTION durable_jobs.control_evidence_history(timestamp with time zone) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.control_evidence_history(timestamp with time zone) TO durable_job_auditor;
 
--- job_status_totals: how many jobs each queue has in each status.
-CREATE FUNCTION durable_jobs.job_status_totals()
-RETURNS TABLE (queue_name text, job_status text, job_count bigint)
+-- control_evidence_records: the control evidence recorded in [p_since,
+-- p_until) (either bound NULL for open), oldest first, with the structured
+-- fields (ticket, approver) and each record's chain hash.
+CREATE OR REPLACE FUNCTION durable_jobs.control_evidence_records(p_since timestamptz, p_until timestamptz)
+RETURNS TABLE (evidence_record_id bigint, evidence_kind text, queue_name text, previous_values jsonb,
+               new_values jsonb, change_reason text, change_ticket text, change_approver text, changed_by_role text,
+               recorded_at timestamptz, record_hash bytea)
 LANGUAGE sql
 STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
-    SELECT j.queue_name, j.job_status::text, pg_catalog.count(*)
-    FROM durable_jobs.job_record j
-    GROUP BY j.queue_name, j.job_status
-    ORDER BY j.queue_name, j.job_status;
-END;
-
--- bundle_migration_version: the bundle version this database was last
--- migrated to and when, from the newest migration evidence record.
-CREATE FUNCTION durable_jobs.bundle_migration_version()
-RETURNS TABLE (migration_version integer, applied_at timestamptz)
-LANGUAGE sql
-STABLE
-SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-BEGIN ATOMIC
-    SELECT CASE WHEN e.evidence_kind = 'migration_applied'
-                THEN (e.new_values ->> 'migration_version')::integer
-                ELSE (e.new_values ->> 'migration_version')::integer - 1 END,
-           e.recorded_at
+    SELECT e.evidence_record_id, e.evidence_kind, e.queue_name, e.previous_values, e.new_values,
+           e.change_reason, e.change_ticket, e.change_approver, e.changed_by_role, e.recorded_at, e.record_hash
     FROM durable_jobs.control_evidence_record e
-    WHERE e.evidence_kind IN ('migration_applied', 'migration_reverted')
-    ORDER BY e.evidence_record_id DESC
-    LIMIT 1;
+    WHERE (p_since IS NULL OR e.recorded_at >= p_since) AND (p_until IS NULL OR e.recorded_at < p_until)
+    ORDER BY e.evidence_record_id;
 END;
 
-ALTER FUNCTION durable_jobs.lease_health_by_queue() OWNER TO durable_job_audit_owner;
-ALTER FUNCTION durable_jobs.queue_lease_policies() OWNER TO durable_job_audit_owner;
-ALTER FUNCTION durable_jobs.control_evidence_history(timestamptz) OWNER TO durable_job_audit_owner;
-ALTER FUNCTION durable_jobs.lease_outcome_totals(timestamptz) OWNER TO durable_job_audit_owner;
-ALTER FUNCTION durable_jobs.job_status_totals() OWNER TO durable_job_audit_owner;
-ALTER FUNCTION durable_jobs.bundle_migration_version() OWNER TO durable_job_audit_owner;
-REVOKE ALL ON FUNCTION durable_jobs.lease_health_by_queue() FROM PUBLIC;
-REVOKE ALL ON FUNCTION durable_jobs.queue_lease_policies() FROM PUBLIC;
-REVOKE ALL ON FUNCTION durable_jobs.control_evidence_history(timestamptz) FROM PUBLIC;
-REVOKE ALL ON FUNCTION durable_jobs.lease_outcome_totals(timestamptz) FROM PUBLIC;
-REVOKE ALL ON FUNCTION durable_jobs.job_status_totals() FROM PUBLIC;
-REVOKE ALL ON FUNCTION durable_jobs.bundle_migration_version() FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION durable_jobs.lease_health_by_queue() TO durable_job_auditor;
-GRANT EXECUTE ON FUNCTION durable_jobs.queue_lease_policies() TO durable_job_auditor;
-GRANT EXECUTE ON FUNCTION durable_jobs.control_evidence_history(timestamptz) TO durable_job_auditor;
-GRANT EXECUTE ON FUNCTION durable_jobs.lease_outcome_totals(timestamptz) TO durable_job_auditor;
-GRANT EXECUTE ON FUNCTION durable_jobs.job_status_totals() TO durable_job_auditor;
-GRANT EXECUTE ON FUNCTION durable_jobs.bundle_migration_version() TO durable_job_auditor;
+ALTER FUNCTION durable_jobs.control_evidence_records(timestamp with time zone, timestamp with time zone) OWNER TO durable_job_audit_owner;
+REVOKE ALL ON FUNCTION durable_jobs.control_evidence_records(timestamp with time zone, timestamp with time zone) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.control_evidence_records(timestamp with time zone, timestamp with time zone) TO durable_job_auditor;
+
+-- control_evidence_chain: the hash chain of the control evidence, oldest
+-- first: each record's id, kind and time, the digest of its content as
+-- stored now (evidence_content_digest), and the previous_record_hash and
+-- record_hash it was written with. A record is intact when record_hash =
+-- sha256(previous_record_hash || content_digest) and previous_record_hash is
+-- the record_hash of the record before it (32 zero bytes for the first):
+-- `leasectl audit` (AUDIT-EVIDENCE-CHAIN) checks both. No reason or value
+-- is returned.
+CREATE OR REPLACE FUNCTION durable_jobs.control_evidence_chain()
+RETURNS TABLE (evidence_record_id bigint, evidence_kind text, recorded_at timestamptz, content_digest bytea,
+               previous_record_hash bytea, record_hash bytea)
+LANGUAGE sql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT e.evidence_record_id, e.evidence_kind, e.recorded_at,
+           durable_jobs.evidence_content_digest(e.evidence_record_id, e.evidence_kind, e.queue_name, e.previous_values,
+               e.new_values, e.change_reason, e.changed_by_role, e.recorded_at, e.change_ticket, e.change_approver),
+           e.previous_record_hash, e.record_hash
+    FROM durable_jobs.control_evidence_record e
+    ORDER BY e.evidence_record_id;
+END;
+
+ALTER FUNCTION durable_jobs.control_evidence_chain() OWNER TO durable_job_audit_owner;
+REVOKE ALL ON FUNCTION durable_jobs.control_evidence_chain() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.control_evidence_chain() TO durable_job_auditor;
+
+-- policy_evidence_mismatches: one row per queue whose live policy row is not
+-- what its last lease_policy_changed record says it became (values compared
+-- as durations, so '1 day' equals '24:00:00'), and per queue whose last
+-- record says it has a row of its own that is now missing (or the reverse).
+-- Empty when the policy table and the evidence agree.
+CREATE OR REPLACE FUNCTION durable_jobs.policy_evidence_mismatches()
+RETURNS TABLE (queue_name text, mismatch text)
+LANGUAGE sql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    WITH last_record AS (
+        SELECT DISTINCT ON (e.queue_name) e.queue_name, e.new_values
+        FROM durable_jobs.control_evidence_record e
+        WHERE e.evidence_kind = 'lease_policy_changed' AND e.queue_name IS NOT NULL
+        ORDER BY e.queue_name, e.evidence_record_id DESC
+    ),
+    evidenced AS (
+        SELECT l.queue_name, l.new_values,
+               COALESCE(l.new_values ->> 'policy_queue_name', CASE WHEN l.new_values ? 'policy_queue_name'
+                                                                   THEN NULL ELSE l.queue_name END) = l.queue_name AS has_row
+        FROM last_record l
+    )
+    SELECT COALESCE(p.queue_name, v.queue_name),
+           CASE WHEN v.queue_name IS NULL THEN 'policy row has no evidence record'
+                WHEN p.queue_name IS NULL AND v.has_row THEN 'policy row in the evidence is missing from the table'
+                WHEN p.queue_name IS NOT NULL AND NOT v.has_row THEN 'policy row exists but the evidence says it was removed'
+                ELSE 'policy differs from what its last evidence record says' END
+    FROM durable_jobs.queue_lease_policy p
+    FULL JOIN evidenced v ON v.queue_name = p.queue_name
+    WHERE v.queue_name IS NULL
+       OR (p.queue_name IS NULL AND v.has_row)
+       OR (p.queue_name IS NOT NULL AND NOT v.has_row)
+       OR (p.queue_name IS NOT NULL AND (
+              (v.new_values ->> 'lease_duration')::interval IS DISTINCT FROM p.lease_duration
+           OR (v.new_values ->> 'renewal_interval')::interval IS DISTINCT FROM p.renewal_interval
+           OR (v.new_values ->> 'max_claim_lifetime')::interval IS DISTINCT FROM p.max_claim_lifetime
+           OR (v.new_values ->> 'renewal_enabled')::boolean IS DISTINCT FROM p.renewal_enabled))
+    ORDER BY 1;
+END;
+
+ALTER FUNCTION durable_jobs.policy_evidence_mismatches() OWNER TO durable_job_audit_owner;
+REVOKE ALL ON FUNCTION durable_jobs.policy_evidence_mismatches() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.policy_evidence_mismatches() TO durable_job_auditor;

@@ -1,3 +1,15 @@
+-- Change control: what a recorded change must carry (ticket, approver), and who may change that.
+--
+-- The current definition of each function of this family, edited in place.
+-- A change reaches databases through a new migration that includes this
+-- file; released migrations hold their own frozen copy (see sql/doc.go).
+--
+-- Below, the notes written with the versions the current definitions come
+-- from, newest first. They name the files as they were then; each
+-- migration's frozen SQL under sql/migrations holds the whole text.
+
+-- Notes of migration 015 (change_control.sql in its frozen SQL):
+--
 -- Change control (migration 015): the operator's setting that every change
 -- record is checked against (require_structured_change, evidence_guard_v3.sql).
 --
@@ -6,9 +18,17 @@
 --   set_change_control     an operator changes it, recorded as control
 --                          evidence (change_control_changed) like a policy change
 
+-- Notes of migration 015 (evidence_guard_v3.sql in its frozen SQL):
+--
+-- Evidence guard, version 3 (migration 015): only require_structured_change
+-- changes; every other function of the family stays as evidence_guard_v2.sql
+-- installs it. The ticket pattern and the approver rules now come from the
+-- operator's change-control setting (durable_jobs.change_control_setting,
+-- change_control.sql) instead of being fixed.
+
 -- change_control: the one row of durable_jobs.change_control_setting.
 -- Takes no lock.
-CREATE FUNCTION durable_jobs.change_control()
+CREATE OR REPLACE FUNCTION durable_jobs.change_control()
 RETURNS TABLE(ticket_pattern text, require_approver boolean, approver_must_differ boolean,
               changed_at timestamptz, changed_by_role text)
 LANGUAGE sql
@@ -20,6 +40,10 @@ BEGIN ATOMIC
     FROM durable_jobs.change_control_setting s;
 END;
 
+ALTER FUNCTION durable_jobs.change_control() OWNER TO durable_job_policy_owner;
+REVOKE ALL ON FUNCTION durable_jobs.change_control() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.change_control() TO durable_job_auditor, durable_job_operator;
+
 -- set_change_control: sets the change-control setting. Raises LF003 and
 -- changes nothing when a value is NULL or the ticket pattern is not 1 to 200
 -- characters or not a valid regular expression; LF002
@@ -28,7 +52,7 @@ END;
 -- change_control_changed evidence record with the previous and new values,
 -- reason, ticket, approver and session_user. Locks: the evidence-order lock
 -- (lock_timeout 10 s, then 55P03 and nothing changed).
-CREATE FUNCTION durable_jobs.set_change_control(p_ticket_pattern text, p_require_approver boolean,
+CREATE OR REPLACE FUNCTION durable_jobs.set_change_control(p_ticket_pattern text, p_require_approver boolean,
     p_approver_must_differ boolean, p_change_reason text, p_change_ticket text, p_change_approver text DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql
@@ -69,9 +93,58 @@ BEGIN
 END;
 $function$;
 
-ALTER FUNCTION durable_jobs.change_control() OWNER TO durable_job_policy_owner;
 ALTER FUNCTION durable_jobs.set_change_control(text, boolean, boolean, text, text, text) OWNER TO durable_job_policy_owner;
-REVOKE ALL ON FUNCTION durable_jobs.change_control() FROM PUBLIC;
 REVOKE ALL ON FUNCTION durable_jobs.set_change_control(text, boolean, boolean, text, text, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION durable_jobs.change_control() TO durable_job_auditor, durable_job_operator;
 GRANT EXECUTE ON FUNCTION durable_jobs.set_change_control(text, boolean, boolean, text, text, text) TO durable_job_operator;
+
+-- require_structured_change: raises LF002, naming the rule and never the
+-- value, unless a change record is structured: a reason that is plain text
+-- (is_plain_change_reason) and does not look like personal data or a secret
+-- (looks_personal_or_secret); a ticket, when given, of plain text of at
+-- most 100 characters matching the setting's ticket_pattern (default
+-- ^[A-Z][A-Z0-9]+-[0-9]+$); an approver, when given,
+-- that is an existing login role; an approver at all when require_approver
+-- is set; and an approver other than session_user when
+-- approver_must_differ is set (the default, as before version 3). Takes no
+-- lock.
+CREATE OR REPLACE FUNCTION durable_jobs.require_structured_change(p_change_reason text, p_change_ticket text, p_change_approver text)
+RETURNS void
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_setting durable_jobs.change_control_setting;
+BEGIN
+    SELECT s.* INTO STRICT v_setting FROM durable_jobs.change_control_setting s;
+    IF p_change_reason IS NULL OR NOT durable_jobs.is_plain_change_reason(p_change_reason) THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'The change reason must be 1 to 500 characters, not blank, without control or bidirectional-control characters.';
+    END IF;
+    IF durable_jobs.looks_personal_or_secret(p_change_reason) THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'The change reason looks like it holds personal data or a secret (a resident registration, card or phone number, an e-mail address or a credential); evidence is append-only and kept, so give a ticket reference instead.';
+    END IF;
+    IF p_change_ticket IS NOT NULL AND (pg_catalog.length(p_change_ticket) > 100
+       OR NOT durable_jobs.is_plain_change_reason(p_change_ticket) OR p_change_ticket !~ v_setting.ticket_pattern) THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'The change ticket must be plain text of at most 100 characters matching the change-control ticket pattern (durable_jobs.change_control()).';
+    END IF;
+    IF p_change_approver IS NULL AND v_setting.require_approver THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'Change control requires an approver for every change.';
+    END IF;
+    IF p_change_approver IS NOT NULL AND NOT EXISTS (
+           SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname = p_change_approver AND r.rolcanlogin) THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'The approver must be an existing login role.';
+    END IF;
+    IF p_change_approver = SESSION_USER AND v_setting.approver_must_differ THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'Change control requires the approver to be another login than the one making the change.';
+    END IF;
+END;
+$function$;
+
+REVOKE ALL ON FUNCTION durable_jobs.require_structured_change(text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.require_structured_change(text, text, text) TO durable_job_policy_owner, durable_job_retention_owner;

@@ -1,3 +1,15 @@
+-- Operator job views: list and inspect jobs without their payloads.
+--
+-- The current definition of each function of this family, edited in place.
+-- A change reaches databases through a new migration that includes this
+-- file; released migrations hold their own frozen copy (see sql/doc.go).
+--
+-- Below, the notes written with the versions the current definitions come
+-- from, newest first. They name the files as they were then; each
+-- migration's frozen SQL under sql/migrations holds the whole text.
+
+-- Notes of migration 007 (job_admin.sql in its frozen SQL):
+--
 -- Operator job views: payload-blind reads of individual jobs for the
 -- operator (leasectl jobs list / show). They return lifecycle columns only:
 -- never the payload, the claim token, its digest, the owner id, the login
@@ -12,7 +24,7 @@
 -- last id of the previous page). Raises LF003 for a malformed queue name,
 -- a status that is not a job_status_kind, or p_max_jobs NULL or outside 1
 -- to 1000.
-CREATE FUNCTION durable_jobs.operator_list_jobs(
+CREATE OR REPLACE FUNCTION durable_jobs.operator_list_jobs(
     p_queue_name text DEFAULT NULL, p_job_status text DEFAULT NULL,
     p_after_job_record_id bigint DEFAULT NULL, p_max_jobs integer DEFAULT 50)
 RETURNS TABLE (job_record_id bigint, queue_name text, job_status text, attempt_number integer,
@@ -49,9 +61,13 @@ BEGIN
 END;
 $function$;
 
+ALTER FUNCTION durable_jobs.operator_list_jobs(text, text, bigint, integer) OWNER TO durable_job_audit_owner;
+REVOKE ALL ON FUNCTION durable_jobs.operator_list_jobs(text, text, bigint, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.operator_list_jobs(text, text, bigint, integer) TO durable_job_operator;
+
 -- operator_job_detail: the same columns for one job. Zero rows for an
 -- unknown id. Raises LF003 for a NULL id.
-CREATE FUNCTION durable_jobs.operator_job_detail(p_job_record_id bigint)
+CREATE OR REPLACE FUNCTION durable_jobs.operator_job_detail(p_job_record_id bigint)
 RETURNS TABLE (job_record_id bigint, queue_name text, job_status text, attempt_number integer,
                max_attempts integer, lease_fencing_generation bigint, lease_expires_at timestamptz,
                lease_renewal_count bigint, failure_reason_code text, run_after timestamptz,
@@ -74,9 +90,6 @@ BEGIN
 END;
 $function$;
 
-ALTER FUNCTION durable_jobs.operator_list_jobs(text, text, bigint, integer) OWNER TO durable_job_audit_owner;
 ALTER FUNCTION durable_jobs.operator_job_detail(bigint) OWNER TO durable_job_audit_owner;
-REVOKE ALL ON FUNCTION durable_jobs.operator_list_jobs(text, text, bigint, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION durable_jobs.operator_job_detail(bigint) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION durable_jobs.operator_list_jobs(text, text, bigint, integer) TO durable_job_operator;
 GRANT EXECUTE ON FUNCTION durable_jobs.operator_job_detail(bigint) TO durable_job_operator;

@@ -1,3 +1,40 @@
+-- Retention and erasure (operators).
+--
+-- The current definition of each function of this family, edited in place.
+-- A change reaches databases through a new migration that includes this
+-- file; released migrations hold their own frozen copy (see sql/doc.go).
+--
+-- Below, the notes written with the versions the current definitions come
+-- from, newest first. They name the files as they were then; each
+-- migration's frozen SQL under sql/migrations holds the whole text.
+
+-- Notes of migration 019 (retention_v3.sql in its frozen SQL):
+--
+-- Retention, version 3 (migration 019): only purge_expired_job_data
+-- changes. Migration 019 drops the foreign keys of job_payload_record and
+-- job_outcome_ledger to job_record (each INSERT of a payload or an outcome
+-- ran the key's check, a query and a row lock per row, on every enqueue and
+-- completion), so their ON DELETE CASCADE is gone too: the purge deletes a
+-- purged job's payload and outcome ledger rows itself, in the statement that
+-- deletes the job. Everything else stays as retention.sql and
+-- retention_v2.sql install it.
+
+-- Notes of migration 014 (retention_v2.sql in its frozen SQL):
+--
+-- The retention and erasure family, version 2 (migration 014; 005 installs
+-- retention.sql): only set_queue_retention_policy and erase_job_payload
+-- change, so only they are here. Version 1 refused a reason that was blank,
+-- too long or held a control character, and nothing else: a reason naming a
+-- person, a card or a password went into append-only evidence that can never
+-- be erased. Version 2 also passes every reason through
+-- require_structured_change (the evidence-chain migration's check of policy
+-- change reasons: LF002 for what looks like personal data or a secret), as
+-- set_queue_lease_policy does. Owner, settings and grants are unchanged; the
+-- owner, durable_job_retention_owner, is granted EXECUTE on that check and
+-- the helpers it calls by the migration.
+
+-- Notes of migration 005 (retention.sql in its frozen SQL):
+--
 -- The retention and erasure family (first version, installed by the
 -- retention migration). Owned by durable_job_retention_owner, which may
 -- delete finished jobs, delete payload rows and clear result documents,
@@ -5,39 +42,19 @@
 -- job_outcome_ledger.result_document: it removes personal data without
 -- being able to read it. Executable by durable_job_operator only.
 
--- require_valid_change_reason: private helper that refuses (p_sqlstate) a
--- change reason that is NULL, blank, over 500 characters or holds a control
--- character (newline, tab, escape...), so evidence stays one printable line.
--- The message never repeats the reason. Takes no lock.
-CREATE FUNCTION durable_jobs.require_valid_change_reason(p_change_reason text, p_sqlstate text)
-RETURNS void
-LANGUAGE plpgsql
-IMMUTABLE
-SET search_path = pg_catalog, pg_temp
-AS $function$
-BEGIN
-    IF p_change_reason IS NULL OR p_change_reason !~ '[^[:space:]]' OR pg_catalog.length(p_change_reason) > 500
-       OR p_change_reason ~ '[[:cntrl:]]' THEN
-        RAISE EXCEPTION USING
-            ERRCODE = p_sqlstate,
-            MESSAGE = 'invalid change reason',
-            DETAIL = 'A change reason is 1 to 500 characters, not blank, without control characters (newlines, tabs).';
-    END IF;
-END;
-$function$;
-
 -- set_queue_retention_policy: sets how long one queue's finished jobs
 -- (SUCCEEDED, FAILED, CANCELLED, aged by status_changed_at) keep their
 -- payload and result documents, and how long their row and outcome ledger
 -- are kept ('*' is the default for queues without their own). Valid only
 -- when every value is non-NULL, 1 hour <= payload_retention <=
 -- record_retention <= 3650 days, the reason is valid (see
--- require_valid_change_reason) and the queue name is '*' or well-formed.
--- Otherwise LF002 and nothing changes. Appends retention_policy_changed
+-- require_valid_change_reason), does not look like personal data or a
+-- secret (require_structured_change) and the queue name is '*' or
+-- well-formed. Otherwise LF002 and nothing changes. Appends retention_policy_changed
 -- control evidence (old and new values, reason, session_user, database
 -- time). Locks the queue's policy row (and the default's) and takes the
 -- evidence-order advisory lock.
-CREATE FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval,
+CREATE OR REPLACE FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval,
     p_record_retention interval, p_change_reason text)
 RETURNS void
 LANGUAGE plpgsql
@@ -59,6 +76,7 @@ BEGIN
             DETAIL = 'Need 1 hour <= payload_retention <= record_retention <= 3650 days.';
     END IF;
     PERFORM durable_jobs.require_valid_change_reason(p_change_reason, 'LF002');
+    PERFORM durable_jobs.require_structured_change(p_change_reason, NULL, NULL);
     -- Evidence writers run one at a time, in commit order (the bundle's
     -- evidence-order advisory key, taken inline so this family needs no
     -- other migration's helper).
@@ -88,9 +106,13 @@ BEGIN
 END;
 $function$;
 
+ALTER FUNCTION durable_jobs.set_queue_retention_policy(text, interval, interval, text) OWNER TO durable_job_retention_owner;
+REVOKE ALL ON FUNCTION durable_jobs.set_queue_retention_policy(text, interval, interval, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.set_queue_retention_policy(text, interval, interval, text) TO durable_job_operator;
+
 -- queue_retention_policies: every queue's retention policy, the default '*'
 -- included, ordered by queue name. Takes no lock.
-CREATE FUNCTION durable_jobs.queue_retention_policies()
+CREATE OR REPLACE FUNCTION durable_jobs.queue_retention_policies()
 RETURNS TABLE (queue_name text, payload_retention interval, record_retention interval,
                changed_at timestamptz, changed_by_role text)
 LANGUAGE sql
@@ -103,11 +125,16 @@ BEGIN ATOMIC
     ORDER BY p.queue_name;
 END;
 
+ALTER FUNCTION durable_jobs.queue_retention_policies() OWNER TO durable_job_retention_owner;
+REVOKE ALL ON FUNCTION durable_jobs.queue_retention_policies() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.queue_retention_policies() TO durable_job_operator;
+
 -- purge_expired_job_data: applies the retention policies to at most
 -- p_batch_size finished jobs (1 to 10,000, else LF003) and returns what it
 -- removed, one row per queue and kind:
 --   job_record  jobs past their record retention: the row is deleted with
---               its payload and outcome ledger;
+--               its payload and outcome ledger (in the same statement; no
+--               foreign key cascades since migration 019);
 --   payload     jobs past their payload retention that still had a payload:
 --               the payload is deleted and every result document of the job
 --               in the outcome ledger is set to NULL; the row stays.
@@ -118,7 +145,7 @@ END;
 -- no row. When it removed anything, it appends one job_data_purged control
 -- evidence record with the counts per queue and kind (never a job id).
 -- Control evidence itself is never purged.
-CREATE FUNCTION durable_jobs.purge_expired_job_data(p_batch_size integer)
+CREATE OR REPLACE FUNCTION durable_jobs.purge_expired_job_data(p_batch_size integer)
 RETURNS TABLE (queue_name text, purge_kind text, purged_count bigint)
 LANGUAGE plpgsql
 VOLATILE
@@ -150,6 +177,16 @@ BEGIN
         USING doomed
         WHERE j.job_record_id = doomed.job_record_id
         RETURNING j.queue_name
+    ), gone_payloads AS (
+        -- Since migration 019 no foreign key deletes these with the job:
+        -- its payload and outcome ledger rows go in the same statement.
+        DELETE FROM durable_jobs.job_payload_record pr
+        USING doomed
+        WHERE pr.job_record_id = doomed.job_record_id
+    ), gone_outcomes AS (
+        DELETE FROM durable_jobs.job_outcome_ledger l
+        USING doomed
+        WHERE l.job_record_id = doomed.job_record_id
     )
     SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('queue_name', c.queue_name,
                'purge_kind', 'job_record', 'purged_count', c.n) ORDER BY c.queue_name), '[]')
@@ -206,6 +243,10 @@ BEGIN
 END;
 $function$;
 
+ALTER FUNCTION durable_jobs.purge_expired_job_data(integer) OWNER TO durable_job_retention_owner;
+REVOKE ALL ON FUNCTION durable_jobs.purge_expired_job_data(integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.purge_expired_job_data(integer) TO durable_job_operator;
+
 -- erase_job_payload: erases one finished job's payload and every result
 -- document of it in the outcome ledger, for a data-subject request, and
 -- keeps its lifecycle row (status, attempts, failure reason code). true when
@@ -216,8 +257,12 @@ $function$;
 -- job's status, the reason, session_user and database time; never the job
 -- id (auditors read evidence, and auditor output carries no job ids) or
 -- anything of the payload. Locks the job row (waits for a terminal write
--- or cancel in progress). Raises LF003 for a NULL id or an invalid reason.
-CREATE FUNCTION durable_jobs.erase_job_payload(p_job_record_id bigint, p_change_reason text)
+-- or cancel in progress). Raises LF003 for a NULL id or an invalid reason
+-- (blank, over 500 characters, a control character), and LF002
+-- (require_structured_change) for a reason that looks like personal data
+-- or a secret or holds a bidirectional-control character: nothing is
+-- erased then.
+CREATE OR REPLACE FUNCTION durable_jobs.erase_job_payload(p_job_record_id bigint, p_change_reason text)
 RETURNS boolean
 LANGUAGE plpgsql
 VOLATILE
@@ -232,6 +277,7 @@ BEGIN
         RAISE EXCEPTION 'job id is required' USING ERRCODE = 'LF003';
     END IF;
     PERFORM durable_jobs.require_valid_change_reason(p_change_reason, 'LF003');
+    PERFORM durable_jobs.require_structured_change(p_change_reason, NULL, NULL);
 
     SELECT j.job_status, j.queue_name INTO v_status, v_queue
     FROM durable_jobs.job_record j
@@ -263,17 +309,6 @@ BEGIN
 END;
 $function$;
 
-ALTER FUNCTION durable_jobs.require_valid_change_reason(text, text) OWNER TO durable_job_retention_owner;
-ALTER FUNCTION durable_jobs.set_queue_retention_policy(text, interval, interval, text) OWNER TO durable_job_retention_owner;
-ALTER FUNCTION durable_jobs.queue_retention_policies() OWNER TO durable_job_retention_owner;
-ALTER FUNCTION durable_jobs.purge_expired_job_data(integer) OWNER TO durable_job_retention_owner;
 ALTER FUNCTION durable_jobs.erase_job_payload(bigint, text) OWNER TO durable_job_retention_owner;
-REVOKE ALL ON FUNCTION durable_jobs.require_valid_change_reason(text, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION durable_jobs.set_queue_retention_policy(text, interval, interval, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION durable_jobs.queue_retention_policies() FROM PUBLIC;
-REVOKE ALL ON FUNCTION durable_jobs.purge_expired_job_data(integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION durable_jobs.erase_job_payload(bigint, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION durable_jobs.set_queue_retention_policy(text, interval, interval, text) TO durable_job_operator;
-GRANT EXECUTE ON FUNCTION durable_jobs.queue_retention_policies() TO durable_job_operator;
-GRANT EXECUTE ON FUNCTION durable_jobs.purge_expired_job_data(integer) TO durable_job_operator;
 GRANT EXECUTE ON FUNCTION durable_jobs.erase_job_payload(bigint, text) TO durable_job_operator;

@@ -1,0 +1,337 @@
+-- Control evidence: the order lock, the hash chain, the append-only guard, the reason checks and the policy-table trigger.
+--
+-- The current definition of each function of this family, edited in place.
+-- A change reaches databases through a new migration that includes this
+-- file; released migrations hold their own frozen copy (see sql/doc.go).
+--
+-- Below, the notes written with the versions the current definitions come
+-- from, newest first. They name the files as they were then; each
+-- migration's frozen SQL under sql/migrations holds the whole text.
+
+-- Notes of migration 006 (evidence_guard_v2.sql in its frozen SQL):
+--
+-- Evidence guard, version 2 (the evidence-chain migration, *_evidence_chain.sql): what version 1
+-- (evidence_guard.sql: refuse_evidence_change, unchanged and still in force)
+-- keeps append-only, this version makes tamper-evident and complete.
+--
+--   evidence_content_digest  sha256 of one record's content
+--   chain_evidence_record    BEFORE INSERT: links each record to the one before
+--   stamp_policy_change      BEFORE INSERT/UPDATE on queue_lease_policy
+--   record_policy_change     AFTER INSERT/UPDATE/DELETE on queue_lease_policy:
+--                            the evidence comes from the change itself
+--   refuse_policy_truncate   BEFORE TRUNCATE on queue_lease_policy
+--   looks_personal_or_secret, passes_luhn, require_structured_change:
+--                            the checks every change record passes
+
+-- Notes of migration 005 (retention.sql in its frozen SQL):
+--
+-- The retention and erasure family (first version, installed by the
+-- retention migration). Owned by durable_job_retention_owner, which may
+-- delete finished jobs, delete payload rows and clear result documents,
+-- but holds no SELECT on job_payload_record.job_payload or on
+-- job_outcome_ledger.result_document: it removes personal data without
+-- being able to read it. Executable by durable_job_operator only.
+
+-- lock_evidence_order: every writer of control evidence calls this before
+-- it reads what it records and before it inserts, so evidence writers run
+-- one at a time and each record's id and recorded_at come after those of
+-- every record committed before it: an export by id never skips a record
+-- that commits later. A transaction-level advisory lock on the bundle's key
+-- (1279655936 = 'LF' << 16, 1); released at commit or rollback. Waits for
+-- another evidence writer's open transaction.
+CREATE OR REPLACE FUNCTION durable_jobs.lock_evidence_order()
+RETURNS void
+LANGUAGE sql
+VOLATILE
+SET search_path = pg_catalog, pg_temp
+RETURN pg_catalog.pg_advisory_xact_lock(1279655936, 1);
+
+REVOKE ALL ON FUNCTION durable_jobs.lock_evidence_order() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.lock_evidence_order() TO durable_job_policy_owner, durable_job_retention_owner;
+
+-- evidence_content_digest: sha256 over one evidence record's content (its
+-- id, kind, queue, previous and new values, reason, changed-by role,
+-- recorded time as epoch seconds, ticket and approver), serialised as a
+-- jsonb array's text, which is the same for the same values on every
+-- server. NULL fields are part of the content. Takes no lock.
+CREATE OR REPLACE FUNCTION durable_jobs.evidence_content_digest(p_evidence_record_id bigint, p_evidence_kind text,
+    p_queue_name text, p_previous_values jsonb, p_new_values jsonb, p_change_reason text, p_changed_by_role text,
+    p_recorded_at timestamptz, p_change_ticket text, p_change_approver text)
+RETURNS bytea
+LANGUAGE sql
+IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+RETURN pg_catalog.sha256(pg_catalog.convert_to(pg_catalog.jsonb_build_array(
+    p_evidence_record_id, p_evidence_kind, p_queue_name, p_previous_values, p_new_values, p_change_reason,
+    p_changed_by_role, (EXTRACT(epoch FROM p_recorded_at))::text, p_change_ticket, p_change_approver)::text, 'UTF8'));
+
+REVOKE ALL ON FUNCTION durable_jobs.evidence_content_digest(bigint, text, text, jsonb, jsonb, text, text, timestamp with time zone, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.evidence_content_digest(bigint, text, text, jsonb, jsonb, text, text, timestamp with time zone, text, text) TO durable_job_policy_owner, durable_job_audit_owner, durable_job_retention_owner;
+
+-- chain_evidence_record: BEFORE INSERT trigger on control_evidence_record.
+-- Under the evidence-order lock (lock_evidence_order) it sets the new
+-- record's previous_record_hash to the record_hash of the record with the
+-- highest id (32 zero bytes for the first) and its record_hash to
+-- sha256(previous_record_hash || evidence_content_digest(...)), so chain
+-- order is id order is commit order. Raises LF003 when the transaction is
+-- not READ COMMITTED (an older snapshot could miss the last record) or when
+-- the new id is not above every committed id (the writer drew its id before
+-- taking the lock); nothing is written then.
+CREATE OR REPLACE FUNCTION durable_jobs.chain_evidence_record()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_last_id bigint;
+    v_last_hash bytea;
+BEGIN
+    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'control evidence must be written in a READ COMMITTED transaction' USING ERRCODE = 'LF003',
+            HINT = 'An older snapshot could miss the record committed last, which the new record chains to.';
+    END IF;
+    PERFORM durable_jobs.lock_evidence_order();
+    SELECT e.evidence_record_id, e.record_hash INTO v_last_id, v_last_hash
+    FROM durable_jobs.control_evidence_record e
+    ORDER BY e.evidence_record_id DESC
+    LIMIT 1;
+    IF v_last_id >= NEW.evidence_record_id THEN
+        RAISE EXCEPTION 'control evidence record written out of order' USING ERRCODE = 'LF003',
+            HINT = 'Take durable_jobs.lock_evidence_order() before inserting, so ids follow commit order.';
+    END IF;
+    NEW.previous_record_hash := COALESCE(v_last_hash, pg_catalog.decode(pg_catalog.repeat('00', 32), 'hex'));
+    NEW.record_hash := pg_catalog.sha256(NEW.previous_record_hash || durable_jobs.evidence_content_digest(
+        NEW.evidence_record_id, NEW.evidence_kind, NEW.queue_name, NEW.previous_values, NEW.new_values,
+        NEW.change_reason, NEW.changed_by_role, NEW.recorded_at, NEW.change_ticket, NEW.change_approver));
+    RETURN NEW;
+END;
+$function$;
+
+REVOKE ALL ON FUNCTION durable_jobs.chain_evidence_record() FROM PUBLIC;
+
+-- refuse_evidence_change: trigger that keeps control_evidence_record
+-- append-only. Fires before UPDATE, DELETE (per row) and TRUNCATE (per
+-- statement) for every role, the table owner included.
+-- Raises LF004 (evidence is append-only). Takes no lock of its own.
+CREATE OR REPLACE FUNCTION durable_jobs.refuse_evidence_change()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $function$
+BEGIN
+    RAISE EXCEPTION USING
+        ERRCODE = 'LF004',
+        MESSAGE = 'control evidence is append-only',
+        DETAIL = pg_catalog.format('%s on %s is refused', TG_OP, TG_TABLE_NAME),
+        HINT = 'Append a new evidence record instead.';
+END;
+$function$;
+
+ALTER FUNCTION durable_jobs.refuse_evidence_change() OWNER TO durable_job_evidence_owner;
+REVOKE ALL ON FUNCTION durable_jobs.refuse_evidence_change() FROM PUBLIC;
+
+-- looks_personal_or_secret: true when free text given for append-only
+-- evidence looks like personal data or a secret: a Korean resident
+-- registration number (\d{6}-?[1-4]\d{6}), a run of 13 to 19 digits (spaces
+-- or hyphens between them allowed) that passes the Luhn check, an e-mail
+-- address, a phone number (0 followed by 9 to 10 more digits in the usual
+-- groups, or + and 8 or more digits), or a credential assignment
+-- (password=, passwd=, pwd=, pw=, secret=, token=, api_key=, also with ':').
+-- NULL in, NULL out. A heuristic: it refuses what looks like such data and
+-- cannot prove its absence. Takes no lock.
+CREATE OR REPLACE FUNCTION durable_jobs.looks_personal_or_secret(p_text text)
+RETURNS boolean
+LANGUAGE sql
+IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+RETURN p_text ~ '(^|[^0-9])[0-9]{6}-?[1-4][0-9]{6}([^0-9]|$)'
+    OR p_text ~ '[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}'
+    OR p_text ~ '(^|[^0-9])0[0-9]{1,2}[ .-]?[0-9]{3,4}[ .-]?[0-9]{4}([^0-9]|$)'
+    OR p_text ~ '\+[0-9][0-9 .-]{7,}[0-9]'
+    OR p_text ~* '(password|passwd|pwd|pw|secret|token|api[_-]?key)[[:space:]]*[=:]'
+    OR EXISTS (SELECT 1
+               FROM pg_catalog.regexp_matches(p_text, '[0-9](?:[ -]?[0-9]){12,18}', 'g') AS m(candidate)
+               WHERE durable_jobs.passes_luhn(pg_catalog.regexp_replace(m.candidate[1], '[ -]', '', 'g')));
+
+REVOKE ALL ON FUNCTION durable_jobs.looks_personal_or_secret(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.looks_personal_or_secret(text) TO durable_job_policy_owner, durable_job_retention_owner;
+
+-- passes_luhn: true when a string of 13 to 19 decimal digits passes the
+-- Luhn check that payment card numbers carry. NULL in, NULL out.
+CREATE OR REPLACE FUNCTION durable_jobs.passes_luhn(p_digits text)
+RETURNS boolean
+LANGUAGE sql
+IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+RETURN p_digits ~ '^[0-9]{13,19}$' AND (
+    SELECT pg_catalog.sum(CASE WHEN (pg_catalog.length(p_digits) - i) % 2 = 1
+                               THEN (pg_catalog.substr(p_digits, i, 1)::integer * 2) % 10
+                                    + (pg_catalog.substr(p_digits, i, 1)::integer * 2) / 10
+                               ELSE pg_catalog.substr(p_digits, i, 1)::integer END) % 10 = 0
+    FROM pg_catalog.generate_series(1, pg_catalog.length(p_digits)) AS g(i));
+
+REVOKE ALL ON FUNCTION durable_jobs.passes_luhn(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.passes_luhn(text) TO durable_job_policy_owner, durable_job_retention_owner;
+
+-- is_plain_change_reason: true when an operator's change reason is 1 to 500
+-- characters, not blank, and has no control character (C0, DEL, C1: ESC,
+-- newlines and tabs included) and no bidirectional-control or line/paragraph
+-- separator character (U+061C, U+200E, U+200F, U+2028 to U+202E, U+2066 to
+-- U+2069) that could make evidence read differently from what it holds.
+-- NULL in, NULL out. Takes no lock.
+CREATE OR REPLACE FUNCTION durable_jobs.is_plain_change_reason(p_change_reason text)
+RETURNS boolean
+LANGUAGE sql
+IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+RETURN p_change_reason ~ '[^[:space:]]'
+   AND pg_catalog.length(p_change_reason) <= 500
+   AND p_change_reason !~ '[\x01-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]';
+
+REVOKE ALL ON FUNCTION durable_jobs.is_plain_change_reason(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.is_plain_change_reason(text) TO durable_job_policy_owner, durable_job_retention_owner;
+
+-- require_valid_change_reason: private helper that refuses (p_sqlstate) a
+-- change reason that is NULL, blank, over 500 characters or holds a control
+-- character (newline, tab, escape...), so evidence stays one printable line.
+-- The message never repeats the reason. Takes no lock.
+CREATE OR REPLACE FUNCTION durable_jobs.require_valid_change_reason(p_change_reason text, p_sqlstate text)
+RETURNS void
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $function$
+BEGIN
+    IF p_change_reason IS NULL OR p_change_reason !~ '[^[:space:]]' OR pg_catalog.length(p_change_reason) > 500
+       OR p_change_reason ~ '[[:cntrl:]]' THEN
+        RAISE EXCEPTION USING
+            ERRCODE = p_sqlstate,
+            MESSAGE = 'invalid change reason',
+            DETAIL = 'A change reason is 1 to 500 characters, not blank, without control characters (newlines, tabs).';
+    END IF;
+END;
+$function$;
+
+ALTER FUNCTION durable_jobs.require_valid_change_reason(text, text) OWNER TO durable_job_retention_owner;
+REVOKE ALL ON FUNCTION durable_jobs.require_valid_change_reason(text, text) FROM PUBLIC;
+
+-- record_policy_change: AFTER INSERT OR UPDATE OR DELETE row trigger on
+-- queue_lease_policy, SECURITY DEFINER (owned by durable_job_policy_owner),
+-- so every change of the table is recorded, however it was made. Appends a
+-- lease_policy_changed record with the queue's effective policy before and
+-- after (its own row, else the default '*'; policy_queue_name says which;
+-- {"policy_queue_name": null} when none is left), and a
+-- renewal_enablement_changed record when the effective enablement flips.
+-- changed_by_role is session_user (the evidence table's default), never the
+-- row's changed_by_role column. The reason, ticket and approver come from
+-- the transaction-local settings leasefence.change_reason,
+-- leasefence.change_ticket and leasefence.change_approver, which
+-- set_queue_lease_policy sets; a change without a reason is recorded as
+-- 'direct table change without a reason'. Raises LF002
+-- (require_structured_change) when a given setting is not acceptable, so
+-- the change is refused. Takes the evidence-order lock (lock_timeout 10 s).
+CREATE OR REPLACE FUNCTION durable_jobs.record_policy_change()
+RETURNS trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '10s'
+AS $function$
+DECLARE
+    v_reason text := COALESCE(NULLIF(pg_catalog.current_setting('leasefence.change_reason', true), ''),
+                              'direct table change without a reason');
+    v_ticket text := NULLIF(pg_catalog.current_setting('leasefence.change_ticket', true), '');
+    v_approver text := NULLIF(pg_catalog.current_setting('leasefence.change_approver', true), '');
+    v_queue text;
+    v_previous jsonb;
+    v_previous_enabled boolean;
+    v_new jsonb;
+    v_new_enabled boolean;
+BEGIN
+    PERFORM durable_jobs.require_structured_change(v_reason, v_ticket, v_approver);
+    PERFORM durable_jobs.lock_evidence_order();
+    IF TG_OP = 'INSERT' THEN
+        v_queue := NEW.queue_name;
+        SELECT pg_catalog.jsonb_build_object('policy_queue_name', p.queue_name, 'lease_duration', p.lease_duration,
+                   'renewal_interval', p.renewal_interval, 'max_claim_lifetime', p.max_claim_lifetime,
+                   'renewal_enabled', p.renewal_enabled), p.renewal_enabled
+        INTO v_previous, v_previous_enabled
+        FROM durable_jobs.queue_lease_policy p
+        WHERE p.queue_name = '*' AND v_queue <> '*';
+    ELSE
+        v_queue := OLD.queue_name;
+        v_previous := pg_catalog.jsonb_build_object('policy_queue_name', OLD.queue_name,
+            'lease_duration', OLD.lease_duration, 'renewal_interval', OLD.renewal_interval,
+            'max_claim_lifetime', OLD.max_claim_lifetime, 'renewal_enabled', OLD.renewal_enabled);
+        v_previous_enabled := OLD.renewal_enabled;
+    END IF;
+    IF TG_OP = 'DELETE' THEN
+        SELECT pg_catalog.jsonb_build_object('policy_queue_name', p.queue_name, 'lease_duration', p.lease_duration,
+                   'renewal_interval', p.renewal_interval, 'max_claim_lifetime', p.max_claim_lifetime,
+                   'renewal_enabled', p.renewal_enabled), p.renewal_enabled
+        INTO v_new, v_new_enabled
+        FROM durable_jobs.queue_lease_policy p
+        WHERE p.queue_name = '*' AND v_queue <> '*';
+        v_new := COALESCE(v_new, pg_catalog.jsonb_build_object('policy_queue_name', NULL));
+    ELSE
+        v_new := pg_catalog.jsonb_build_object('policy_queue_name', NEW.queue_name,
+            'lease_duration', NEW.lease_duration, 'renewal_interval', NEW.renewal_interval,
+            'max_claim_lifetime', NEW.max_claim_lifetime, 'renewal_enabled', NEW.renewal_enabled);
+        v_new_enabled := NEW.renewal_enabled;
+    END IF;
+
+    INSERT INTO durable_jobs.control_evidence_record
+        (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
+    VALUES ('lease_policy_changed', v_queue, v_previous, v_new, v_reason, v_ticket, v_approver);
+    IF v_previous_enabled IS DISTINCT FROM v_new_enabled THEN
+        INSERT INTO durable_jobs.control_evidence_record
+            (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
+        VALUES ('renewal_enablement_changed', v_queue,
+                pg_catalog.jsonb_build_object('renewal_enabled', v_previous_enabled),
+                pg_catalog.jsonb_build_object('renewal_enabled', v_new_enabled), v_reason, v_ticket, v_approver);
+    END IF;
+    RETURN NULL;
+END;
+$function$;
+
+ALTER FUNCTION durable_jobs.record_policy_change() OWNER TO durable_job_policy_owner;
+REVOKE ALL ON FUNCTION durable_jobs.record_policy_change() FROM PUBLIC;
+
+-- stamp_policy_change: BEFORE INSERT OR UPDATE trigger on
+-- queue_lease_policy. Sets changed_by_role to session_user and changed_at to
+-- the database time whatever the statement wrote, so the row cannot name
+-- someone else. Raises LF002 when an UPDATE renames a queue's row (delete
+-- it and insert the new one instead). Takes no lock.
+CREATE OR REPLACE FUNCTION durable_jobs.stamp_policy_change()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $function$
+BEGIN
+    IF TG_OP = 'UPDATE' AND NEW.queue_name IS DISTINCT FROM OLD.queue_name THEN
+        RAISE EXCEPTION 'a queue''s lease policy row cannot be renamed' USING ERRCODE = 'LF002',
+            HINT = 'Delete the row and insert one for the new queue name.';
+    END IF;
+    NEW.changed_by_role := SESSION_USER::text;
+    NEW.changed_at := pg_catalog.clock_timestamp();
+    RETURN NEW;
+END;
+$function$;
+
+REVOKE ALL ON FUNCTION durable_jobs.stamp_policy_change() FROM PUBLIC;
+
+-- refuse_policy_truncate: BEFORE TRUNCATE trigger on queue_lease_policy.
+-- TRUNCATE fires no row trigger, so it would remove policies without
+-- evidence: refused for every role with LF002. Takes no lock.
+CREATE OR REPLACE FUNCTION durable_jobs.refuse_policy_truncate()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $function$
+BEGIN
+    RAISE EXCEPTION 'TRUNCATE of queue_lease_policy is refused' USING ERRCODE = 'LF002',
+        HINT = 'Delete the rows instead, so that each removal is recorded as evidence.';
+END;
+$function$;
+
+REVOKE ALL ON FUNCTION durable_jobs.refuse_policy_truncate() FROM PUBLIC;

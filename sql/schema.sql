@@ -1,0 +1,3946 @@
+-- GENERATED: do not edit. The schema durable_jobs of a fresh install of
+-- the bundle at version 23, as pg_dump --schema-only prints it: tables,
+-- indexes, constraints, triggers, functions, owners and grants. The
+-- installing superuser is written postgres. The roles are in
+-- sql/roles/bundle_roles.sql, the function bodies with their comments in
+-- sql/functions. Regenerate after a new migration with:
+--   go test ./sql/integration -run TestGeneratedSchemaIsAFreshInstall -update-schema
+
+--
+-- PostgreSQL database dump
+--
+
+SET statement_timeout = 0;
+SET lock_timeout = 0;
+SET idle_in_transaction_session_timeout = 0;
+SET client_encoding = 'UTF8';
+SET standard_conforming_strings = on;
+SELECT pg_catalog.set_config('search_path', '', false);
+SET check_function_bodies = false;
+SET xmloption = content;
+SET client_min_messages = warning;
+SET row_security = off;
+
+--
+-- Name: durable_jobs; Type: SCHEMA; Schema: -; Owner: postgres
+--
+
+CREATE SCHEMA durable_jobs;
+
+ALTER SCHEMA durable_jobs OWNER TO postgres;
+
+--
+-- Name: SCHEMA durable_jobs; Type: COMMENT; Schema: -; Owner: postgres
+--
+
+COMMENT ON SCHEMA durable_jobs IS 'leasefence: database-authoritative, fenced durable-job leases. Tables are private; the functions documented in docs/sql-api.md are the interface.';
+
+--
+-- Name: job_status_kind; Type: TYPE; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE TYPE durable_jobs.job_status_kind AS ENUM (
+    'QUEUED',
+    'RUNNING',
+    'RETRY_SCHEDULED',
+    'SUCCEEDED',
+    'FAILED',
+    'CANCELLED'
+);
+
+ALTER TYPE durable_jobs.job_status_kind OWNER TO postgres;
+
+--
+-- Name: absolute_duration(interval); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.absolute_duration(p_value interval) RETURNS interval
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    RETURN CASE WHEN ((EXTRACT(year FROM p_value) <> (0)::numeric) OR (EXTRACT(month FROM p_value) <> (0)::numeric)) THEN NULL::interval WHEN ((EXTRACT(day FROM p_value) * (EXTRACT(epoch FROM p_value) - (EXTRACT(day FROM p_value) * (86400)::numeric))) < (0)::numeric) THEN NULL::interval ELSE make_interval(secs => (EXTRACT(epoch FROM p_value))::double precision) END;
+
+ALTER FUNCTION durable_jobs.absolute_duration(p_value interval) OWNER TO postgres;
+
+SET default_table_access_method = heap;
+
+--
+-- Name: control_evidence_record; Type: TABLE; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+CREATE TABLE durable_jobs.control_evidence_record (
+    evidence_record_id bigint NOT NULL,
+    evidence_kind text NOT NULL,
+    queue_name text,
+    previous_values jsonb,
+    new_values jsonb NOT NULL,
+    change_reason text NOT NULL,
+    changed_by_role text DEFAULT SESSION_USER NOT NULL,
+    recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    change_ticket text,
+    change_approver text,
+    previous_record_hash bytea NOT NULL,
+    record_hash bytea NOT NULL,
+    CONSTRAINT control_evidence_record_kind CHECK ((evidence_kind = ANY (ARRAY['migration_applied'::text, 'migration_reverted'::text, 'lease_policy_changed'::text, 'renewal_enablement_changed'::text, 'deployment_recorded'::text, 'retention_policy_changed'::text, 'job_data_purged'::text, 'job_payload_erased'::text, 'change_control_changed'::text]))),
+    CONSTRAINT control_evidence_record_ticket_format CHECK (((length(change_ticket) >= 1) AND (length(change_ticket) <= 100)))
+);
+
+ALTER TABLE durable_jobs.control_evidence_record OWNER TO durable_job_evidence_owner;
+
+--
+-- Name: TABLE control_evidence_record; Type: COMMENT; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+COMMENT ON TABLE durable_jobs.control_evidence_record IS 'Append-only control evidence: migrations, lease policy and enablement changes, deployments. A trigger refuses UPDATE, DELETE and TRUNCATE.';
+
+--
+-- Name: COLUMN control_evidence_record.change_ticket; Type: COMMENT; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+COMMENT ON COLUMN durable_jobs.control_evidence_record.change_ticket IS 'Change ticket (^[A-Z][A-Z0-9]+-[0-9]+$), NULL when none was given.';
+
+--
+-- Name: COLUMN control_evidence_record.change_approver; Type: COMMENT; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+COMMENT ON COLUMN durable_jobs.control_evidence_record.change_approver IS 'Login role that approved the change (never the changer), NULL when none was given.';
+
+--
+-- Name: COLUMN control_evidence_record.previous_record_hash; Type: COMMENT; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+COMMENT ON COLUMN durable_jobs.control_evidence_record.previous_record_hash IS 'record_hash of the record before this one in id order; 32 zero bytes for the first.';
+
+--
+-- Name: COLUMN control_evidence_record.record_hash; Type: COMMENT; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+COMMENT ON COLUMN durable_jobs.control_evidence_record.record_hash IS 'sha256(previous_record_hash || evidence_content_digest(this record)): the hash chain.';
+
+--
+-- Name: bundle_migration_version(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+CREATE FUNCTION durable_jobs.bundle_migration_version() RETURNS TABLE(migration_version integer, applied_at timestamp with time zone)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT
+         CASE
+             WHEN (e.evidence_kind = 'migration_applied'::text) THEN ((e.new_values ->> 'migration_version'::text))::integer
+             ELSE (((e.new_values ->> 'migration_version'::text))::integer - 1)
+         END AS "case",
+     e.recorded_at
+    FROM durable_jobs.control_evidence_record e
+   WHERE (e.evidence_kind = ANY (ARRAY['migration_applied'::text, 'migration_reverted'::text]))
+   ORDER BY e.evidence_record_id DESC
+  LIMIT 1;
+END;
+
+ALTER FUNCTION durable_jobs.bundle_migration_version() OWNER TO durable_job_audit_owner;
+
+--
+-- Name: cancel_job(bigint); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_producer_owner
+--
+
+CREATE FUNCTION durable_jobs.cancel_job(p_job_record_id bigint) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_job_record_id IS NULL THEN
+        RAISE EXCEPTION 'job id is required' USING ERRCODE = 'LF003';
+    END IF;
+    UPDATE durable_jobs.job_record j
+    SET job_status = 'CANCELLED', status_changed_at = pg_catalog.clock_timestamp(), lease_expires_at = NULL
+    WHERE j.job_record_id = p_job_record_id AND j.job_status IN ('QUEUED', 'RETRY_SCHEDULED', 'RUNNING');
+    RETURN FOUND;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.cancel_job(p_job_record_id bigint) OWNER TO durable_job_producer_owner;
+
+--
+-- Name: chain_evidence_record(); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.chain_evidence_record() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_last_id bigint;
+    v_last_hash bytea;
+BEGIN
+    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'control evidence must be written in a READ COMMITTED transaction' USING ERRCODE = 'LF003',
+            HINT = 'An older snapshot could miss the record committed last, which the new record chains to.';
+    END IF;
+    PERFORM durable_jobs.lock_evidence_order();
+    SELECT e.evidence_record_id, e.record_hash INTO v_last_id, v_last_hash
+    FROM durable_jobs.control_evidence_record e
+    ORDER BY e.evidence_record_id DESC
+    LIMIT 1;
+    IF v_last_id >= NEW.evidence_record_id THEN
+        RAISE EXCEPTION 'control evidence record written out of order' USING ERRCODE = 'LF003',
+            HINT = 'Take durable_jobs.lock_evidence_order() before inserting, so ids follow commit order.';
+    END IF;
+    NEW.previous_record_hash := COALESCE(v_last_hash, pg_catalog.decode(pg_catalog.repeat('00', 32), 'hex'));
+    NEW.record_hash := pg_catalog.sha256(NEW.previous_record_hash || durable_jobs.evidence_content_digest(
+        NEW.evidence_record_id, NEW.evidence_kind, NEW.queue_name, NEW.previous_values, NEW.new_values,
+        NEW.change_reason, NEW.changed_by_role, NEW.recorded_at, NEW.change_ticket, NEW.change_approver));
+    RETURN NEW;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.chain_evidence_record() OWNER TO postgres;
+
+--
+-- Name: change_control_setting; Type: TABLE; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE TABLE durable_jobs.change_control_setting (
+    change_control_row boolean DEFAULT true NOT NULL,
+    ticket_pattern text NOT NULL,
+    require_approver boolean NOT NULL,
+    approver_must_differ boolean NOT NULL,
+    changed_at timestamp with time zone NOT NULL,
+    changed_by_role text NOT NULL,
+    CONSTRAINT change_control_setting_pattern CHECK (((length(ticket_pattern) >= 1) AND (length(ticket_pattern) <= 200))),
+    CONSTRAINT change_control_setting_single CHECK (change_control_row)
+);
+
+ALTER TABLE durable_jobs.change_control_setting OWNER TO postgres;
+
+--
+-- Name: TABLE change_control_setting; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON TABLE durable_jobs.change_control_setting IS 'The change-control setting every change record is checked against (require_structured_change); one row, changed only through set_change_control.';
+
+--
+-- Name: change_control(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+CREATE FUNCTION durable_jobs.change_control() RETURNS TABLE(ticket_pattern text, require_approver boolean, approver_must_differ boolean, changed_at timestamp with time zone, changed_by_role text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT s.ticket_pattern,
+     s.require_approver,
+     s.approver_must_differ,
+     s.changed_at,
+     s.changed_by_role
+    FROM durable_jobs.change_control_setting s;
+END;
+
+ALTER FUNCTION durable_jobs.change_control() OWNER TO durable_job_policy_owner;
+
+--
+-- Name: change_queue_lease_policy(text, interval, interval, interval, boolean, text, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+CREATE FUNCTION durable_jobs.change_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text, p_change_ticket text, p_change_approver text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET "TimeZone" TO 'UTC'
+    SET lock_timeout TO '10s'
+    AS $$
+DECLARE
+    v_lease_duration interval := durable_jobs.absolute_duration(p_lease_duration);
+    v_renewal_interval interval := durable_jobs.absolute_duration(p_renewal_interval);
+    v_max_claim_lifetime interval := durable_jobs.absolute_duration(p_max_claim_lifetime);
+    v_ticket text := COALESCE(p_change_ticket, pg_catalog.substring(p_change_reason, '^([A-Z][A-Z0-9]+-[0-9]+):'));
+    v_idle_timeout_ms bigint;
+BEGIN
+    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'set_queue_lease_policy must run in a READ COMMITTED transaction' USING
+            ERRCODE = 'LF003',
+            HINT = 'A REPEATABLE READ or SERIALIZABLE snapshot may predate a concurrent change; use READ COMMITTED.';
+    END IF;
+    IF p_queue_name IS DISTINCT FROM '*' THEN
+        PERFORM durable_jobs.require_well_formed('queue_name', p_queue_name, 'LF002');
+    END IF;
+    IF p_lease_duration IS NULL OR p_renewal_interval IS NULL OR p_max_claim_lifetime IS NULL
+       OR p_renewal_enabled IS NULL OR p_change_reason IS NULL
+       OR p_lease_duration NOT BETWEEN interval '1 second' AND interval '24 hours'
+       OR p_renewal_interval < interval '100 milliseconds' OR p_renewal_interval > p_lease_duration / 3
+       OR p_max_claim_lifetime < p_lease_duration OR p_max_claim_lifetime > interval '168 hours'
+       OR p_change_reason !~ '[^[:space:]]' OR pg_catalog.length(p_change_reason) > 500 THEN
+        RAISE EXCEPTION 'invalid lease policy' USING
+            ERRCODE = 'LF002',
+            DETAIL = 'Need 1 second <= lease_duration <= 24 hours, 100 milliseconds <= renewal_interval <= lease_duration / 3, '
+                  || 'lease_duration <= max_claim_lifetime <= 7 days, renewal_enabled set, and a change reason of 1 to 500 characters.';
+    END IF;
+    IF v_lease_duration IS NULL OR v_renewal_interval IS NULL OR v_max_claim_lifetime IS NULL
+       OR NOT durable_jobs.is_plain_change_reason(p_change_reason) THEN
+        RAISE EXCEPTION 'invalid lease policy' USING
+            ERRCODE = 'LF002',
+            DETAIL = 'Need plain durations (no month or year part, day and time parts of one sign) and a change reason '
+                  || 'without control or bidirectional-control characters.';
+    END IF;
+    PERFORM durable_jobs.require_structured_change(p_change_reason, v_ticket, p_change_approver);
+
+    PERFORM durable_jobs.lock_evidence_order();
+    -- Bound how long the caller's transaction may now sit idle holding the
+    -- lock: 60 s, unless the session already has a shorter bound.
+    SELECT s.setting::bigint INTO STRICT v_idle_timeout_ms
+    FROM pg_catalog.pg_settings s WHERE s.name = 'idle_in_transaction_session_timeout';
+    IF v_idle_timeout_ms = 0 OR v_idle_timeout_ms > 60000 THEN
+        PERFORM pg_catalog.set_config('idle_in_transaction_session_timeout', '60s', true);
+    END IF;
+
+    -- What the trigger record_policy_change records with the change.
+    PERFORM pg_catalog.set_config('leasefence.change_reason', p_change_reason, true);
+    PERFORM pg_catalog.set_config('leasefence.change_ticket', COALESCE(v_ticket, ''), true);
+    PERFORM pg_catalog.set_config('leasefence.change_approver', COALESCE(p_change_approver, ''), true);
+    INSERT INTO durable_jobs.queue_lease_policy AS p
+        (queue_name, lease_duration, renewal_interval, max_claim_lifetime, renewal_enabled, changed_at, changed_by_role)
+    VALUES (p_queue_name, v_lease_duration, v_renewal_interval, v_max_claim_lifetime, p_renewal_enabled,
+            pg_catalog.clock_timestamp(), SESSION_USER)
+    ON CONFLICT (queue_name) DO UPDATE
+    SET lease_duration = EXCLUDED.lease_duration, renewal_interval = EXCLUDED.renewal_interval,
+        max_claim_lifetime = EXCLUDED.max_claim_lifetime, renewal_enabled = EXCLUDED.renewal_enabled,
+        changed_at = EXCLUDED.changed_at, changed_by_role = EXCLUDED.changed_by_role;
+    PERFORM pg_catalog.set_config('leasefence.change_reason', '', true);
+    PERFORM pg_catalog.set_config('leasefence.change_ticket', '', true);
+    PERFORM pg_catalog.set_config('leasefence.change_approver', '', true);
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.change_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO durable_job_policy_owner;
+
+--
+-- Name: claim_next_job(text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_claim_owner
+--
+
+CREATE FUNCTION durable_jobs.claim_next_job(p_queue_name text, p_worker_owner_id text) RETURNS TABLE(job_record_id bigint, lease_claim_token uuid, lease_fencing_generation bigint, lease_expires_at timestamp with time zone, lease_renewal_interval interval, attempt_number integer, job_payload jsonb, database_time timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    RETURN QUERY
+    SELECT c.job_record_id, c.lease_claim_token, c.lease_fencing_generation, c.lease_expires_at,
+           c.lease_renewal_interval, c.attempt_number, c.job_payload, c.database_time
+    FROM durable_jobs.claim_next_jobs(p_queue_name, p_worker_owner_id, 1) c;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.claim_next_job(p_queue_name text, p_worker_owner_id text) OWNER TO durable_job_claim_owner;
+
+--
+-- Name: claim_next_jobs(text, text, integer); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_claim_owner
+--
+
+CREATE FUNCTION durable_jobs.claim_next_jobs(p_queue_name text, p_worker_owner_id text, p_max_jobs integer) RETURNS TABLE(job_record_id bigint, lease_claim_token uuid, lease_fencing_generation bigint, lease_expires_at timestamp with time zone, lease_renewal_interval interval, attempt_number integer, job_payload jsonb, database_time timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_lease_duration interval;
+    v_renewal_interval interval;
+    v_max_claim_lifetime interval;
+    v_wanted integer;
+    v_candidate_ids bigint[];
+    v_candidate_exhausted boolean[];
+    v_expired integer;
+    v_fetched integer;
+    v_returned integer;
+    v_claimed integer := 0;
+    v_reclaims integer;
+    v_now timestamptz;
+    v_floor bigint;
+    v_synchronous_commit text;
+BEGIN
+    -- The contract's patterns (the rule functions, inlined: no call), checked
+    -- here first, byte for byte and only for a value without a collation of
+    -- the caller's: a well-formed value (every call but a bad one) then
+    -- costs no call of the helper, whose SET search_path makes each call
+    -- cost as much as a small query. Anything else goes to
+    -- require_well_formed, which raises LF003 as everywhere (a caller's
+    -- collation included).
+    IF p_queue_name IS NULL OR pg_catalog.pg_collation_for(p_queue_name) NOT IN ('"default"', '"C"', '"POSIX"')
+       OR NOT durable_jobs.queue_name_is_well_formed(p_queue_name) THEN
+        PERFORM durable_jobs.require_well_formed('queue_name', p_queue_name);
+    END IF;
+    IF p_worker_owner_id IS NULL OR pg_catalog.pg_collation_for(p_worker_owner_id) NOT IN ('"default"', '"C"', '"POSIX"')
+       OR NOT durable_jobs.worker_owner_id_is_well_formed(p_worker_owner_id) THEN
+        PERFORM durable_jobs.require_well_formed('worker_owner_id', p_worker_owner_id);
+    END IF;
+    IF p_max_jobs IS NULL OR p_max_jobs NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'max jobs must be 1 to 1000' USING ERRCODE = 'LF003';
+    END IF;
+    -- A REPEATABLE READ or SERIALIZABLE snapshot may predate a policy change
+    -- (a shorter lease or claim lifetime); READ COMMITTED reads the policy
+    -- as of this statement.
+    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'claiming must run in a READ COMMITTED transaction, not %',
+                pg_catalog.upper(pg_catalog.current_setting('transaction_isolation'))
+            USING ERRCODE = 'LF003',
+                  HINT = 'Claim in a transaction at the default isolation level.';
+    END IF;
+
+    -- Durations as absolute seconds: timestamptz + '1 day' follows the
+    -- caller's TimeZone across a daylight-saving change.
+    SELECT pg_catalog.make_interval(secs => pg_catalog.date_part('epoch', p.lease_duration)),
+           p.renewal_interval,
+           pg_catalog.make_interval(secs => pg_catalog.date_part('epoch', p.max_claim_lifetime))
+    INTO STRICT v_lease_duration, v_renewal_interval, v_max_claim_lifetime
+    FROM durable_jobs.effective_lease_policy_queue(p_queue_name) e
+    JOIN durable_jobs.queue_lease_policy p ON p.queue_name = e.policy_queue_name;
+
+    LOOP
+        -- One pass, one statement: lock up to v_wanted candidates, expired
+        -- claims first (bounded scan of job_record_reclaim_order,
+        -- lease_expires_at rechecked), then due jobs
+        -- (job_record_claimable_queue_order). The outer LIMIT stops the
+        -- UNION ALL as soon as it has v_wanted rows, so the due branch is
+        -- read, and its rows locked, only for the places the expired
+        -- branch left: the rows locked are exactly those returned.
+        v_now := pg_catalog.clock_timestamp();
+        v_wanted := p_max_jobs - v_claimed;
+        SELECT COALESCE(pg_catalog.array_agg(c.candidate_id ORDER BY c.candidate_branch, c.candidate_order, c.candidate_id), '{}'),
+               COALESCE(pg_catalog.array_agg(c.candidate_exhausted ORDER BY c.candidate_branch, c.candidate_order, c.candidate_id), '{}'),
+               pg_catalog.count(*) FILTER (WHERE c.candidate_branch = 1)::integer
+        INTO v_candidate_ids, v_candidate_exhausted, v_expired
+        FROM (SELECT x.candidate_branch, x.candidate_order, x.candidate_id, x.candidate_exhausted
+              FROM (SELECT 1 AS candidate_branch, j.lease_expiry_floor AS candidate_order, j.job_record_id AS candidate_id,
+                           j.attempt_number >= j.max_attempts AS candidate_exhausted
+                    FROM durable_jobs.job_record j
+                    WHERE j.queue_name = p_queue_name AND j.job_status = 'RUNNING'
+                      AND j.lease_expiry_floor <= v_now AND j.lease_expires_at <= v_now
+                    ORDER BY j.lease_expiry_floor, j.job_record_id
+                    LIMIT v_wanted
+                    FOR UPDATE OF j SKIP LOCKED) x
+              UNION ALL
+              SELECT d.candidate_branch, d.candidate_order, d.candidate_id, d.candidate_exhausted
+              FROM (SELECT 2 AS candidate_branch, j.run_after AS candidate_order, j.job_record_id AS candidate_id,
+                           j.attempt_number >= j.max_attempts AS candidate_exhausted
+                    FROM durable_jobs.job_record j
+                    WHERE j.queue_name = p_queue_name AND j.job_status IN ('QUEUED', 'RETRY_SCHEDULED')
+                      AND j.run_after <= v_now
+                    ORDER BY j.run_after, j.job_record_id
+                    LIMIT v_wanted
+                    FOR UPDATE OF j SKIP LOCKED) d
+              LIMIT v_wanted) c;
+        v_fetched := pg_catalog.cardinality(v_candidate_ids);
+
+        -- Attempts used up: FAILED instead of claimed; they do not count.
+        IF pg_catalog.array_position(v_candidate_exhausted, true) IS NOT NULL THEN
+            UPDATE durable_jobs.job_record j
+            SET job_status = 'FAILED', status_changed_at = v_now, lease_expires_at = NULL,
+                failure_reason_code = 'attempts_exhausted'
+            FROM ROWS FROM (pg_catalog.unnest(v_candidate_ids), pg_catalog.unnest(v_candidate_exhausted))
+                 AS c(candidate_id, candidate_exhausted)
+            WHERE j.job_record_id = c.candidate_id AND c.candidate_exhausted;
+        END IF;
+
+        -- The rest are claimed in one UPDATE, each with its own token, and
+        -- returned with their payloads in candidate order; no statement
+        -- when every candidate was exhausted or there was none.
+        IF pg_catalog.array_position(v_candidate_exhausted, false) IS NOT NULL THEN
+            -- The generation floor, read once per call (COALESCE evaluates
+            -- the timeline only when v_floor is still NULL) and only here:
+            -- a call on a standby fails at its probe's FOR UPDATE as before,
+            -- not at pg_walfile_name.
+            v_floor := COALESCE(v_floor, ((('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint - 1) << 40) + 1);
+            RETURN QUERY
+            WITH candidate AS (
+                SELECT c.candidate_id, c.candidate_position, pg_catalog.gen_random_uuid() AS candidate_token
+                FROM ROWS FROM (pg_catalog.unnest(v_candidate_ids), pg_catalog.unnest(v_candidate_exhausted))
+                     WITH ORDINALITY AS c(candidate_id, candidate_exhausted, candidate_position)
+                WHERE NOT c.candidate_exhausted
+            ), claimed AS (
+                UPDATE durable_jobs.job_record j
+                SET job_status = 'RUNNING', status_changed_at = v_now,
+                    attempt_number = j.attempt_number + 1,
+                    -- claim_token_digest's body, written out: a SET search_path helper
+                    -- is never inlined and costs a function call per row.
+                    lease_claim_digest = pg_catalog.sha256(pg_catalog.uuid_send(c.candidate_token)),
+                    lease_owner_id = p_worker_owner_id,
+                    lease_claimed_by_role = SESSION_USER,
+                    lease_claimed_at = v_now,
+                    lease_expires_at = v_now + v_lease_duration,
+                    lease_expiry_floor = v_now + v_lease_duration,
+                    lease_claim_deadline = v_now + v_max_claim_lifetime,
+                    lease_fencing_generation = GREATEST(j.lease_fencing_generation + 1, v_floor),
+                    lease_renewal_count = 0,
+                    failure_reason_code = NULL
+                FROM candidate c
+                WHERE j.job_record_id = c.candidate_id
+                RETURNING j.job_record_id AS claimed_id, c.candidate_token AS claimed_token,
+                          c.candidate_position AS claimed_position,
+                          j.lease_fencing_generation AS claimed_generation, j.lease_expires_at AS claimed_expiry,
+                          j.attempt_number AS claimed_attempt
+            )
+            SELECT k.claimed_id, k.claimed_token, k.claimed_generation, k.claimed_expiry, v_renewal_interval,
+                   k.claimed_attempt, pr.job_payload, v_now
+            FROM claimed k
+            LEFT JOIN durable_jobs.job_payload_record pr ON pr.job_record_id = k.claimed_id
+            ORDER BY k.claimed_position;
+
+            GET DIAGNOSTICS v_returned = ROW_COUNT;
+            v_claimed := v_claimed + v_returned;
+            -- This pass claimed (every candidate not exhausted is locked,
+            -- so claimed): the transaction's COMMIT does not wait for a
+            -- synchronous standby. Assignments, not PERFORM: simple
+            -- expressions, no SPI statement.
+            v_synchronous_commit := pg_catalog.current_setting('synchronous_commit');
+            IF v_synchronous_commit NOT IN ('off', 'local') THEN
+                v_synchronous_commit := pg_catalog.set_config('synchronous_commit', 'local', true);
+            END IF;
+        END IF;
+        -- Reclaims are the claimed candidates of the expired branch: those
+        -- not exhausted among its first v_expired.
+        IF v_expired > 0 THEN
+            v_reclaims := v_expired - pg_catalog.cardinality(pg_catalog.array_positions(v_candidate_exhausted[1:v_expired], true));
+            IF v_reclaims > 0 THEN
+                PERFORM durable_jobs.record_lease_outcome(p_queue_name, 'reclaim', v_reclaims);
+            END IF;
+        END IF;
+        -- Another pass only when jobs moved to FAILED took places that due
+        -- jobs behind them may fill.
+        EXIT WHEN v_fetched < v_wanted OR v_claimed >= p_max_jobs;
+    END LOOP;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.claim_next_jobs(p_queue_name text, p_worker_owner_id text, p_max_jobs integer) OWNER TO durable_job_claim_owner;
+
+--
+-- Name: claim_token_digest(uuid); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.claim_token_digest(p_lease_claim_token uuid) RETURNS bytea
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    RETURN sha256(uuid_send(p_lease_claim_token));
+
+ALTER FUNCTION durable_jobs.claim_token_digest(p_lease_claim_token uuid) OWNER TO postgres;
+
+--
+-- Name: complete_job(bigint, uuid, text, jsonb); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_terminal_owner
+--
+
+CREATE FUNCTION durable_jobs.complete_job(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text, p_result_document jsonb DEFAULT NULL::jsonb) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_claim record;
+BEGIN
+    IF pg_catalog.pg_column_size(p_result_document) > 1048576 THEN
+        RAISE EXCEPTION 'result document must be at most 1 MiB' USING ERRCODE = 'LF003';
+    END IF;
+    SELECT * INTO v_claim FROM durable_jobs.lock_fenced_claim(p_job_record_id, p_lease_claim_token, p_worker_owner_id);
+    IF NOT FOUND THEN
+        PERFORM durable_jobs.raise_stale_claim();
+    END IF;
+    UPDATE durable_jobs.job_record j
+    SET job_status = 'SUCCEEDED', status_changed_at = pg_catalog.clock_timestamp(), lease_expires_at = NULL
+    WHERE j.job_record_id = p_job_record_id;
+    INSERT INTO durable_jobs.job_outcome_ledger (job_record_id, lease_fencing_generation, outcome_status, result_document)
+    VALUES (p_job_record_id, v_claim.fenced_generation, 'SUCCEEDED', p_result_document);
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.complete_job(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text, p_result_document jsonb) OWNER TO durable_job_terminal_owner;
+
+--
+-- Name: complete_jobs(text, bigint[], uuid[], jsonb[]); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_terminal_owner
+--
+
+CREATE FUNCTION durable_jobs.complete_jobs(p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[], p_result_documents jsonb[] DEFAULT NULL::jsonb[]) RETURNS TABLE(job_record_id bigint, job_status text, lease_fencing_generation bigint)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_claims integer;
+    v_locked_ctids tid[];
+BEGIN
+    -- The contract's owner pattern (the rule function, inlined: no call),
+    -- checked here first, byte for byte and
+    -- only for a value without a collation of the caller's: a well-formed
+    -- value (every call but a bad one) then costs no call of the helper,
+    -- whose SET search_path makes each call cost as much as a small query.
+    -- Anything else goes to require_well_formed, which raises LF003 as
+    -- everywhere (a caller's collation included).
+    IF p_worker_owner_id IS NULL OR pg_catalog.pg_collation_for(p_worker_owner_id) NOT IN ('"default"', '"C"', '"POSIX"')
+       OR NOT durable_jobs.worker_owner_id_is_well_formed(p_worker_owner_id) THEN
+        PERFORM durable_jobs.require_well_formed('worker_owner_id', p_worker_owner_id);
+    END IF;
+    IF p_job_record_ids IS NULL OR p_lease_claim_tokens IS NULL
+       OR pg_catalog.array_ndims(p_job_record_ids) > 1 OR pg_catalog.array_ndims(p_lease_claim_tokens) > 1
+       OR pg_catalog.array_ndims(p_result_documents) > 1
+       OR pg_catalog.cardinality(p_job_record_ids) <> pg_catalog.cardinality(p_lease_claim_tokens)
+       OR (p_result_documents IS NOT NULL
+           AND pg_catalog.cardinality(p_result_documents) <> pg_catalog.cardinality(p_job_record_ids))
+       OR pg_catalog.cardinality(p_job_record_ids) > 1000
+       OR pg_catalog.array_position(p_job_record_ids, NULL) IS NOT NULL
+       OR pg_catalog.array_position(p_lease_claim_tokens, NULL) IS NOT NULL
+       OR (SELECT pg_catalog.count(DISTINCT i) FROM pg_catalog.unnest(p_job_record_ids) i)
+          <> pg_catalog.cardinality(p_job_record_ids) THEN
+        RAISE EXCEPTION 'claims must be flat arrays of equal length, at most 1000, no NULL id or token, no repeated job id'
+            USING ERRCODE = 'LF003';
+    END IF;
+    -- complete_job's limit on each result document (pg_column_size of the jsonb).
+    IF p_result_documents IS NOT NULL THEN
+        IF EXISTS (SELECT FROM pg_catalog.unnest(p_result_documents) AS d(document)
+                   WHERE pg_catalog.pg_column_size(d.document) > 1048576) THEN
+            RAISE EXCEPTION 'each result document must be at most 1 MiB' USING ERRCODE = 'LF003';
+        END IF;
+    END IF;
+    v_claims := pg_catalog.cardinality(p_job_record_ids);
+
+    -- Lock exactly the fenced rows, in job id order, one primary-key probe
+    -- per claim (the locking subquery is never flattened into a join, so no
+    -- table statistics can turn it into a scan of every running job; the
+    -- token digest is claim_token_digest's body written out).
+    SELECT pg_catalog.array_agg(f.fenced_ctid) INTO v_locked_ctids
+    FROM (SELECT i.input_job_id, i.input_token
+          FROM ROWS FROM (pg_catalog.unnest(p_job_record_ids), pg_catalog.unnest(p_lease_claim_tokens))
+               AS i(input_job_id, input_token)
+          ORDER BY i.input_job_id) i
+    CROSS JOIN LATERAL (
+          SELECT j.ctid AS fenced_ctid
+          FROM durable_jobs.job_record j
+          WHERE j.job_record_id = i.input_job_id
+            -- compared as text: no statistics can then make a partial index of RUNNING
+            -- rows (empty to a planner whose ANALYZE ran before the claims) look
+            -- cheaper than the primary key; the key finds the row, this checks it
+            AND j.job_status::text = 'RUNNING'
+            AND j.lease_claim_digest = pg_catalog.sha256(pg_catalog.uuid_send(i.input_token))
+            AND j.lease_owner_id = p_worker_owner_id
+            AND j.lease_claimed_by_role = SESSION_USER
+            AND j.lease_expires_at > pg_catalog.clock_timestamp()
+          FOR UPDATE OF j) f;
+    IF COALESCE(pg_catalog.cardinality(v_locked_ctids), 0) < v_claims THEN
+        PERFORM durable_jobs.raise_stale_claim();
+    END IF;
+
+    -- Every row is locked and fenced (a locked row keeps its tuple id and
+    -- its claim): complete them all and record the results, in input order.
+    RETURN QUERY
+    WITH completed AS (
+        UPDATE durable_jobs.job_record j
+        SET job_status = 'SUCCEEDED', status_changed_at = pg_catalog.clock_timestamp(), lease_expires_at = NULL
+        WHERE j.ctid = ANY (v_locked_ctids) AND j.job_record_id = ANY (p_job_record_ids)
+        RETURNING j.job_record_id AS completed_id, j.lease_fencing_generation AS completed_generation
+    ), claim_output AS (
+        SELECT k.completed_id, k.completed_generation, i.input_result, i.input_position
+        FROM ROWS FROM (pg_catalog.unnest(p_job_record_ids),
+                        pg_catalog.unnest(COALESCE(p_result_documents,
+                                                   pg_catalog.array_fill(NULL::jsonb, ARRAY[v_claims]))))
+             WITH ORDINALITY AS i(input_job_id, input_result, input_position)
+        JOIN completed k ON k.completed_id = i.input_job_id
+    ), recorded AS (
+        INSERT INTO durable_jobs.job_outcome_ledger
+            (job_record_id, lease_fencing_generation, outcome_status, result_document)
+        SELECT o.completed_id, o.completed_generation, 'SUCCEEDED', o.input_result
+        FROM claim_output o
+        ORDER BY o.input_position
+    )
+    -- recorded is not read: a data-modifying WITH runs to completion anyway.
+    SELECT o.completed_id, 'SUCCEEDED'::text, o.completed_generation
+    FROM claim_output o
+    ORDER BY o.input_position;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.complete_jobs(p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[], p_result_documents jsonb[]) OWNER TO durable_job_terminal_owner;
+
+--
+-- Name: evidence_content_digest(bigint, text, text, jsonb, jsonb, text, text, timestamp with time zone, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.evidence_content_digest(p_evidence_record_id bigint, p_evidence_kind text, p_queue_name text, p_previous_values jsonb, p_new_values jsonb, p_change_reason text, p_changed_by_role text, p_recorded_at timestamp with time zone, p_change_ticket text, p_change_approver text) RETURNS bytea
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    RETURN sha256(convert_to((jsonb_build_array(p_evidence_record_id, p_evidence_kind, p_queue_name, p_previous_values, p_new_values, p_change_reason, p_changed_by_role, (EXTRACT(epoch FROM p_recorded_at))::text, p_change_ticket, p_change_approver))::text, 'UTF8'::name));
+
+ALTER FUNCTION durable_jobs.evidence_content_digest(p_evidence_record_id bigint, p_evidence_kind text, p_queue_name text, p_previous_values jsonb, p_new_values jsonb, p_change_reason text, p_changed_by_role text, p_recorded_at timestamp with time zone, p_change_ticket text, p_change_approver text) OWNER TO postgres;
+
+--
+-- Name: control_evidence_chain(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+CREATE FUNCTION durable_jobs.control_evidence_chain() RETURNS TABLE(evidence_record_id bigint, evidence_kind text, recorded_at timestamp with time zone, content_digest bytea, previous_record_hash bytea, record_hash bytea)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT e.evidence_record_id,
+     e.evidence_kind,
+     e.recorded_at,
+     durable_jobs.evidence_content_digest(e.evidence_record_id, e.evidence_kind, e.queue_name, e.previous_values, e.new_values, e.change_reason, e.changed_by_role, e.recorded_at, e.change_ticket, e.change_approver) AS evidence_content_digest,
+     e.previous_record_hash,
+     e.record_hash
+    FROM durable_jobs.control_evidence_record e
+   ORDER BY e.evidence_record_id;
+END;
+
+ALTER FUNCTION durable_jobs.control_evidence_chain() OWNER TO durable_job_audit_owner;
+
+--
+-- Name: control_evidence_history(timestamp with time zone); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+CREATE FUNCTION durable_jobs.control_evidence_history(p_since timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS TABLE(evidence_record_id bigint, evidence_kind text, queue_name text, previous_values jsonb, new_values jsonb, change_reason text, changed_by_role text, recorded_at timestamp with time zone)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT e.evidence_record_id,
+     e.evidence_kind,
+     e.queue_name,
+     e.previous_values,
+     e.new_values,
+     e.change_reason,
+     e.changed_by_role,
+     e.recorded_at
+    FROM durable_jobs.control_evidence_record e
+   WHERE ((control_evidence_history.p_since IS NULL) OR (e.recorded_at >= control_evidence_history.p_since))
+   ORDER BY e.evidence_record_id;
+END;
+
+ALTER FUNCTION durable_jobs.control_evidence_history(p_since timestamp with time zone) OWNER TO durable_job_audit_owner;
+
+--
+-- Name: control_evidence_records(timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+CREATE FUNCTION durable_jobs.control_evidence_records(p_since timestamp with time zone, p_until timestamp with time zone) RETURNS TABLE(evidence_record_id bigint, evidence_kind text, queue_name text, previous_values jsonb, new_values jsonb, change_reason text, change_ticket text, change_approver text, changed_by_role text, recorded_at timestamp with time zone, record_hash bytea)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT e.evidence_record_id,
+     e.evidence_kind,
+     e.queue_name,
+     e.previous_values,
+     e.new_values,
+     e.change_reason,
+     e.change_ticket,
+     e.change_approver,
+     e.changed_by_role,
+     e.recorded_at,
+     e.record_hash
+    FROM durable_jobs.control_evidence_record e
+   WHERE (((control_evidence_records.p_since IS NULL) OR (e.recorded_at >= control_evidence_records.p_since)) AND ((control_evidence_records.p_until IS NULL) OR (e.recorded_at < control_evidence_records.p_until)))
+   ORDER BY e.evidence_record_id;
+END;
+
+ALTER FUNCTION durable_jobs.control_evidence_records(p_since timestamp with time zone, p_until timestamp with time zone) OWNER TO durable_job_audit_owner;
+
+--
+-- Name: queue_lease_policy; Type: TABLE; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE TABLE durable_jobs.queue_lease_policy (
+    queue_name text NOT NULL,
+    lease_duration interval NOT NULL,
+    renewal_interval interval NOT NULL,
+    max_claim_lifetime interval NOT NULL,
+    renewal_enabled boolean NOT NULL,
+    changed_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    changed_by_role text DEFAULT SESSION_USER NOT NULL,
+    CONSTRAINT queue_lease_policy_absolute_durations CHECK (((EXTRACT(year FROM lease_duration) = (0)::numeric) AND (EXTRACT(month FROM lease_duration) = (0)::numeric) AND (EXTRACT(day FROM lease_duration) = (0)::numeric) AND (EXTRACT(year FROM renewal_interval) = (0)::numeric) AND (EXTRACT(month FROM renewal_interval) = (0)::numeric) AND (EXTRACT(day FROM renewal_interval) = (0)::numeric) AND (EXTRACT(year FROM max_claim_lifetime) = (0)::numeric) AND (EXTRACT(month FROM max_claim_lifetime) = (0)::numeric) AND (EXTRACT(day FROM max_claim_lifetime) = (0)::numeric))),
+    CONSTRAINT queue_lease_policy_bounds CHECK (((lease_duration >= '00:00:01'::interval) AND (lease_duration <= '24:00:00'::interval) AND (renewal_interval >= '00:00:00.1'::interval) AND (renewal_interval <= (lease_duration / (3)::double precision)) AND (max_claim_lifetime >= lease_duration) AND (max_claim_lifetime <= '7 days'::interval))),
+    CONSTRAINT queue_lease_policy_queue_name_format CHECK (((queue_name = '*'::text) OR (queue_name ~ '^[a-z][a-z0-9_.:-]{0,62}$'::text)))
+);
+
+ALTER TABLE durable_jobs.queue_lease_policy OWNER TO postgres;
+
+--
+-- Name: TABLE queue_lease_policy; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON TABLE durable_jobs.queue_lease_policy IS 'Lease policy per queue; ''*'' is the default for queues without their own.';
+
+--
+-- Name: effective_lease_policy_queue(text); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.effective_lease_policy_queue(p_queue_name text) RETURNS TABLE(policy_queue_name text)
+    LANGUAGE sql STABLE PARALLEL SAFE
+    BEGIN ATOMIC
+ SELECT COALESCE(( SELECT q.queue_name
+            FROM durable_jobs.queue_lease_policy q
+           WHERE (q.queue_name = effective_lease_policy_queue.p_queue_name)), '*'::text) AS "coalesce";
+END;
+
+ALTER FUNCTION durable_jobs.effective_lease_policy_queue(p_queue_name text) OWNER TO postgres;
+
+--
+-- Name: enqueue_job(text, jsonb, text, timestamp with time zone, integer); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_producer_owner
+--
+
+CREATE FUNCTION durable_jobs.enqueue_job(p_queue_name text, p_job_payload jsonb, p_idempotency_key text DEFAULT NULL::text, p_run_after timestamp with time zone DEFAULT NULL::timestamp with time zone, p_max_attempts integer DEFAULT 5) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_job_record_id bigint;
+    v_key_digest bytea;
+BEGIN
+    PERFORM durable_jobs.require_well_formed('queue_name', p_queue_name);
+    IF p_job_payload IS NULL THEN
+        RAISE EXCEPTION 'job payload is required' USING ERRCODE = 'LF003';
+    END IF;
+    IF pg_catalog.pg_column_size(p_job_payload) > 1048576 THEN
+        RAISE EXCEPTION 'job payload must be at most 1 MiB' USING ERRCODE = 'LF003';
+    END IF;
+    IF p_run_after IS NOT NULL AND (NOT pg_catalog.isfinite(p_run_after)
+            OR p_run_after < timestamptz '2000-01-01 00:00:00+00'
+            OR p_run_after >= timestamptz '2100-01-01 00:00:00+00') THEN
+        RAISE EXCEPTION 'run-after must be a finite time from 2000-01-01 to before 2100-01-01 UTC'
+            USING ERRCODE = 'LF003';
+    END IF;
+    IF p_idempotency_key IS NOT NULL AND pg_catalog.length(p_idempotency_key) NOT BETWEEN 1 AND 200 THEN
+        RAISE EXCEPTION 'idempotency key must be 1 to 200 characters' USING ERRCODE = 'LF003';
+    END IF;
+    IF p_max_attempts IS NULL OR p_max_attempts NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'max attempts must be 1 to 1000' USING ERRCODE = 'LF003';
+    END IF;
+    v_key_digest := pg_catalog.sha256(pg_catalog.convert_to(p_idempotency_key, 'UTF8'));
+
+    INSERT INTO durable_jobs.job_record AS j (queue_name, idempotency_key_digest, run_after, max_attempts)
+    VALUES (p_queue_name, v_key_digest, COALESCE(p_run_after, pg_catalog.clock_timestamp()), p_max_attempts)
+    ON CONFLICT (queue_name, idempotency_key_digest) WHERE idempotency_key_digest IS NOT NULL DO NOTHING
+    RETURNING j.job_record_id INTO v_job_record_id;
+
+    IF v_job_record_id IS NULL THEN
+        SELECT j.job_record_id INTO STRICT v_job_record_id
+        FROM durable_jobs.job_record j
+        WHERE j.queue_name = p_queue_name AND j.idempotency_key_digest = v_key_digest;
+        RETURN v_job_record_id;
+    END IF;
+
+    INSERT INTO durable_jobs.job_payload_record (job_record_id, job_payload) VALUES (v_job_record_id, p_job_payload);
+    RETURN v_job_record_id;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.enqueue_job(p_queue_name text, p_job_payload jsonb, p_idempotency_key text, p_run_after timestamp with time zone, p_max_attempts integer) OWNER TO durable_job_producer_owner;
+
+--
+-- Name: enqueue_jobs(text, jsonb[], text[], timestamp with time zone[], integer[]); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_producer_owner
+--
+
+CREATE FUNCTION durable_jobs.enqueue_jobs(p_queue_name text, p_job_payloads jsonb[], p_idempotency_keys text[] DEFAULT NULL::text[], p_run_afters timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], p_max_attempts integer[] DEFAULT NULL::integer[]) RETURNS bigint[]
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+DECLARE
+    v_job_count integer := pg_catalog.cardinality(p_job_payloads);
+    v_position bigint;
+    v_message text;
+    v_new_job_record_ids bigint[];
+    v_job_record_ids bigint[];
+BEGIN
+    PERFORM durable_jobs.require_well_formed('queue_name', p_queue_name);
+    IF p_job_payloads IS NULL OR pg_catalog.array_ndims(p_job_payloads) IS DISTINCT FROM 1
+            OR v_job_count > 10000 THEN
+        RAISE EXCEPTION 'job payloads must be a one-dimensional array of 1 to 10000 payloads' USING ERRCODE = 'LF003';
+    END IF;
+    IF (p_idempotency_keys IS NOT NULL AND (pg_catalog.array_ndims(p_idempotency_keys) IS DISTINCT FROM 1
+                                            OR pg_catalog.cardinality(p_idempotency_keys) <> v_job_count))
+            OR (p_run_afters IS NOT NULL AND (pg_catalog.array_ndims(p_run_afters) IS DISTINCT FROM 1
+                                              OR pg_catalog.cardinality(p_run_afters) <> v_job_count))
+            OR (p_max_attempts IS NOT NULL AND (pg_catalog.array_ndims(p_max_attempts) IS DISTINCT FROM 1
+                                                OR pg_catalog.cardinality(p_max_attempts) <> v_job_count)) THEN
+        RAISE EXCEPTION 'idempotency keys, run-afters and max attempts must each be NULL or hold one element per payload'
+            USING ERRCODE = 'LF003';
+    END IF;
+
+    -- enqueue_job's checks, in its order, on every element; its messages
+    -- name the rule, never the value.
+    SELECT u.job_position, u.refusal INTO v_position, v_message
+    FROM (SELECT e.job_position,
+                 CASE
+                     WHEN e.job_payload IS NULL THEN 'job payload is required'
+                     WHEN pg_catalog.pg_column_size(e.job_payload) > 1048576 THEN 'job payload must be at most 1 MiB'
+                     WHEN e.run_after IS NOT NULL AND (NOT pg_catalog.isfinite(e.run_after)
+                             OR e.run_after < timestamptz '2000-01-01 00:00:00+00'
+                             OR e.run_after >= timestamptz '2100-01-01 00:00:00+00')
+                         THEN 'run-after must be a finite time from 2000-01-01 to before 2100-01-01 UTC'
+                     WHEN e.idempotency_key IS NOT NULL AND pg_catalog.length(e.idempotency_key) NOT BETWEEN 1 AND 200
+                         THEN 'idempotency key must be 1 to 200 characters'
+                     WHEN p_max_attempts IS NOT NULL AND (e.max_attempts IS NULL OR e.max_attempts NOT BETWEEN 1 AND 1000)
+                         THEN 'max attempts must be 1 to 1000'
+                 END AS refusal
+          FROM ROWS FROM (pg_catalog.unnest(p_job_payloads), pg_catalog.unnest(p_idempotency_keys),
+                          pg_catalog.unnest(p_run_afters), pg_catalog.unnest(p_max_attempts))
+               WITH ORDINALITY AS e(job_payload, idempotency_key, run_after, max_attempts, job_position)) u
+    WHERE u.refusal IS NOT NULL
+    ORDER BY u.job_position
+    LIMIT 1;
+    IF v_message IS NOT NULL THEN
+        RAISE EXCEPTION 'job % of the batch: %', v_position, v_message USING ERRCODE = 'LF003';
+    END IF;
+
+    -- No keys: the new jobs, the k-th by id order element k's, as ids are
+    -- drawn in the order the sorted rows are inserted.
+    IF p_idempotency_keys IS NULL OR pg_catalog.cardinality(pg_catalog.array_remove(p_idempotency_keys, NULL)) = 0 THEN
+        WITH new_job AS (
+            INSERT INTO durable_jobs.job_record AS j (queue_name, run_after, max_attempts)
+            SELECT p_queue_name, COALESCE(e.run_after, pg_catalog.clock_timestamp()),
+                   CASE WHEN p_max_attempts IS NULL THEN 5 ELSE e.max_attempts END
+            FROM ROWS FROM (pg_catalog.unnest(p_job_payloads), pg_catalog.unnest(p_run_afters),
+                            pg_catalog.unnest(p_max_attempts))
+                 WITH ORDINALITY AS e(job_payload, run_after, max_attempts, job_position)
+            ORDER BY e.job_position
+            RETURNING j.job_record_id
+        )
+        SELECT pg_catalog.array_agg(n.job_record_id ORDER BY n.job_record_id) INTO v_new_job_record_ids FROM new_job n;
+    ELSE
+        -- Keys: the new jobs, NULL for an element whose key is already taken.
+        -- A keyed job is matched to its element by the key's digest (unique
+        -- among the new jobs); the k-th new keyless job by id order is the k-th
+        -- keyless element, as ids are drawn in the order the sorted rows are
+        -- inserted.
+        WITH element AS (
+            SELECT e.job_position,
+                   pg_catalog.sha256(pg_catalog.convert_to(e.idempotency_key, 'UTF8')) AS key_digest,
+                   e.run_after, CASE WHEN p_max_attempts IS NULL THEN 5 ELSE e.max_attempts END AS max_attempts
+            FROM ROWS FROM (pg_catalog.unnest(p_job_payloads), pg_catalog.unnest(p_idempotency_keys),
+                            pg_catalog.unnest(p_run_afters), pg_catalog.unnest(p_max_attempts))
+                 WITH ORDINALITY AS e(job_payload, idempotency_key, run_after, max_attempts, job_position)
+        ), new_job AS (
+            INSERT INTO durable_jobs.job_record AS j (queue_name, idempotency_key_digest, run_after, max_attempts)
+            SELECT p_queue_name, s.key_digest, COALESCE(s.run_after, pg_catalog.clock_timestamp()), s.max_attempts
+            FROM (SELECT e.job_position, e.key_digest, e.run_after, e.max_attempts FROM element e
+                  ORDER BY e.job_position) s
+            ON CONFLICT (queue_name, idempotency_key_digest) WHERE idempotency_key_digest IS NOT NULL DO NOTHING
+            RETURNING j.job_record_id, j.idempotency_key_digest
+        ), placed AS (
+            SELECT k.job_position, n.job_record_id
+            FROM (SELECT DISTINCT ON (e.key_digest) e.key_digest, e.job_position
+                  FROM element e WHERE e.key_digest IS NOT NULL
+                  ORDER BY e.key_digest, e.job_position) k
+            JOIN new_job n ON n.idempotency_key_digest = k.key_digest
+            UNION ALL
+            SELECT k.job_position, n.job_record_id
+            FROM (SELECT e.job_position, pg_catalog.row_number() OVER (ORDER BY e.job_position) AS keyless_rank
+                  FROM element e WHERE e.key_digest IS NULL) k
+            JOIN (SELECT n.job_record_id, pg_catalog.row_number() OVER (ORDER BY n.job_record_id) AS keyless_rank
+                  FROM new_job n WHERE n.idempotency_key_digest IS NULL) n ON n.keyless_rank = k.keyless_rank
+        )
+        SELECT pg_catalog.array_agg(p.job_record_id ORDER BY e.job_position) INTO v_new_job_record_ids
+        FROM element e LEFT JOIN placed p ON p.job_position = e.job_position;
+    END IF;
+
+    IF pg_catalog.array_position(v_new_job_record_ids, NULL) IS NULL THEN
+        -- Every element has a new job, and its key, if any, holds it.
+        v_job_record_ids := v_new_job_record_ids;
+    ELSE
+        -- One id per element: its new job's, or (a key already taken) the id
+        -- its key holds, looked up in a snapshot taken after the insert, so it
+        -- also sees a concurrent insert of the key that this one waited for.
+        SELECT pg_catalog.array_agg(r.job_record_id ORDER BY r.job_position) INTO STRICT v_job_record_ids
+        FROM (SELECT u.job_position,
+                     COALESCE(u.job_record_id,
+                              (SELECT j.job_record_id FROM durable_jobs.job_record j
+                               WHERE j.queue_name = p_queue_name
+                                 AND j.idempotency_key_digest
+                                     = pg_catalog.sha256(pg_catalog.convert_to(u.idempotency_key, 'UTF8')))) AS job_record_id
+              FROM ROWS FROM (pg_catalog.unnest(v_new_job_record_ids), pg_catalog.unnest(p_idempotency_keys))
+                   WITH ORDINALITY AS u(job_record_id, idempotency_key, job_position)) r
+        HAVING pg_catalog.count(*) = pg_catalog.count(r.job_record_id); -- else P0002, as enqueue_job's STRICT lookup
+    END IF;
+
+    -- The new jobs' payloads, each element's with its new job, planned and
+    -- run with plan_cache_mode auto (see above; the function's SET clause
+    -- puts the caller's own value back when it returns).
+    PERFORM pg_catalog.set_config('plan_cache_mode', 'auto', true);
+    INSERT INTO durable_jobs.job_payload_record (job_record_id, job_payload)
+    SELECT u.job_record_id, u.job_payload
+    FROM ROWS FROM (pg_catalog.unnest(v_new_job_record_ids), pg_catalog.unnest(p_job_payloads))
+         AS u(job_record_id, job_payload)
+    WHERE u.job_record_id IS NOT NULL;
+    RETURN v_job_record_ids;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.enqueue_jobs(p_queue_name text, p_job_payloads jsonb[], p_idempotency_keys text[], p_run_afters timestamp with time zone[], p_max_attempts integer[]) OWNER TO durable_job_producer_owner;
+
+--
+-- Name: erase_job_payload(bigint, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_retention_owner
+--
+
+CREATE FUNCTION durable_jobs.erase_job_payload(p_job_record_id bigint, p_change_reason text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_status durable_jobs.job_status_kind;
+    v_queue text;
+BEGIN
+    IF p_job_record_id IS NULL THEN
+        RAISE EXCEPTION 'job id is required' USING ERRCODE = 'LF003';
+    END IF;
+    PERFORM durable_jobs.require_valid_change_reason(p_change_reason, 'LF003');
+    PERFORM durable_jobs.require_structured_change(p_change_reason, NULL, NULL);
+
+    SELECT j.job_status, j.queue_name INTO v_status, v_queue
+    FROM durable_jobs.job_record j
+    WHERE j.job_record_id = p_job_record_id
+    FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    IF v_status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED') THEN
+        RAISE EXCEPTION 'job is not finished: its payload cannot be erased' USING
+            ERRCODE = 'LF003',
+            DETAIL = pg_catalog.format('The job is %s.', v_status),
+            HINT = 'Cancel it first (cancel_job), then erase it.';
+    END IF;
+
+    UPDATE durable_jobs.job_outcome_ledger l SET result_document = NULL
+    WHERE l.job_record_id = p_job_record_id;
+    DELETE FROM durable_jobs.job_payload_record pr WHERE pr.job_record_id = p_job_record_id;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    PERFORM pg_catalog.pg_advisory_xact_lock(1279655936, 1);
+    INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
+    VALUES ('job_payload_erased', v_queue, NULL,
+            pg_catalog.jsonb_build_object('job_status', v_status::text, 'payload_erased', true,
+                                          'result_documents_cleared', true),
+            p_change_reason);
+    RETURN true;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.erase_job_payload(p_job_record_id bigint, p_change_reason text) OWNER TO durable_job_retention_owner;
+
+--
+-- Name: fail_job(bigint, uuid, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_terminal_owner
+--
+
+CREATE FUNCTION durable_jobs.fail_job(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text, p_failure_reason_code text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_claim record;
+BEGIN
+    PERFORM durable_jobs.require_well_formed('failure_reason_code', p_failure_reason_code);
+    SELECT * INTO v_claim FROM durable_jobs.lock_fenced_claim(p_job_record_id, p_lease_claim_token, p_worker_owner_id);
+    IF NOT FOUND THEN
+        PERFORM durable_jobs.raise_stale_claim();
+    END IF;
+    UPDATE durable_jobs.job_record j
+    SET job_status = 'FAILED', status_changed_at = pg_catalog.clock_timestamp(),
+        failure_reason_code = p_failure_reason_code, lease_expires_at = NULL
+    WHERE j.job_record_id = p_job_record_id;
+    INSERT INTO durable_jobs.job_outcome_ledger (job_record_id, lease_fencing_generation, outcome_status, failure_reason_code)
+    VALUES (p_job_record_id, v_claim.fenced_generation, 'FAILED', p_failure_reason_code);
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.fail_job(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text, p_failure_reason_code text) OWNER TO durable_job_terminal_owner;
+
+--
+-- Name: failure_reason_code_is_well_formed(text); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.failure_reason_code_is_well_formed(p_failure_reason_code text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN ((octet_length(p_failure_reason_code) <= 63) AND ((p_failure_reason_code COLLATE "C") ~ '^[a-z][a-z0-9_]*$'::text));
+
+ALTER FUNCTION durable_jobs.failure_reason_code_is_well_formed(p_failure_reason_code text) OWNER TO postgres;
+
+--
+-- Name: failure_reason_code_pattern(); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.failure_reason_code_pattern() RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN '^[a-z][a-z0-9_]{0,62}$'::text;
+
+ALTER FUNCTION durable_jobs.failure_reason_code_pattern() OWNER TO postgres;
+
+--
+-- Name: is_plain_change_reason(text); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.is_plain_change_reason(p_change_reason text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    RETURN ((p_change_reason ~ '[^[:space:]]'::text) AND (length(p_change_reason) <= 500) AND (p_change_reason !~ '[\x01-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]'::text));
+
+ALTER FUNCTION durable_jobs.is_plain_change_reason(p_change_reason text) OWNER TO postgres;
+
+--
+-- Name: job_lifecycle_state(bigint); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_producer_owner
+--
+
+CREATE FUNCTION durable_jobs.job_lifecycle_state(p_job_record_id bigint) RETURNS TABLE(job_status text, attempt_number integer, max_attempts integer, lease_fencing_generation bigint, lease_expires_at timestamp with time zone, lease_renewal_count bigint, failure_reason_code text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_job_record_id IS NULL THEN
+        RAISE EXCEPTION 'job id is required' USING ERRCODE = 'LF003';
+    END IF;
+    RETURN QUERY
+    SELECT j.job_status::text, j.attempt_number, j.max_attempts, j.lease_fencing_generation,
+           j.lease_expires_at, j.lease_renewal_count, j.failure_reason_code
+    FROM durable_jobs.job_record j
+    WHERE j.job_record_id = p_job_record_id;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.job_lifecycle_state(p_job_record_id bigint) OWNER TO durable_job_producer_owner;
+
+--
+-- Name: job_record; Type: TABLE; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE TABLE durable_jobs.job_record (
+    job_record_id bigint NOT NULL,
+    queue_name text NOT NULL,
+    job_status durable_jobs.job_status_kind DEFAULT 'QUEUED'::durable_jobs.job_status_kind NOT NULL,
+    idempotency_key_digest bytea,
+    run_after timestamp with time zone NOT NULL,
+    max_attempts integer NOT NULL,
+    attempt_number integer DEFAULT 0 NOT NULL,
+    lease_claim_digest bytea,
+    lease_owner_id text,
+    lease_claimed_by_role text,
+    lease_claimed_at timestamp with time zone,
+    lease_expires_at timestamp with time zone,
+    lease_claim_deadline timestamp with time zone,
+    lease_fencing_generation bigint DEFAULT 0 NOT NULL,
+    lease_renewal_count bigint DEFAULT 0 NOT NULL,
+    failure_reason_code text,
+    created_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    status_changed_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    lease_expiry_floor timestamp with time zone,
+    CONSTRAINT job_record_attempt_number_range CHECK ((attempt_number >= 0)),
+    CONSTRAINT job_record_failure_reason_code_format CHECK (((octet_length(failure_reason_code) <= 63) AND (failure_reason_code ~ '^[a-z][a-z0-9_]*$'::text))),
+    CONSTRAINT job_record_max_attempts_range CHECK (((max_attempts >= 1) AND (max_attempts <= 1000))),
+    CONSTRAINT job_record_queue_name_format CHECK (((octet_length(queue_name) <= 63) AND (queue_name ~ '^[a-z][a-z0-9_.:-]*$'::text))),
+    CONSTRAINT job_record_running_floor_bounds_expiry CHECK (((job_status <> 'RUNNING'::durable_jobs.job_status_kind) OR ((lease_expiry_floor IS NOT NULL) AND (lease_expiry_floor <= lease_expires_at)))),
+    CONSTRAINT job_record_running_has_lease CHECK (((job_status <> 'RUNNING'::durable_jobs.job_status_kind) OR ((lease_claim_digest IS NOT NULL) AND (lease_owner_id IS NOT NULL) AND (lease_claimed_by_role IS NOT NULL) AND (lease_expires_at IS NOT NULL) AND (lease_claim_deadline IS NOT NULL))))
+)
+WITH (fillfactor='80');
+
+ALTER TABLE durable_jobs.job_record OWNER TO postgres;
+
+--
+-- Name: TABLE job_record; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON TABLE durable_jobs.job_record IS 'One row per durable job: lifecycle and lease state. Never holds the payload.';
+
+--
+-- Name: COLUMN job_record.idempotency_key_digest; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON COLUMN durable_jobs.job_record.idempotency_key_digest IS 'sha256 of the producer''s idempotency key (UTF-8); the key itself is never stored.';
+
+--
+-- Name: COLUMN job_record.attempt_number; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON COLUMN durable_jobs.job_record.attempt_number IS 'Claims used: every claim, reclaim included, uses one; release gives one back.';
+
+--
+-- Name: COLUMN job_record.lease_claim_digest; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON COLUMN durable_jobs.job_record.lease_claim_digest IS 'sha256(uuid_send(token)) of the current claim token; the token itself is never stored.';
+
+--
+-- Name: COLUMN job_record.lease_owner_id; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON COLUMN durable_jobs.job_record.lease_owner_id IS 'Bounded worker identity that holds the current claim.';
+
+--
+-- Name: COLUMN job_record.lease_claimed_by_role; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON COLUMN durable_jobs.job_record.lease_claimed_by_role IS 'session_user that made the current claim; the claim is stale for any other login role.';
+
+--
+-- Name: COLUMN job_record.lease_claim_deadline; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON COLUMN durable_jobs.job_record.lease_claim_deadline IS 'Claim time plus the max_claim_lifetime in force at claim time: no renewal extends past it.';
+
+--
+-- Name: COLUMN job_record.lease_fencing_generation; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON COLUMN durable_jobs.job_record.lease_fencing_generation IS 'Strictly increases with every claim of the job; external sinks reject writes carrying an older value.';
+
+--
+-- Name: COLUMN job_record.lease_renewal_count; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON COLUMN durable_jobs.job_record.lease_renewal_count IS 'Renewals of the current claim; 0 at each claim. Counted here, never in a shared counter row.';
+
+--
+-- Name: COLUMN job_record.lease_expiry_floor; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON COLUMN durable_jobs.job_record.lease_expiry_floor IS 'A lower bound of lease_expires_at while RUNNING, indexed for the reclaim probe. Set to the expiry by each claim; a renewal moves it up to the new expiry only when it is within a sixth of the lease duration of the clock, so most renewals change no indexed column.';
+
+--
+-- Name: job_status_totals(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+CREATE FUNCTION durable_jobs.job_status_totals() RETURNS TABLE(queue_name text, job_status text, job_count bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT j.queue_name,
+     (j.job_status)::text AS job_status,
+     count(*) AS count
+    FROM durable_jobs.job_record j
+   GROUP BY j.queue_name, j.job_status
+   ORDER BY j.queue_name, j.job_status;
+END;
+
+ALTER FUNCTION durable_jobs.job_status_totals() OWNER TO durable_job_audit_owner;
+
+--
+-- Name: lease_outcome_tally; Type: TABLE; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE TABLE durable_jobs.lease_outcome_tally (
+    tally_minute timestamp with time zone NOT NULL,
+    queue_name text NOT NULL,
+    outcome_kind text NOT NULL,
+    tally_backend_pid integer NOT NULL,
+    counted_by_role text NOT NULL,
+    outcome_count bigint NOT NULL,
+    CONSTRAINT lease_outcome_tally_count_positive CHECK ((outcome_count > 0)),
+    CONSTRAINT lease_outcome_tally_kind CHECK ((outcome_kind = ANY (ARRAY['stale_renewal'::text, 'reclaim'::text, 'stale_release'::text])))
+);
+
+ALTER TABLE durable_jobs.lease_outcome_tally OWNER TO postgres;
+
+--
+-- Name: TABLE lease_outcome_tally; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON TABLE durable_jobs.lease_outcome_tally IS 'Per-minute (UTC) tallies of committed rare outcomes. Each backend counts in rows of its own, so counting never waits on another session; readers sum. Rows older than 30 days are deleted by the writers (SKIP LOCKED).';
+
+--
+-- Name: COLUMN lease_outcome_tally.tally_minute; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON COLUMN durable_jobs.lease_outcome_tally.tally_minute IS 'The UTC minute the outcomes were counted in, whatever the session''s TimeZone.';
+
+--
+-- Name: COLUMN lease_outcome_tally.queue_name; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON COLUMN durable_jobs.lease_outcome_tally.queue_name IS 'Queue the outcome is charged to: a reclaim''s queue; for a stale renewal or release, the job''s queue when the counting login made the job''s last claim, else ''*'' (unknown job, or a job another login claimed last).';
+
+--
+-- Name: COLUMN lease_outcome_tally.tally_backend_pid; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON COLUMN durable_jobs.lease_outcome_tally.tally_backend_pid IS 'pg_backend_pid() of the counting session: no two live sessions share a row. Negative for rows carried over from the 16 shards of version 2.';
+
+--
+-- Name: COLUMN lease_outcome_tally.counted_by_role; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON COLUMN durable_jobs.lease_outcome_tally.counted_by_role IS 'session_user that counted the outcome ('''' for rows carried over from version 2). Never returned by any function.';
+
+--
+-- Name: lease_health_by_queue(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+CREATE FUNCTION durable_jobs.lease_health_by_queue() RETURNS TABLE(queue_name text, running_jobs bigint, expiring_within_interval bigint, expired_awaiting_reclaim bigint, reclaims_last_hour bigint, stale_renewals_last_hour bigint, stale_releases_last_hour bigint, oldest_lease_age interval, database_time timestamp with time zone)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET "TimeZone" TO 'UTC'
+    BEGIN ATOMIC
+ WITH read_at AS (
+          SELECT clock_timestamp() AS read_time
+         ), queues AS (
+          SELECT p.queue_name
+            FROM durable_jobs.queue_lease_policy p
+         UNION
+          SELECT DISTINCT j.queue_name
+            FROM durable_jobs.job_record j
+         ), effective AS (
+          SELECT q.queue_name,
+             ( SELECT p.renewal_interval
+                    FROM (durable_jobs.effective_lease_policy_queue(q.queue_name) e_1(policy_queue_name)
+                      JOIN durable_jobs.queue_lease_policy p ON ((p.queue_name = e_1.policy_queue_name)))) AS renewal_interval
+            FROM queues q
+         ), running AS (
+          SELECT j.queue_name,
+             count(*) AS running_jobs,
+             count(*) FILTER (WHERE ((j.lease_expires_at > r_1.read_time) AND (j.lease_expires_at <= (r_1.read_time + e_1.renewal_interval)))) AS expiring_soon,
+             count(*) FILTER (WHERE (j.lease_expires_at <= r_1.read_time)) AS expired,
+             min(j.lease_claimed_at) AS oldest_claim
+            FROM ((durable_jobs.job_record j
+              CROSS JOIN read_at r_1)
+              JOIN effective e_1 ON ((e_1.queue_name = j.queue_name)))
+           WHERE (j.job_status = 'RUNNING'::durable_jobs.job_status_kind)
+           GROUP BY j.queue_name
+         ), tallies AS (
+          SELECT t.queue_name,
+             sum(t.outcome_count) FILTER (WHERE (t.outcome_kind = 'reclaim'::text)) AS reclaims,
+             sum(t.outcome_count) FILTER (WHERE (t.outcome_kind = 'stale_renewal'::text)) AS stale_renewals,
+             sum(t.outcome_count) FILTER (WHERE (t.outcome_kind = 'stale_release'::text)) AS stale_releases
+            FROM (durable_jobs.lease_outcome_tally t
+              CROSS JOIN read_at r_1)
+           WHERE (t.tally_minute >= (r_1.read_time - '01:00:00'::interval))
+           GROUP BY t.queue_name
+         )
+  SELECT e.queue_name,
+     COALESCE(ru.running_jobs, (0)::bigint) AS "coalesce",
+     COALESCE(ru.expiring_soon, (0)::bigint) AS "coalesce",
+     COALESCE(ru.expired, (0)::bigint) AS "coalesce",
+     (COALESCE(ta.reclaims, (0)::numeric))::bigint AS "coalesce",
+     (COALESCE(ta.stale_renewals, (0)::numeric))::bigint AS "coalesce",
+     (COALESCE(ta.stale_releases, (0)::numeric))::bigint AS "coalesce",
+     (r.read_time - ru.oldest_claim),
+     r.read_time
+    FROM (((effective e
+      CROSS JOIN read_at r)
+      LEFT JOIN running ru ON ((ru.queue_name = e.queue_name)))
+      LEFT JOIN tallies ta ON ((ta.queue_name = e.queue_name)))
+   ORDER BY e.queue_name;
+END;
+
+ALTER FUNCTION durable_jobs.lease_health_by_queue() OWNER TO durable_job_audit_owner;
+
+--
+-- Name: lease_outcome_totals(timestamp with time zone); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+CREATE FUNCTION durable_jobs.lease_outcome_totals(p_since timestamp with time zone) RETURNS TABLE(queue_name text, outcome_kind text, outcome_count bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET "TimeZone" TO 'UTC'
+    BEGIN ATOMIC
+ SELECT a.queue_name,
+     a.outcome_kind,
+     (sum(a.outcome_count))::bigint AS sum
+    FROM durable_jobs.lease_outcome_tally a
+   WHERE ((lease_outcome_totals.p_since IS NULL) OR (a.tally_minute >= date_trunc('minute'::text, lease_outcome_totals.p_since, 'UTC'::text)))
+   GROUP BY a.queue_name, a.outcome_kind
+   ORDER BY a.queue_name, a.outcome_kind;
+END;
+
+ALTER FUNCTION durable_jobs.lease_outcome_totals(p_since timestamp with time zone) OWNER TO durable_job_audit_owner;
+
+--
+-- Name: lock_evidence_order(); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.lock_evidence_order() RETURNS void
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    RETURN pg_advisory_xact_lock(1279655936, 1);
+
+ALTER FUNCTION durable_jobs.lock_evidence_order() OWNER TO postgres;
+
+--
+-- Name: lock_fenced_claim(bigint, uuid, text); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.lock_fenced_claim(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text) RETURNS TABLE(fenced_generation bigint, fenced_attempt_number integer, fenced_max_attempts integer)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM durable_jobs.require_well_formed('worker_owner_id', p_worker_owner_id);
+    IF p_job_record_id IS NULL OR p_lease_claim_token IS NULL THEN
+        RAISE EXCEPTION 'job id and claim token are required' USING ERRCODE = 'LF003';
+    END IF;
+    RETURN QUERY
+    SELECT j.lease_fencing_generation, j.attempt_number, j.max_attempts
+    FROM durable_jobs.job_record j
+    WHERE j.job_record_id = p_job_record_id
+      -- compared as text: no statistics can then make a partial index of
+      -- RUNNING rows (empty to a planner whose ANALYZE ran before the
+      -- claims) look cheaper than the primary key; the key finds the row,
+      -- this checks it
+      AND j.job_status::text = 'RUNNING'
+      AND j.lease_claim_digest = durable_jobs.claim_token_digest(p_lease_claim_token)
+      AND j.lease_owner_id = p_worker_owner_id
+      AND j.lease_claimed_by_role = SESSION_USER
+      AND j.lease_expires_at > pg_catalog.clock_timestamp()
+    FOR UPDATE OF j;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.lock_fenced_claim(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text) OWNER TO postgres;
+
+--
+-- Name: passes_luhn(text); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.passes_luhn(p_digits text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    RETURN ((p_digits ~ '^[0-9]{13,19}$'::text) AND (SELECT ((sum(CASE WHEN (((length(passes_luhn.p_digits) - g.i) % 2) = 1) THEN ((((substr(passes_luhn.p_digits, g.i, 1))::integer * 2) % 10) + (((substr(passes_luhn.p_digits, g.i, 1))::integer * 2) / 10)) ELSE (substr(passes_luhn.p_digits, g.i, 1))::integer END) % (10)::bigint) = 0) FROM generate_series(1, length(passes_luhn.p_digits)) g(i)));
+
+ALTER FUNCTION durable_jobs.passes_luhn(p_digits text) OWNER TO postgres;
+
+--
+-- Name: looks_personal_or_secret(text); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.looks_personal_or_secret(p_text text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    RETURN ((p_text ~ '(^|[^0-9])[0-9]{6}-?[1-4][0-9]{6}([^0-9]|$)'::text) OR (p_text ~ '[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}'::text) OR (p_text ~ '(^|[^0-9])0[0-9]{1,2}[ .-]?[0-9]{3,4}[ .-]?[0-9]{4}([^0-9]|$)'::text) OR (p_text ~ '\+[0-9][0-9 .-]{7,}[0-9]'::text) OR (p_text ~* '(password|passwd|pwd|pw|secret|token|api[_-]?key)[[:space:]]*[=:]'::text) OR (EXISTS (SELECT 1 FROM regexp_matches(looks_personal_or_secret.p_text, '[0-9](?:[ -]?[0-9]){12,18}'::text, 'g'::text) m(candidate) WHERE durable_jobs.passes_luhn(regexp_replace(m.candidate[1], '[ -]'::text, ''::text, 'g'::text)))));
+
+ALTER FUNCTION durable_jobs.looks_personal_or_secret(p_text text) OWNER TO postgres;
+
+--
+-- Name: operator_job_detail(bigint); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+CREATE FUNCTION durable_jobs.operator_job_detail(p_job_record_id bigint) RETURNS TABLE(job_record_id bigint, queue_name text, job_status text, attempt_number integer, max_attempts integer, lease_fencing_generation bigint, lease_expires_at timestamp with time zone, lease_renewal_count bigint, failure_reason_code text, run_after timestamp with time zone, created_at timestamp with time zone, status_changed_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_job_record_id IS NULL THEN
+        RAISE EXCEPTION 'job id is required' USING ERRCODE = 'LF003';
+    END IF;
+    RETURN QUERY
+    SELECT j.job_record_id, j.queue_name, j.job_status::text, j.attempt_number, j.max_attempts,
+           j.lease_fencing_generation, j.lease_expires_at, j.lease_renewal_count, j.failure_reason_code,
+           j.run_after, j.created_at, j.status_changed_at
+    FROM durable_jobs.job_record j
+    WHERE j.job_record_id = p_job_record_id;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.operator_job_detail(p_job_record_id bigint) OWNER TO durable_job_audit_owner;
+
+--
+-- Name: operator_list_jobs(text, text, bigint, integer); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+CREATE FUNCTION durable_jobs.operator_list_jobs(p_queue_name text DEFAULT NULL::text, p_job_status text DEFAULT NULL::text, p_after_job_record_id bigint DEFAULT NULL::bigint, p_max_jobs integer DEFAULT 50) RETURNS TABLE(job_record_id bigint, queue_name text, job_status text, attempt_number integer, max_attempts integer, lease_fencing_generation bigint, lease_expires_at timestamp with time zone, lease_renewal_count bigint, failure_reason_code text, run_after timestamp with time zone, created_at timestamp with time zone, status_changed_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_queue_name IS NOT NULL THEN
+        PERFORM durable_jobs.require_well_formed('queue_name', p_queue_name);
+    END IF;
+    IF p_job_status IS NOT NULL
+       AND p_job_status <> ALL (pg_catalog.enum_range(NULL::durable_jobs.job_status_kind)::text[]) THEN
+        RAISE EXCEPTION 'unknown job status' USING ERRCODE = 'LF003',
+            HINT = 'job status must be one of QUEUED, RUNNING, RETRY_SCHEDULED, SUCCEEDED, FAILED, CANCELLED';
+    END IF;
+    IF p_max_jobs IS NULL OR p_max_jobs NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'max jobs must be 1 to 1000' USING ERRCODE = 'LF003';
+    END IF;
+    RETURN QUERY
+    SELECT j.job_record_id, j.queue_name, j.job_status::text, j.attempt_number, j.max_attempts,
+           j.lease_fencing_generation, j.lease_expires_at, j.lease_renewal_count, j.failure_reason_code,
+           j.run_after, j.created_at, j.status_changed_at
+    FROM durable_jobs.job_record j
+    WHERE (p_queue_name IS NULL OR j.queue_name = p_queue_name)
+      AND (p_job_status IS NULL OR j.job_status::text = p_job_status)
+      AND (p_after_job_record_id IS NULL OR j.job_record_id < p_after_job_record_id)
+    ORDER BY j.job_record_id DESC
+    LIMIT p_max_jobs;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.operator_list_jobs(p_queue_name text, p_job_status text, p_after_job_record_id bigint, p_max_jobs integer) OWNER TO durable_job_audit_owner;
+
+--
+-- Name: policy_evidence_mismatches(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+CREATE FUNCTION durable_jobs.policy_evidence_mismatches() RETURNS TABLE(queue_name text, mismatch text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ WITH last_record AS (
+          SELECT DISTINCT ON (e.queue_name) e.queue_name,
+             e.new_values
+            FROM durable_jobs.control_evidence_record e
+           WHERE ((e.evidence_kind = 'lease_policy_changed'::text) AND (e.queue_name IS NOT NULL))
+           ORDER BY e.queue_name, e.evidence_record_id DESC
+         ), evidenced AS (
+          SELECT l.queue_name,
+             l.new_values,
+             (COALESCE((l.new_values ->> 'policy_queue_name'::text),
+                 CASE
+                     WHEN (l.new_values ? 'policy_queue_name'::text) THEN NULL::text
+                     ELSE l.queue_name
+                 END) = l.queue_name) AS has_row
+            FROM last_record l
+         )
+  SELECT COALESCE(p.queue_name, v.queue_name) AS "coalesce",
+         CASE
+             WHEN (v.queue_name IS NULL) THEN 'policy row has no evidence record'::text
+             WHEN ((p.queue_name IS NULL) AND v.has_row) THEN 'policy row in the evidence is missing from the table'::text
+             WHEN ((p.queue_name IS NOT NULL) AND (NOT v.has_row)) THEN 'policy row exists but the evidence says it was removed'::text
+             ELSE 'policy differs from what its last evidence record says'::text
+         END AS "case"
+    FROM (durable_jobs.queue_lease_policy p
+      FULL JOIN evidenced v ON ((v.queue_name = p.queue_name)))
+   WHERE ((v.queue_name IS NULL) OR ((p.queue_name IS NULL) AND v.has_row) OR ((p.queue_name IS NOT NULL) AND (NOT v.has_row)) OR ((p.queue_name IS NOT NULL) AND ((((v.new_values ->> 'lease_duration'::text))::interval IS DISTINCT FROM p.lease_duration) OR (((v.new_values ->> 'renewal_interval'::text))::interval IS DISTINCT FROM p.renewal_interval) OR (((v.new_values ->> 'max_claim_lifetime'::text))::interval IS DISTINCT FROM p.max_claim_lifetime) OR (((v.new_values ->> 'renewal_enabled'::text))::boolean IS DISTINCT FROM p.renewal_enabled))))
+   ORDER BY COALESCE(p.queue_name, v.queue_name);
+END;
+
+ALTER FUNCTION durable_jobs.policy_evidence_mismatches() OWNER TO durable_job_audit_owner;
+
+--
+-- Name: purge_expired_job_data(integer); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_retention_owner
+--
+
+CREATE FUNCTION durable_jobs.purge_expired_job_data(p_batch_size integer) RETURNS TABLE(queue_name text, purge_kind text, purged_count bigint)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_now timestamptz := pg_catalog.clock_timestamp();
+    v_counts jsonb;
+    v_left integer;
+    v_rows jsonb := '[]'::jsonb;
+BEGIN
+    IF p_batch_size IS NULL OR p_batch_size NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'batch size must be 1 to 10000' USING ERRCODE = 'LF003';
+    END IF;
+
+    WITH doomed AS (
+        SELECT j.job_record_id
+        FROM durable_jobs.job_record j
+        LEFT JOIN durable_jobs.queue_retention_policy q ON q.queue_name = j.queue_name
+        LEFT JOIN durable_jobs.queue_retention_policy d ON d.queue_name = '*'
+        WHERE j.job_status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+          AND j.status_changed_at < v_now - COALESCE(q.record_retention, d.record_retention)
+        ORDER BY j.status_changed_at
+        LIMIT p_batch_size
+        FOR UPDATE OF j SKIP LOCKED
+    ), gone AS (
+        DELETE FROM durable_jobs.job_record j
+        USING doomed
+        WHERE j.job_record_id = doomed.job_record_id
+        RETURNING j.queue_name
+    ), gone_payloads AS (
+        -- Since migration 019 no foreign key deletes these with the job:
+        -- its payload and outcome ledger rows go in the same statement.
+        DELETE FROM durable_jobs.job_payload_record pr
+        USING doomed
+        WHERE pr.job_record_id = doomed.job_record_id
+    ), gone_outcomes AS (
+        DELETE FROM durable_jobs.job_outcome_ledger l
+        USING doomed
+        WHERE l.job_record_id = doomed.job_record_id
+    )
+    SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('queue_name', c.queue_name,
+               'purge_kind', 'job_record', 'purged_count', c.n) ORDER BY c.queue_name), '[]')
+    INTO v_counts
+    FROM (SELECT gone.queue_name, pg_catalog.count(*) AS n FROM gone GROUP BY gone.queue_name) c;
+    v_rows := v_rows || v_counts;
+    v_left := p_batch_size - (SELECT COALESCE(pg_catalog.sum((e ->> 'purged_count')::bigint), 0)
+                              FROM pg_catalog.jsonb_array_elements(v_counts) e)::integer;
+
+    IF v_left > 0 THEN
+        WITH doomed AS (
+            SELECT j.job_record_id, j.queue_name
+            FROM durable_jobs.job_record j
+            LEFT JOIN durable_jobs.queue_retention_policy q ON q.queue_name = j.queue_name
+            LEFT JOIN durable_jobs.queue_retention_policy d ON d.queue_name = '*'
+            WHERE j.job_status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+              AND j.status_changed_at < v_now - COALESCE(q.payload_retention, d.payload_retention)
+              AND EXISTS (SELECT 1 FROM durable_jobs.job_payload_record pr WHERE pr.job_record_id = j.job_record_id)
+            ORDER BY j.status_changed_at
+            LIMIT v_left
+            FOR UPDATE OF j SKIP LOCKED
+        ), gone_payload AS (
+            DELETE FROM durable_jobs.job_payload_record pr
+            USING doomed
+            WHERE pr.job_record_id = doomed.job_record_id
+            RETURNING pr.job_record_id
+        ), cleared AS (
+            UPDATE durable_jobs.job_outcome_ledger l
+            SET result_document = NULL
+            FROM doomed
+            WHERE l.job_record_id = doomed.job_record_id
+            RETURNING l.job_record_id
+        )
+        SELECT COALESCE(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('queue_name', c.queue_name,
+                   'purge_kind', 'payload', 'purged_count', c.n) ORDER BY c.queue_name), '[]')
+        INTO v_counts
+        FROM (SELECT doomed.queue_name, pg_catalog.count(*) AS n
+              FROM doomed JOIN gone_payload ON gone_payload.job_record_id = doomed.job_record_id
+              GROUP BY doomed.queue_name) c;
+        v_rows := v_rows || v_counts;
+    END IF;
+
+    IF pg_catalog.jsonb_array_length(v_rows) > 0 THEN
+        PERFORM pg_catalog.pg_advisory_xact_lock(1279655936, 1);
+        INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
+        VALUES ('job_data_purged', NULL, NULL,
+                pg_catalog.jsonb_build_object('batch_size', p_batch_size, 'purged', v_rows),
+                'retention policy applied by purge_expired_job_data');
+    END IF;
+
+    RETURN QUERY
+    SELECT e ->> 'queue_name', e ->> 'purge_kind', (e ->> 'purged_count')::bigint
+    FROM pg_catalog.jsonb_array_elements(v_rows) e;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.purge_expired_job_data(p_batch_size integer) OWNER TO durable_job_retention_owner;
+
+--
+-- Name: queue_lease_policies(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+CREATE FUNCTION durable_jobs.queue_lease_policies() RETURNS TABLE(queue_name text, lease_duration interval, renewal_interval interval, max_claim_lifetime interval, renewal_enabled boolean, changed_at timestamp with time zone, changed_by_role text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT p.queue_name,
+     p.lease_duration,
+     p.renewal_interval,
+     p.max_claim_lifetime,
+     p.renewal_enabled,
+     p.changed_at,
+     p.changed_by_role
+    FROM durable_jobs.queue_lease_policy p
+   ORDER BY p.queue_name;
+END;
+
+ALTER FUNCTION durable_jobs.queue_lease_policies() OWNER TO durable_job_audit_owner;
+
+--
+-- Name: queue_name_is_well_formed(text); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.queue_name_is_well_formed(p_queue_name text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN ((octet_length(p_queue_name) <= 63) AND ((p_queue_name COLLATE "C") ~ '^[a-z][a-z0-9_.:-]*$'::text));
+
+ALTER FUNCTION durable_jobs.queue_name_is_well_formed(p_queue_name text) OWNER TO postgres;
+
+--
+-- Name: queue_name_pattern(); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.queue_name_pattern() RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN '^[a-z][a-z0-9_.:-]{0,62}$'::text;
+
+ALTER FUNCTION durable_jobs.queue_name_pattern() OWNER TO postgres;
+
+--
+-- Name: queue_retention_policy; Type: TABLE; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE TABLE durable_jobs.queue_retention_policy (
+    queue_name text NOT NULL,
+    payload_retention interval NOT NULL,
+    record_retention interval NOT NULL,
+    changed_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    changed_by_role text DEFAULT SESSION_USER NOT NULL,
+    CONSTRAINT queue_retention_policy_bounds CHECK (((payload_retention >= '01:00:00'::interval) AND (record_retention >= payload_retention) AND (record_retention <= '3650 days'::interval))),
+    CONSTRAINT queue_retention_policy_queue_name_format CHECK (((queue_name = '*'::text) OR (queue_name ~ '^[a-z][a-z0-9_.:-]{0,62}$'::text)))
+);
+
+ALTER TABLE durable_jobs.queue_retention_policy OWNER TO postgres;
+
+--
+-- Name: TABLE queue_retention_policy; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON TABLE durable_jobs.queue_retention_policy IS 'Retention per queue (''*'' is the default): how long a finished job keeps its payload and result documents, and how long its row and outcome ledger are kept.';
+
+--
+-- Name: queue_retention_policies(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_retention_owner
+--
+
+CREATE FUNCTION durable_jobs.queue_retention_policies() RETURNS TABLE(queue_name text, payload_retention interval, record_retention interval, changed_at timestamp with time zone, changed_by_role text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT p.queue_name,
+     p.payload_retention,
+     p.record_retention,
+     p.changed_at,
+     p.changed_by_role
+    FROM durable_jobs.queue_retention_policy p
+   ORDER BY p.queue_name;
+END;
+
+ALTER FUNCTION durable_jobs.queue_retention_policies() OWNER TO durable_job_retention_owner;
+
+--
+-- Name: raise_stale_claim(); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.raise_stale_claim() RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    RAISE EXCEPTION USING
+        ERRCODE = 'LF001',
+        MESSAGE = 'stale claim: the lease is expired, cancelled, terminal, superseded or not yours',
+        HINT = 'Stop work on this job and roll back; only claim_next_job creates ownership.';
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.raise_stale_claim() OWNER TO postgres;
+
+--
+-- Name: record_deployment(text, text, text, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+CREATE FUNCTION durable_jobs.record_deployment(p_deployment_version text, p_source_digest text, p_deployed_by text, p_change_ticket text, p_change_reason text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '10s'
+    AS $_$
+BEGIN
+    IF p_deployment_version IS NULL OR p_deployment_version !~ '^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$'
+       OR p_source_digest IS NULL OR p_source_digest !~ '^([0-9a-f]{40}|[0-9a-f]{64}|sha256:[0-9a-f]{64})$'
+       OR p_deployed_by IS NULL OR p_deployed_by !~ '^[a-z][a-z0-9._-]{0,62}$'
+       OR p_change_ticket IS NULL THEN
+        RAISE EXCEPTION 'invalid deployment record' USING ERRCODE = 'LF002',
+            DETAIL = 'Need a version matching ^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$, a commit (40 or 64 hex digits) or '
+                  || 'artifact digest (sha256:<64 hex digits>), a person handle matching ^[a-z][a-z0-9._-]{0,62}$ and a ticket.';
+    END IF;
+    PERFORM durable_jobs.require_structured_change(p_change_reason, p_change_ticket, NULL);
+    PERFORM durable_jobs.lock_evidence_order();
+    INSERT INTO durable_jobs.control_evidence_record
+        (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket)
+    VALUES ('deployment_recorded', NULL, NULL,
+            pg_catalog.jsonb_build_object('deployment_version', p_deployment_version, 'source_digest', p_source_digest,
+                                          'deployed_by', p_deployed_by),
+            p_change_reason, p_change_ticket);
+END;
+$_$;
+
+ALTER FUNCTION durable_jobs.record_deployment(p_deployment_version text, p_source_digest text, p_deployed_by text, p_change_ticket text, p_change_reason text) OWNER TO durable_job_policy_owner;
+
+--
+-- Name: record_deployment_version(text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+CREATE FUNCTION durable_jobs.record_deployment_version(p_deployment_version text, p_change_reason text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '10s'
+    AS $_$
+BEGIN
+    IF p_deployment_version IS NULL OR p_deployment_version !~ '^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$' THEN
+        RAISE EXCEPTION 'malformed deployment version' USING ERRCODE = 'LF003',
+            HINT = 'deployment version must match ^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$';
+    END IF;
+    IF p_change_reason IS NULL OR NOT durable_jobs.is_plain_change_reason(p_change_reason) THEN
+        RAISE EXCEPTION 'change reason must be 1 to 500 characters, not blank, without control or bidirectional-control characters'
+            USING ERRCODE = 'LF003';
+    END IF;
+    PERFORM durable_jobs.require_structured_change(p_change_reason, NULL, NULL);
+    PERFORM durable_jobs.lock_evidence_order();
+    INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
+    VALUES ('deployment_recorded', NULL, NULL,
+            pg_catalog.jsonb_build_object('deployment_version', p_deployment_version), p_change_reason);
+END;
+$_$;
+
+ALTER FUNCTION durable_jobs.record_deployment_version(p_deployment_version text, p_change_reason text) OWNER TO durable_job_policy_owner;
+
+--
+-- Name: record_lease_outcome(text, text, bigint); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.record_lease_outcome(p_queue_name text, p_outcome_kind text, p_outcome_count bigint) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET "TimeZone" TO 'UTC'
+    AS $$
+DECLARE
+    v_minute timestamptz := pg_catalog.date_trunc('minute', pg_catalog.clock_timestamp(), 'UTC');
+BEGIN
+    INSERT INTO durable_jobs.lease_outcome_tally AS t
+        (tally_minute, queue_name, outcome_kind, tally_backend_pid, counted_by_role, outcome_count)
+    VALUES (v_minute, p_queue_name, p_outcome_kind, pg_catalog.pg_backend_pid(), SESSION_USER, p_outcome_count)
+    ON CONFLICT (tally_minute, queue_name, outcome_kind, tally_backend_pid, counted_by_role)
+    DO UPDATE SET outcome_count = t.outcome_count + EXCLUDED.outcome_count;
+
+    DELETE FROM durable_jobs.lease_outcome_tally t
+    WHERE (t.tally_minute, t.queue_name, t.outcome_kind, t.tally_backend_pid, t.counted_by_role) IN (
+        SELECT o.tally_minute, o.queue_name, o.outcome_kind, o.tally_backend_pid, o.counted_by_role
+        FROM durable_jobs.lease_outcome_tally o
+        WHERE o.tally_minute < v_minute - interval '30 days'
+        ORDER BY o.tally_minute
+        LIMIT 16
+        FOR UPDATE SKIP LOCKED);
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.record_lease_outcome(p_queue_name text, p_outcome_kind text, p_outcome_count bigint) OWNER TO postgres;
+
+--
+-- Name: record_policy_change(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+CREATE FUNCTION durable_jobs.record_policy_change() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '10s'
+    AS $$
+DECLARE
+    v_reason text := COALESCE(NULLIF(pg_catalog.current_setting('leasefence.change_reason', true), ''),
+                              'direct table change without a reason');
+    v_ticket text := NULLIF(pg_catalog.current_setting('leasefence.change_ticket', true), '');
+    v_approver text := NULLIF(pg_catalog.current_setting('leasefence.change_approver', true), '');
+    v_queue text;
+    v_previous jsonb;
+    v_previous_enabled boolean;
+    v_new jsonb;
+    v_new_enabled boolean;
+BEGIN
+    PERFORM durable_jobs.require_structured_change(v_reason, v_ticket, v_approver);
+    PERFORM durable_jobs.lock_evidence_order();
+    IF TG_OP = 'INSERT' THEN
+        v_queue := NEW.queue_name;
+        SELECT pg_catalog.jsonb_build_object('policy_queue_name', p.queue_name, 'lease_duration', p.lease_duration,
+                   'renewal_interval', p.renewal_interval, 'max_claim_lifetime', p.max_claim_lifetime,
+                   'renewal_enabled', p.renewal_enabled), p.renewal_enabled
+        INTO v_previous, v_previous_enabled
+        FROM durable_jobs.queue_lease_policy p
+        WHERE p.queue_name = '*' AND v_queue <> '*';
+    ELSE
+        v_queue := OLD.queue_name;
+        v_previous := pg_catalog.jsonb_build_object('policy_queue_name', OLD.queue_name,
+            'lease_duration', OLD.lease_duration, 'renewal_interval', OLD.renewal_interval,
+            'max_claim_lifetime', OLD.max_claim_lifetime, 'renewal_enabled', OLD.renewal_enabled);
+        v_previous_enabled := OLD.renewal_enabled;
+    END IF;
+    IF TG_OP = 'DELETE' THEN
+        SELECT pg_catalog.jsonb_build_object('policy_queue_name', p.queue_name, 'lease_duration', p.lease_duration,
+                   'renewal_interval', p.renewal_interval, 'max_claim_lifetime', p.max_claim_lifetime,
+                   'renewal_enabled', p.renewal_enabled), p.renewal_enabled
+        INTO v_new, v_new_enabled
+        FROM durable_jobs.queue_lease_policy p
+        WHERE p.queue_name = '*' AND v_queue <> '*';
+        v_new := COALESCE(v_new, pg_catalog.jsonb_build_object('policy_queue_name', NULL));
+    ELSE
+        v_new := pg_catalog.jsonb_build_object('policy_queue_name', NEW.queue_name,
+            'lease_duration', NEW.lease_duration, 'renewal_interval', NEW.renewal_interval,
+            'max_claim_lifetime', NEW.max_claim_lifetime, 'renewal_enabled', NEW.renewal_enabled);
+        v_new_enabled := NEW.renewal_enabled;
+    END IF;
+
+    INSERT INTO durable_jobs.control_evidence_record
+        (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
+    VALUES ('lease_policy_changed', v_queue, v_previous, v_new, v_reason, v_ticket, v_approver);
+    IF v_previous_enabled IS DISTINCT FROM v_new_enabled THEN
+        INSERT INTO durable_jobs.control_evidence_record
+            (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
+        VALUES ('renewal_enablement_changed', v_queue,
+                pg_catalog.jsonb_build_object('renewal_enabled', v_previous_enabled),
+                pg_catalog.jsonb_build_object('renewal_enabled', v_new_enabled), v_reason, v_ticket, v_approver);
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.record_policy_change() OWNER TO durable_job_policy_owner;
+
+--
+-- Name: record_stale_call(bigint, text); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.record_stale_call(p_job_record_id bigint, p_outcome_kind text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM durable_jobs.record_stale_calls(ARRAY[p_job_record_id], p_outcome_kind);
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.record_stale_call(p_job_record_id bigint, p_outcome_kind text) OWNER TO postgres;
+
+--
+-- Name: record_stale_calls(bigint[], text); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.record_stale_calls(p_job_record_ids bigint[], p_outcome_kind text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_charge record;
+BEGIN
+    FOR v_charge IN
+        SELECT COALESCE(j.queue_name, '*') AS charged_queue, pg_catalog.count(*) AS charged_calls
+        FROM pg_catalog.unnest(p_job_record_ids) AS s(stale_job_id)
+        LEFT JOIN durable_jobs.job_record j
+               ON j.job_record_id = s.stale_job_id AND j.lease_claimed_by_role = SESSION_USER
+        GROUP BY 1
+        ORDER BY 1
+    LOOP
+        PERFORM durable_jobs.record_lease_outcome(v_charge.charged_queue, p_outcome_kind, v_charge.charged_calls);
+    END LOOP;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.record_stale_calls(p_job_record_ids bigint[], p_outcome_kind text) OWNER TO postgres;
+
+--
+-- Name: refuse_evidence_change(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+CREATE FUNCTION durable_jobs.refuse_evidence_change() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    RAISE EXCEPTION USING
+        ERRCODE = 'LF004',
+        MESSAGE = 'control evidence is append-only',
+        DETAIL = pg_catalog.format('%s on %s is refused', TG_OP, TG_TABLE_NAME),
+        HINT = 'Append a new evidence record instead.';
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.refuse_evidence_change() OWNER TO durable_job_evidence_owner;
+
+--
+-- Name: refuse_policy_truncate(); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.refuse_policy_truncate() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    RAISE EXCEPTION 'TRUNCATE of queue_lease_policy is refused' USING ERRCODE = 'LF002',
+        HINT = 'Delete the rows instead, so that each removal is recorded as evidence.';
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.refuse_policy_truncate() OWNER TO postgres;
+
+--
+-- Name: release_job_claim(bigint, uuid, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_terminal_owner
+--
+
+CREATE FUNCTION durable_jobs.release_job_claim(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM 1 FROM durable_jobs.lock_fenced_claim(p_job_record_id, p_lease_claim_token, p_worker_owner_id);
+    IF NOT FOUND THEN
+        PERFORM durable_jobs.record_stale_call(p_job_record_id, 'stale_release');
+        RETURN false;
+    END IF;
+    UPDATE durable_jobs.job_record j
+    SET job_status = 'QUEUED', status_changed_at = pg_catalog.clock_timestamp(),
+        run_after = pg_catalog.clock_timestamp(), attempt_number = GREATEST(j.attempt_number - 1, 0),
+        lease_expires_at = NULL
+    WHERE j.job_record_id = p_job_record_id;
+    RETURN true;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.release_job_claim(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text) OWNER TO durable_job_terminal_owner;
+
+--
+-- Name: release_job_claims(text, bigint[], uuid[]); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_terminal_owner
+--
+
+CREATE FUNCTION durable_jobs.release_job_claims(p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[]) RETURNS TABLE(job_record_id bigint, released boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_result record;
+    v_locked_ctids tid[];
+    v_stale_ids bigint[] := ARRAY[]::bigint[];
+BEGIN
+    -- The contract's owner pattern (the rule function, inlined: no call),
+    -- checked here first, byte for byte and only for a value without a
+    -- collation of the caller's; anything else goes to require_well_formed,
+    -- which raises LF003 as everywhere (a caller's collation included).
+    IF p_worker_owner_id IS NULL OR pg_catalog.pg_collation_for(p_worker_owner_id) NOT IN ('"default"', '"C"', '"POSIX"')
+       OR NOT durable_jobs.worker_owner_id_is_well_formed(p_worker_owner_id) THEN
+        PERFORM durable_jobs.require_well_formed('worker_owner_id', p_worker_owner_id);
+    END IF;
+    IF p_job_record_ids IS NULL OR p_lease_claim_tokens IS NULL
+       OR pg_catalog.array_ndims(p_job_record_ids) > 1 OR pg_catalog.array_ndims(p_lease_claim_tokens) > 1
+       OR pg_catalog.cardinality(p_job_record_ids) <> pg_catalog.cardinality(p_lease_claim_tokens)
+       OR pg_catalog.cardinality(p_job_record_ids) > 1000
+       OR pg_catalog.array_position(p_job_record_ids, NULL) IS NOT NULL
+       OR pg_catalog.array_position(p_lease_claim_tokens, NULL) IS NOT NULL
+       OR (SELECT pg_catalog.count(DISTINCT i) FROM pg_catalog.unnest(p_job_record_ids) i)
+          <> pg_catalog.cardinality(p_job_record_ids) THEN
+        RAISE EXCEPTION 'claims must be two flat arrays of equal length, at most 1000, no NULL, no repeated job id'
+            USING ERRCODE = 'LF003';
+    END IF;
+
+    -- Lock exactly the fenced rows, in job id order, one primary-key probe
+    -- per claim (the locking subquery is never flattened into a join, so no
+    -- table statistics can turn it into a scan of every running job). A
+    -- stale claim's row is never locked.
+    SELECT pg_catalog.array_agg(f.fenced_ctid) INTO v_locked_ctids
+    FROM (SELECT i.input_job_id, i.input_token
+          FROM ROWS FROM (pg_catalog.unnest(p_job_record_ids), pg_catalog.unnest(p_lease_claim_tokens))
+               AS i(input_job_id, input_token)
+          ORDER BY i.input_job_id) i
+    CROSS JOIN LATERAL (
+          SELECT j.ctid AS fenced_ctid
+          FROM durable_jobs.job_record j
+          WHERE j.job_record_id = i.input_job_id
+            -- compared as text: no statistics can then make a partial index of RUNNING
+            -- rows (empty to a planner whose ANALYZE ran before the claims) look
+            -- cheaper than the primary key; the key finds the row, this checks it
+            AND j.job_status::text = 'RUNNING'
+            AND j.lease_claim_digest = pg_catalog.sha256(pg_catalog.uuid_send(i.input_token))
+            AND j.lease_owner_id = p_worker_owner_id
+            AND j.lease_claimed_by_role = SESSION_USER
+            AND j.lease_expires_at > pg_catalog.clock_timestamp()
+          FOR UPDATE OF j) f;
+
+    -- The locked rows (a locked row keeps its tuple id and its claim) are
+    -- released as release_job_claim releases one; every claim is answered
+    -- in input order (FULL JOIN: a hash or merge join, never a nested loop
+    -- over the claims; every released row is one of the claims in).
+    FOR v_result IN
+        WITH claim_input AS (
+            SELECT i.input_job_id, i.input_position
+            FROM pg_catalog.unnest(p_job_record_ids) WITH ORDINALITY AS i(input_job_id, input_position)
+        ), given_up AS (
+            UPDATE durable_jobs.job_record j
+            SET job_status = 'QUEUED', status_changed_at = pg_catalog.clock_timestamp(),
+                run_after = pg_catalog.clock_timestamp(), attempt_number = GREATEST(j.attempt_number - 1, 0),
+                lease_expires_at = NULL
+            WHERE j.ctid = ANY (v_locked_ctids)
+            RETURNING j.job_record_id AS given_up_id
+        )
+        SELECT c.input_job_id, g.given_up_id IS NOT NULL AS was_released
+        FROM claim_input c
+        FULL JOIN given_up g ON g.given_up_id = c.input_job_id
+        ORDER BY c.input_position
+    LOOP
+        IF NOT v_result.was_released THEN
+            v_stale_ids := pg_catalog.array_append(v_stale_ids, v_result.input_job_id);
+        END IF;
+        job_record_id := v_result.input_job_id;
+        released := v_result.was_released;
+        RETURN NEXT;
+    END LOOP;
+    -- The stale releases counted together: one tally write per queue charged.
+    IF pg_catalog.cardinality(v_stale_ids) > 0 THEN
+        PERFORM durable_jobs.record_stale_calls(v_stale_ids, 'stale_release');
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.release_job_claims(p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[]) OWNER TO durable_job_terminal_owner;
+
+--
+-- Name: renew_job_lease(bigint, uuid, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_renewal_owner
+--
+
+CREATE FUNCTION durable_jobs.renew_job_lease(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text) RETURNS TABLE(renewal_outcome text, lease_expires_at timestamp with time zone, database_time timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz;
+    v_enabled boolean;
+BEGIN
+    -- The contract's owner pattern (the rule function, inlined: no call),
+    -- checked here first, byte for byte and
+    -- only for a value without a collation of the caller's: a well-formed
+    -- value (every call but a bad one) then costs no call of the helper,
+    -- whose SET search_path makes each call cost as much as a small query.
+    -- Anything else goes to require_well_formed, which raises LF003 as
+    -- everywhere (a caller's collation included).
+    IF p_worker_owner_id IS NULL OR pg_catalog.pg_collation_for(p_worker_owner_id) NOT IN ('"default"', '"C"', '"POSIX"')
+       OR NOT durable_jobs.worker_owner_id_is_well_formed(p_worker_owner_id) THEN
+        PERFORM durable_jobs.require_well_formed('worker_owner_id', p_worker_owner_id);
+    END IF;
+    IF p_job_record_id IS NULL OR p_lease_claim_token IS NULL THEN
+        RAISE EXCEPTION 'job id and claim token are required'
+            USING ERRCODE = 'LF003';
+    END IF;
+    -- A REPEATABLE READ or SERIALIZABLE snapshot may predate a policy change
+    -- (renewal switched off, a shorter lease); READ COMMITTED reads the
+    -- policy as of this statement.
+    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'lease renewal must run in a READ COMMITTED transaction, not %',
+                pg_catalog.upper(pg_catalog.current_setting('transaction_isolation'))
+            USING ERRCODE = 'LF003',
+                  HINT = 'Renew in a short transaction of its own at the default isolation level.';
+    END IF;
+
+    v_now := pg_catalog.clock_timestamp();
+    UPDATE durable_jobs.job_record j
+    SET lease_expires_at = CASE WHEN p.renewal_enabled
+            THEN GREATEST(j.lease_expires_at,
+                          LEAST(v_now + pg_catalog.make_interval(secs => pg_catalog.date_part('epoch', p.lease_duration)),
+                                j.lease_claim_deadline))
+            ELSE j.lease_expires_at END,
+        lease_expiry_floor = CASE
+            WHEN j.lease_expiry_floor > v_now + pg_catalog.make_interval(secs => pg_catalog.date_part('epoch', p.lease_duration) / 6)
+                THEN j.lease_expiry_floor
+            WHEN p.renewal_enabled
+                THEN GREATEST(j.lease_expires_at,
+                              LEAST(v_now + pg_catalog.make_interval(secs => pg_catalog.date_part('epoch', p.lease_duration)),
+                                    j.lease_claim_deadline))
+            ELSE j.lease_expires_at END,
+        lease_renewal_count = j.lease_renewal_count + CASE WHEN p.renewal_enabled THEN 1 ELSE 0 END
+    FROM durable_jobs.queue_lease_policy p
+    WHERE j.job_record_id = p_job_record_id
+      -- compared as text: no statistics can then make a partial index of RUNNING
+      -- rows (empty to a planner whose ANALYZE ran before the claims) look
+      -- cheaper than the primary key; the key finds the row, this checks it
+      AND j.job_status::text = 'RUNNING'
+      AND j.lease_claim_digest = pg_catalog.sha256(pg_catalog.uuid_send(p_lease_claim_token))
+      AND j.lease_owner_id = p_worker_owner_id
+      AND j.lease_claimed_by_role = SESSION_USER
+      AND j.lease_expires_at > pg_catalog.clock_timestamp()
+      -- the queue's own policy, else '*'
+      AND p.queue_name = (SELECT e.policy_queue_name FROM durable_jobs.effective_lease_policy_queue(j.queue_name) e)
+    RETURNING p.renewal_enabled, j.lease_expires_at INTO v_enabled, lease_expires_at;
+
+    database_time := v_now;
+    IF v_enabled IS NULL THEN
+        PERFORM durable_jobs.record_stale_call(p_job_record_id, 'stale_renewal');
+        renewal_outcome := 'stale';
+    ELSIF v_enabled THEN
+        renewal_outcome := 'renewed';
+    ELSE
+        renewal_outcome := 'renewal_disabled';
+    END IF;
+    RETURN NEXT;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.renew_job_lease(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text) OWNER TO durable_job_renewal_owner;
+
+--
+-- Name: renew_job_leases(text, bigint[], uuid[]); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_renewal_owner
+--
+
+CREATE FUNCTION durable_jobs.renew_job_leases(p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[]) RETURNS TABLE(job_record_id bigint, renewal_outcome text, lease_expires_at timestamp with time zone, database_time timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_result record;
+    v_locked_ids bigint[];
+    v_locked_ctids tid[];
+    v_now timestamptz;
+    v_stale_ids bigint[] := ARRAY[]::bigint[];
+BEGIN
+    -- The contract's owner pattern (the rule function, inlined: no call),
+    -- checked here first, byte for byte and
+    -- only for a value without a collation of the caller's: a well-formed
+    -- value (every call but a bad one) then costs no call of the helper,
+    -- whose SET search_path makes each call cost as much as a small query.
+    -- Anything else goes to require_well_formed, which raises LF003 as
+    -- everywhere (a caller's collation included).
+    IF p_worker_owner_id IS NULL OR pg_catalog.pg_collation_for(p_worker_owner_id) NOT IN ('"default"', '"C"', '"POSIX"')
+       OR NOT durable_jobs.worker_owner_id_is_well_formed(p_worker_owner_id) THEN
+        PERFORM durable_jobs.require_well_formed('worker_owner_id', p_worker_owner_id);
+    END IF;
+    IF p_job_record_ids IS NULL OR p_lease_claim_tokens IS NULL
+       OR pg_catalog.array_ndims(p_job_record_ids) > 1 OR pg_catalog.array_ndims(p_lease_claim_tokens) > 1
+       OR pg_catalog.cardinality(p_job_record_ids) <> pg_catalog.cardinality(p_lease_claim_tokens)
+       OR pg_catalog.cardinality(p_job_record_ids) > 1000
+       OR pg_catalog.array_position(p_job_record_ids, NULL) IS NOT NULL
+       OR pg_catalog.array_position(p_lease_claim_tokens, NULL) IS NOT NULL
+       OR (SELECT pg_catalog.count(DISTINCT i) FROM pg_catalog.unnest(p_job_record_ids) i)
+          <> pg_catalog.cardinality(p_job_record_ids) THEN
+        RAISE EXCEPTION 'claims must be two flat arrays of equal length, at most 1000, no NULL, no repeated job id'
+            USING ERRCODE = 'LF003';
+    END IF;
+    -- A REPEATABLE READ or SERIALIZABLE snapshot may predate a policy change
+    -- (renewal switched off, a shorter lease); READ COMMITTED reads the
+    -- policy as of this statement.
+    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'lease renewal must run in a READ COMMITTED transaction, not %',
+                pg_catalog.upper(pg_catalog.current_setting('transaction_isolation'))
+            USING ERRCODE = 'LF003',
+                  HINT = 'Renew in a short transaction of its own at the default isolation level.';
+    END IF;
+
+    -- Lock the fenced rows first, in job id order, one primary-key probe
+    -- per claim: the locking subquery is never flattened into a join, so no
+    -- table statistics can turn this into a scan of every running job.
+    -- Only a fenced claim's row is ever locked, so a stale call cannot hold
+    -- back anyone's completion.
+    SELECT pg_catalog.array_agg(f.fenced_id), pg_catalog.array_agg(f.fenced_ctid) INTO v_locked_ids, v_locked_ctids
+    FROM (SELECT i.input_job_id, i.input_token
+          FROM ROWS FROM (pg_catalog.unnest(p_job_record_ids), pg_catalog.unnest(p_lease_claim_tokens))
+               AS i(input_job_id, input_token)
+          ORDER BY i.input_job_id) i
+    CROSS JOIN LATERAL (
+          SELECT j.job_record_id AS fenced_id, j.ctid AS fenced_ctid
+          FROM durable_jobs.job_record j
+          WHERE j.job_record_id = i.input_job_id
+            -- compared as text: no statistics can then make a partial index of RUNNING
+            -- rows (empty to a planner whose ANALYZE ran before the claims) look
+            -- cheaper than the primary key; the key finds the row, this checks it
+            AND j.job_status::text = 'RUNNING'
+            AND j.lease_claim_digest = pg_catalog.sha256(pg_catalog.uuid_send(i.input_token))
+            AND j.lease_owner_id = p_worker_owner_id
+            AND j.lease_claimed_by_role = SESSION_USER
+            AND j.lease_expires_at > pg_catalog.clock_timestamp()
+          FOR NO KEY UPDATE OF j SKIP LOCKED) f;
+
+    -- One statement, one snapshot taken after the locks: the rows locked
+    -- above are renewed, found by their tuple ids (a row this transaction
+    -- holds locked keeps its tuple id, and its claim cannot change under the
+    -- lock; the expiry is checked again at this statement's time). Any other
+    -- claim is `locked` when it is fenced on the newest committed version of
+    -- its row (so another transaction held that row locked), else `stale`.
+    v_now := pg_catalog.clock_timestamp();
+    FOR v_result IN
+        WITH claim_input AS (
+            SELECT i.input_job_id, i.input_token, i.input_position
+            FROM ROWS FROM (pg_catalog.unnest(p_job_record_ids), pg_catalog.unnest(p_lease_claim_tokens)) WITH ORDINALITY
+                 AS i(input_job_id, input_token, input_position)
+        ), renewed AS (
+            UPDATE durable_jobs.job_record j
+            SET lease_expires_at = CASE WHEN p.renewal_enabled
+                    THEN GREATEST(j.lease_expires_at,
+                                  LEAST(v_now + pg_catalog.make_interval(secs => pg_catalog.date_part('epoch', p.lease_duration)),
+                                        j.lease_claim_deadline))
+                    ELSE j.lease_expires_at END,
+                lease_expiry_floor = CASE
+                    WHEN j.lease_expiry_floor > v_now + pg_catalog.make_interval(secs => pg_catalog.date_part('epoch', p.lease_duration) / 6)
+                        THEN j.lease_expiry_floor
+                    WHEN p.renewal_enabled
+                        THEN GREATEST(j.lease_expires_at,
+                                      LEAST(v_now + pg_catalog.make_interval(secs => pg_catalog.date_part('epoch', p.lease_duration)),
+                                            j.lease_claim_deadline))
+                    ELSE j.lease_expires_at END,
+                lease_renewal_count = j.lease_renewal_count + CASE WHEN p.renewal_enabled THEN 1 ELSE 0 END
+            FROM durable_jobs.queue_lease_policy p
+            WHERE j.ctid = ANY (v_locked_ctids)  -- rows this call holds locked, exactly
+              AND j.lease_expires_at > pg_catalog.clock_timestamp()
+              -- the queue's own policy, else '*'
+              AND p.queue_name = (SELECT e.policy_queue_name FROM durable_jobs.effective_lease_policy_queue(j.queue_name) e)
+            RETURNING j.job_record_id AS renewed_job_id, j.lease_expires_at AS renewed_expiry,
+                      p.renewal_enabled AS renewal_was_enabled
+        )
+        SELECT c.input_job_id, r.renewed_expiry,
+               CASE WHEN r.renewal_was_enabled THEN 'renewed'
+                    WHEN NOT r.renewal_was_enabled THEN 'renewal_disabled'
+                    -- Not renewed (rare): look at the row only now.
+                    WHEN c.input_job_id <> ALL (COALESCE(v_locked_ids, '{}'))
+                         AND EXISTS (SELECT FROM durable_jobs.job_record jq
+                                     WHERE jq.job_record_id = c.input_job_id
+                                       -- compared as text: no statistics can then make a partial index of RUNNING
+                                       -- rows (empty to a planner whose ANALYZE ran before the claims) look
+                                       -- cheaper than the primary key; the key finds the row, this checks it
+                                       AND jq.job_status::text = 'RUNNING'
+                                       AND jq.lease_claim_digest = pg_catalog.sha256(pg_catalog.uuid_send(c.input_token))
+                                       AND jq.lease_owner_id = p_worker_owner_id
+                                       AND jq.lease_claimed_by_role = SESSION_USER
+                                       AND jq.lease_expires_at > pg_catalog.clock_timestamp()) THEN 'locked'
+                    ELSE 'stale' END AS outcome
+        FROM claim_input c
+        -- FULL, not LEFT: never a nested loop (renewed is a subset of the
+        -- claims in, so no row is added)
+        FULL JOIN renewed r ON r.renewed_job_id = c.input_job_id
+        ORDER BY c.input_position
+    LOOP
+        IF v_result.outcome = 'stale' THEN
+            v_stale_ids := pg_catalog.array_append(v_stale_ids, v_result.input_job_id);
+        END IF;
+        job_record_id := v_result.input_job_id;
+        renewal_outcome := v_result.outcome;
+        lease_expires_at := v_result.renewed_expiry;
+        database_time := v_now;
+        RETURN NEXT;
+    END LOOP;
+    -- The stale claims counted together: one tally write per queue charged
+    -- (record_lease_outcome updating the same row once per stale claim in
+    -- one transaction cost the square of their number).
+    IF pg_catalog.cardinality(v_stale_ids) > 0 THEN
+        PERFORM durable_jobs.record_stale_calls(v_stale_ids, 'stale_renewal');
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.renew_job_leases(p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[]) OWNER TO durable_job_renewal_owner;
+
+--
+-- Name: replay_job(bigint); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_producer_owner
+--
+
+CREATE FUNCTION durable_jobs.replay_job(p_job_record_id bigint) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_job_record_id IS NULL THEN
+        RAISE EXCEPTION 'job id is required' USING ERRCODE = 'LF003';
+    END IF;
+    UPDATE durable_jobs.job_record j
+    SET job_status = 'QUEUED', status_changed_at = pg_catalog.clock_timestamp(),
+        run_after = pg_catalog.clock_timestamp(), attempt_number = 0, failure_reason_code = NULL
+    -- compared as text: statistics taken before the jobs finished must not
+    -- make the partial index of finished jobs look cheaper than the key
+    WHERE j.job_record_id = p_job_record_id AND j.job_status::text IN ('FAILED', 'CANCELLED');
+    RETURN FOUND;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.replay_job(p_job_record_id bigint) OWNER TO durable_job_producer_owner;
+
+--
+-- Name: require_structured_change(text, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.require_structured_change(p_change_reason text, p_change_ticket text, p_change_approver text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_setting durable_jobs.change_control_setting;
+BEGIN
+    SELECT s.* INTO STRICT v_setting FROM durable_jobs.change_control_setting s;
+    IF p_change_reason IS NULL OR NOT durable_jobs.is_plain_change_reason(p_change_reason) THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'The change reason must be 1 to 500 characters, not blank, without control or bidirectional-control characters.';
+    END IF;
+    IF durable_jobs.looks_personal_or_secret(p_change_reason) THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'The change reason looks like it holds personal data or a secret (a resident registration, card or phone number, an e-mail address or a credential); evidence is append-only and kept, so give a ticket reference instead.';
+    END IF;
+    IF p_change_ticket IS NOT NULL AND (pg_catalog.length(p_change_ticket) > 100
+       OR NOT durable_jobs.is_plain_change_reason(p_change_ticket) OR p_change_ticket !~ v_setting.ticket_pattern) THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'The change ticket must be plain text of at most 100 characters matching the change-control ticket pattern (durable_jobs.change_control()).';
+    END IF;
+    IF p_change_approver IS NULL AND v_setting.require_approver THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'Change control requires an approver for every change.';
+    END IF;
+    IF p_change_approver IS NOT NULL AND NOT EXISTS (
+           SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname = p_change_approver AND r.rolcanlogin) THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'The approver must be an existing login role.';
+    END IF;
+    IF p_change_approver = SESSION_USER AND v_setting.approver_must_differ THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'Change control requires the approver to be another login than the one making the change.';
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.require_structured_change(p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO postgres;
+
+--
+-- Name: require_valid_change_reason(text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_retention_owner
+--
+
+CREATE FUNCTION durable_jobs.require_valid_change_reason(p_change_reason text, p_sqlstate text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_change_reason IS NULL OR p_change_reason !~ '[^[:space:]]' OR pg_catalog.length(p_change_reason) > 500
+       OR p_change_reason ~ '[[:cntrl:]]' THEN
+        RAISE EXCEPTION USING
+            ERRCODE = p_sqlstate,
+            MESSAGE = 'invalid change reason',
+            DETAIL = 'A change reason is 1 to 500 characters, not blank, without control characters (newlines, tabs).';
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.require_valid_change_reason(p_change_reason text, p_sqlstate text) OWNER TO durable_job_retention_owner;
+
+--
+-- Name: require_well_formed(text, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.require_well_formed(p_value_kind text, p_value text, p_sqlstate text DEFAULT 'LF003'::text) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_well_formed boolean;
+BEGIN
+    IF p_value_kind IS NULL OR p_value_kind NOT IN ('queue_name', 'worker_owner_id', 'failure_reason_code') THEN
+        RAISE EXCEPTION 'unknown value kind %', p_value_kind USING ERRCODE = 'XX000';
+    END IF;
+    -- A value that carries a collation of the caller's (COLLATE "x" on the
+    -- argument; a parameter inherits it) is refused: a nondeterministic one
+    -- would make the pattern match raise 0A000 and the fenced comparisons
+    -- compare by that collation instead of byte for byte.
+    IF p_value IS NOT NULL
+       AND pg_catalog.pg_collation_for(p_value) NOT IN ('"default"', '"C"', '"POSIX"') THEN
+        RAISE EXCEPTION USING
+            ERRCODE = p_sqlstate,
+            MESSAGE = pg_catalog.format('%s must not carry a collation', p_value_kind),
+            HINT = 'Pass the value without COLLATE.';
+    END IF;
+    v_well_formed := CASE p_value_kind
+        WHEN 'queue_name' THEN durable_jobs.queue_name_is_well_formed(p_value)
+        WHEN 'worker_owner_id' THEN durable_jobs.worker_owner_id_is_well_formed(p_value)
+        ELSE durable_jobs.failure_reason_code_is_well_formed(p_value)
+    END;
+    IF v_well_formed IS NOT TRUE THEN
+        RAISE EXCEPTION USING
+            ERRCODE = p_sqlstate,
+            MESSAGE = pg_catalog.format('malformed %s', p_value_kind),
+            HINT = pg_catalog.format('%s must match %s', p_value_kind, CASE p_value_kind
+                WHEN 'queue_name' THEN durable_jobs.queue_name_pattern()
+                WHEN 'worker_owner_id' THEN durable_jobs.worker_owner_id_pattern()
+                ELSE durable_jobs.failure_reason_code_pattern() END);
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.require_well_formed(p_value_kind text, p_value text, p_sqlstate text) OWNER TO postgres;
+
+--
+-- Name: retry_job(bigint, uuid, text, interval, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_terminal_owner
+--
+
+CREATE FUNCTION durable_jobs.retry_job(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text, p_retry_delay interval, p_failure_reason_code text) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET "TimeZone" TO 'UTC'
+    AS $$
+DECLARE
+    v_claim record;
+    v_new_status durable_jobs.job_status_kind;
+    v_retry_delay interval := durable_jobs.absolute_duration(p_retry_delay);
+BEGIN
+    PERFORM durable_jobs.require_well_formed('failure_reason_code', p_failure_reason_code);
+    IF v_retry_delay IS NULL OR v_retry_delay < interval '0' OR v_retry_delay > interval '720 hours' THEN
+        RAISE EXCEPTION 'retry delay must be a plain duration of 0 to 30 days' USING ERRCODE = 'LF003',
+            HINT = 'No month part and no day and time parts of opposite signs.';
+    END IF;
+    SELECT * INTO v_claim FROM durable_jobs.lock_fenced_claim(p_job_record_id, p_lease_claim_token, p_worker_owner_id);
+    IF NOT FOUND THEN
+        PERFORM durable_jobs.raise_stale_claim();
+    END IF;
+    v_new_status := CASE WHEN v_claim.fenced_attempt_number >= v_claim.fenced_max_attempts
+                         THEN 'FAILED'::durable_jobs.job_status_kind
+                         ELSE 'RETRY_SCHEDULED'::durable_jobs.job_status_kind END;
+    UPDATE durable_jobs.job_record j
+    SET job_status = v_new_status, status_changed_at = pg_catalog.clock_timestamp(),
+        run_after = pg_catalog.clock_timestamp() + v_retry_delay,
+        failure_reason_code = p_failure_reason_code, lease_expires_at = NULL
+    WHERE j.job_record_id = p_job_record_id;
+    INSERT INTO durable_jobs.job_outcome_ledger (job_record_id, lease_fencing_generation, outcome_status, failure_reason_code)
+    VALUES (p_job_record_id, v_claim.fenced_generation, v_new_status, p_failure_reason_code);
+    RETURN v_new_status::text;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.retry_job(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text, p_retry_delay interval, p_failure_reason_code text) OWNER TO durable_job_terminal_owner;
+
+--
+-- Name: set_change_control(text, boolean, boolean, text, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+CREATE FUNCTION durable_jobs.set_change_control(p_ticket_pattern text, p_require_approver boolean, p_approver_must_differ boolean, p_change_reason text, p_change_ticket text, p_change_approver text DEFAULT NULL::text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '10s'
+    AS $$
+DECLARE
+    v_previous jsonb;
+    v_new jsonb := pg_catalog.jsonb_build_object('ticket_pattern', p_ticket_pattern,
+        'require_approver', p_require_approver, 'approver_must_differ', p_approver_must_differ);
+BEGIN
+    IF p_ticket_pattern IS NULL OR p_require_approver IS NULL OR p_approver_must_differ IS NULL
+       OR pg_catalog.length(p_ticket_pattern) NOT BETWEEN 1 AND 200 THEN
+        RAISE EXCEPTION 'invalid change control' USING ERRCODE = 'LF003',
+            DETAIL = 'Need a ticket pattern of 1 to 200 characters, require_approver and approver_must_differ set.';
+    END IF;
+    BEGIN
+        PERFORM '' ~ p_ticket_pattern;
+    EXCEPTION WHEN invalid_regular_expression THEN
+        RAISE EXCEPTION 'invalid change control' USING ERRCODE = 'LF003',
+            DETAIL = 'The ticket pattern is not a valid regular expression.';
+    END;
+    PERFORM durable_jobs.require_structured_change(p_change_reason, p_change_ticket, p_change_approver);
+    PERFORM durable_jobs.lock_evidence_order();
+    SELECT pg_catalog.jsonb_build_object('ticket_pattern', s.ticket_pattern,
+               'require_approver', s.require_approver, 'approver_must_differ', s.approver_must_differ)
+    INTO STRICT v_previous
+    FROM durable_jobs.change_control_setting s FOR UPDATE;
+    UPDATE durable_jobs.change_control_setting
+    SET ticket_pattern = p_ticket_pattern, require_approver = p_require_approver,
+        approver_must_differ = p_approver_must_differ, changed_at = pg_catalog.clock_timestamp(),
+        changed_by_role = SESSION_USER;
+    INSERT INTO durable_jobs.control_evidence_record
+        (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
+    VALUES ('change_control_changed', NULL, v_previous, v_new, p_change_reason, p_change_ticket, p_change_approver);
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.set_change_control(p_ticket_pattern text, p_require_approver boolean, p_approver_must_differ boolean, p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO durable_job_policy_owner;
+
+--
+-- Name: set_queue_lease_policy(text, interval, interval, interval, boolean, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+CREATE FUNCTION durable_jobs.set_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT durable_jobs.change_queue_lease_policy(p_queue_name, p_lease_duration, p_renewal_interval, p_max_claim_lifetime, p_renewal_enabled, p_change_reason, NULL::text, NULL::text) AS change_queue_lease_policy;
+END;
+
+ALTER FUNCTION durable_jobs.set_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text) OWNER TO durable_job_policy_owner;
+
+--
+-- Name: set_queue_lease_policy(text, interval, interval, interval, boolean, text, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+CREATE FUNCTION durable_jobs.set_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text, p_change_ticket text, p_change_approver text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+BEGIN
+    IF p_change_ticket IS NULL THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'This overload needs a change ticket matching ^[A-Z][A-Z0-9]+-[0-9]+$.';
+    END IF;
+    PERFORM durable_jobs.change_queue_lease_policy(p_queue_name, p_lease_duration, p_renewal_interval,
+        p_max_claim_lifetime, p_renewal_enabled, p_change_reason, p_change_ticket, p_change_approver);
+END;
+$_$;
+
+ALTER FUNCTION durable_jobs.set_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO durable_job_policy_owner;
+
+--
+-- Name: set_queue_retention_policy(text, interval, interval, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_retention_owner
+--
+
+CREATE FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval, p_record_retention interval, p_change_reason text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_previous jsonb;
+BEGIN
+    IF p_queue_name IS DISTINCT FROM '*' THEN
+        PERFORM durable_jobs.require_well_formed('queue_name', p_queue_name, 'LF002');
+    END IF;
+    IF p_payload_retention IS NULL OR p_record_retention IS NULL
+       OR p_payload_retention < interval '1 hour' OR p_record_retention < p_payload_retention
+       OR p_record_retention > interval '3650 days' THEN
+        RAISE EXCEPTION 'invalid retention policy' USING
+            ERRCODE = 'LF002',
+            DETAIL = 'Need 1 hour <= payload_retention <= record_retention <= 3650 days.';
+    END IF;
+    PERFORM durable_jobs.require_valid_change_reason(p_change_reason, 'LF002');
+    PERFORM durable_jobs.require_structured_change(p_change_reason, NULL, NULL);
+    -- Evidence writers run one at a time, in commit order (the bundle's
+    -- evidence-order advisory key, taken inline so this family needs no
+    -- other migration's helper).
+    PERFORM pg_catalog.pg_advisory_xact_lock(1279655936, 1);
+
+    SELECT pg_catalog.jsonb_build_object('policy_queue_name', p.queue_name,
+               'payload_retention', p.payload_retention, 'record_retention', p.record_retention)
+    INTO v_previous
+    FROM durable_jobs.queue_retention_policy p
+    WHERE p.queue_name IN (p_queue_name, '*')
+    ORDER BY p.queue_name = '*'
+    LIMIT 1
+    FOR UPDATE;
+
+    INSERT INTO durable_jobs.queue_retention_policy AS p
+        (queue_name, payload_retention, record_retention, changed_at, changed_by_role)
+    VALUES (p_queue_name, p_payload_retention, p_record_retention, pg_catalog.clock_timestamp(), SESSION_USER)
+    ON CONFLICT (queue_name) DO UPDATE
+    SET payload_retention = EXCLUDED.payload_retention, record_retention = EXCLUDED.record_retention,
+        changed_at = EXCLUDED.changed_at, changed_by_role = EXCLUDED.changed_by_role;
+
+    INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
+    VALUES ('retention_policy_changed', p_queue_name, v_previous,
+            pg_catalog.jsonb_build_object('policy_queue_name', p_queue_name,
+                'payload_retention', p_payload_retention, 'record_retention', p_record_retention),
+            p_change_reason);
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval, p_record_retention interval, p_change_reason text) OWNER TO durable_job_retention_owner;
+
+--
+-- Name: stamp_policy_change(); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.stamp_policy_change() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF TG_OP = 'UPDATE' AND NEW.queue_name IS DISTINCT FROM OLD.queue_name THEN
+        RAISE EXCEPTION 'a queue''s lease policy row cannot be renamed' USING ERRCODE = 'LF002',
+            HINT = 'Delete the row and insert one for the new queue name.';
+    END IF;
+    NEW.changed_by_role := SESSION_USER::text;
+    NEW.changed_at := pg_catalog.clock_timestamp();
+    RETURN NEW;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.stamp_policy_change() OWNER TO postgres;
+
+--
+-- Name: update_queue_lease_policy(text, interval, interval, interval, boolean, text, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+CREATE FUNCTION durable_jobs.update_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text, p_change_ticket text, p_change_approver text) RETURNS TABLE(queue_name text, lease_duration interval, renewal_interval interval, max_claim_lifetime interval, renewal_enabled boolean, changed_at timestamp with time zone, changed_by_role text)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '10s'
+    AS $$
+DECLARE
+    v_current durable_jobs.queue_lease_policy;
+BEGIN
+    IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'update_queue_lease_policy must run in a READ COMMITTED transaction' USING
+            ERRCODE = 'LF003',
+            HINT = 'A REPEATABLE READ or SERIALIZABLE snapshot may predate a concurrent change; use READ COMMITTED.';
+    END IF;
+    IF p_queue_name IS DISTINCT FROM '*' THEN
+        PERFORM durable_jobs.require_well_formed('queue_name', p_queue_name, 'LF002');
+    END IF;
+    PERFORM durable_jobs.require_structured_change(p_change_reason,
+        COALESCE(p_change_ticket, pg_catalog.substring(p_change_reason, '^([A-Z][A-Z0-9]+-[0-9]+):')), p_change_approver);
+
+    -- Read what is kept only once no other change can commit before ours:
+    -- every policy change takes this lock first, and a READ COMMITTED
+    -- statement after it sees every change committed before.
+    PERFORM durable_jobs.lock_evidence_order();
+    IF p_lease_duration IS NULL OR p_renewal_interval IS NULL OR p_max_claim_lifetime IS NULL
+       OR p_renewal_enabled IS NULL THEN
+        SELECT p.* INTO v_current
+        FROM durable_jobs.effective_lease_policy_queue(p_queue_name) e
+        JOIN durable_jobs.queue_lease_policy p ON p.queue_name = e.policy_queue_name;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'invalid lease policy' USING
+                ERRCODE = 'LF002',
+                DETAIL = 'The queue has no policy of its own and there is no default ''*'' to keep settings from; give every setting.';
+        END IF;
+    END IF;
+    PERFORM durable_jobs.change_queue_lease_policy(p_queue_name,
+        COALESCE(p_lease_duration, v_current.lease_duration), COALESCE(p_renewal_interval, v_current.renewal_interval),
+        COALESCE(p_max_claim_lifetime, v_current.max_claim_lifetime), COALESCE(p_renewal_enabled, v_current.renewal_enabled),
+        p_change_reason, p_change_ticket, p_change_approver);
+    RETURN QUERY
+        SELECT p.queue_name, p.lease_duration, p.renewal_interval, p.max_claim_lifetime, p.renewal_enabled,
+               p.changed_at, p.changed_by_role
+        FROM durable_jobs.queue_lease_policy p
+        WHERE p.queue_name = p_queue_name;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.update_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO durable_job_policy_owner;
+
+--
+-- Name: worker_owner_id_is_well_formed(text); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.worker_owner_id_is_well_formed(p_worker_owner_id text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN ((octet_length(p_worker_owner_id) <= 128) AND ((p_worker_owner_id COLLATE "C") ~ '^[A-Za-z0-9][A-Za-z0-9._:-]*$'::text));
+
+ALTER FUNCTION durable_jobs.worker_owner_id_is_well_formed(p_worker_owner_id text) OWNER TO postgres;
+
+--
+-- Name: worker_owner_id_pattern(); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.worker_owner_id_pattern() RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN '^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$'::text;
+
+ALTER FUNCTION durable_jobs.worker_owner_id_pattern() OWNER TO postgres;
+
+--
+-- Name: control_evidence_record_evidence_record_id_seq; Type: SEQUENCE; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+ALTER TABLE durable_jobs.control_evidence_record ALTER COLUMN evidence_record_id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME durable_jobs.control_evidence_record_evidence_record_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
+-- Name: job_outcome_ledger; Type: TABLE; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE TABLE durable_jobs.job_outcome_ledger (
+    job_outcome_record_id bigint NOT NULL,
+    job_record_id bigint NOT NULL,
+    lease_fencing_generation bigint NOT NULL,
+    outcome_status durable_jobs.job_status_kind NOT NULL,
+    failure_reason_code text,
+    result_document jsonb,
+    recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL
+);
+
+ALTER TABLE durable_jobs.job_outcome_ledger OWNER TO postgres;
+
+--
+-- Name: TABLE job_outcome_ledger; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON TABLE durable_jobs.job_outcome_ledger IS 'Fenced terminal outcomes (success with its result, retry, failure), written in the worker''s own transaction.';
+
+--
+-- Name: job_outcome_ledger_job_outcome_record_id_seq; Type: SEQUENCE; Schema: durable_jobs; Owner: postgres
+--
+
+ALTER TABLE durable_jobs.job_outcome_ledger ALTER COLUMN job_outcome_record_id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME durable_jobs.job_outcome_ledger_job_outcome_record_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
+-- Name: job_payload_record; Type: TABLE; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE TABLE durable_jobs.job_payload_record (
+    job_record_id bigint NOT NULL,
+    job_payload jsonb NOT NULL
+);
+
+ALTER TABLE durable_jobs.job_payload_record OWNER TO postgres;
+
+--
+-- Name: TABLE job_payload_record; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON TABLE durable_jobs.job_payload_record IS 'Job payloads, kept apart from lease state: the renewal and audit owners have no privilege here.';
+
+--
+-- Name: job_record_job_record_id_seq; Type: SEQUENCE; Schema: durable_jobs; Owner: postgres
+--
+
+ALTER TABLE durable_jobs.job_record ALTER COLUMN job_record_id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME durable_jobs.job_record_job_record_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
+-- Name: change_control_setting change_control_setting_pkey; Type: CONSTRAINT; Schema: durable_jobs; Owner: postgres
+--
+
+ALTER TABLE ONLY durable_jobs.change_control_setting
+    ADD CONSTRAINT change_control_setting_pkey PRIMARY KEY (change_control_row);
+
+--
+-- Name: control_evidence_record control_evidence_record_pkey; Type: CONSTRAINT; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+ALTER TABLE ONLY durable_jobs.control_evidence_record
+    ADD CONSTRAINT control_evidence_record_pkey PRIMARY KEY (evidence_record_id);
+
+--
+-- Name: job_outcome_ledger job_outcome_ledger_pkey; Type: CONSTRAINT; Schema: durable_jobs; Owner: postgres
+--
+
+ALTER TABLE ONLY durable_jobs.job_outcome_ledger
+    ADD CONSTRAINT job_outcome_ledger_pkey PRIMARY KEY (job_outcome_record_id);
+
+--
+-- Name: job_payload_record job_payload_record_pkey; Type: CONSTRAINT; Schema: durable_jobs; Owner: postgres
+--
+
+ALTER TABLE ONLY durable_jobs.job_payload_record
+    ADD CONSTRAINT job_payload_record_pkey PRIMARY KEY (job_record_id);
+
+--
+-- Name: job_record job_record_pkey; Type: CONSTRAINT; Schema: durable_jobs; Owner: postgres
+--
+
+ALTER TABLE ONLY durable_jobs.job_record
+    ADD CONSTRAINT job_record_pkey PRIMARY KEY (job_record_id);
+
+--
+-- Name: lease_outcome_tally lease_outcome_tally_pkey; Type: CONSTRAINT; Schema: durable_jobs; Owner: postgres
+--
+
+ALTER TABLE ONLY durable_jobs.lease_outcome_tally
+    ADD CONSTRAINT lease_outcome_tally_pkey PRIMARY KEY (tally_minute, queue_name, outcome_kind, tally_backend_pid, counted_by_role);
+
+--
+-- Name: queue_lease_policy queue_lease_policy_pkey; Type: CONSTRAINT; Schema: durable_jobs; Owner: postgres
+--
+
+ALTER TABLE ONLY durable_jobs.queue_lease_policy
+    ADD CONSTRAINT queue_lease_policy_pkey PRIMARY KEY (queue_name);
+
+--
+-- Name: queue_retention_policy queue_retention_policy_pkey; Type: CONSTRAINT; Schema: durable_jobs; Owner: postgres
+--
+
+ALTER TABLE ONLY durable_jobs.queue_retention_policy
+    ADD CONSTRAINT queue_retention_policy_pkey PRIMARY KEY (queue_name);
+
+--
+-- Name: job_outcome_ledger_job_lookup; Type: INDEX; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE INDEX job_outcome_ledger_job_lookup ON durable_jobs.job_outcome_ledger USING btree (job_record_id);
+
+--
+-- Name: job_record_claimable_queue_order; Type: INDEX; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE INDEX job_record_claimable_queue_order ON durable_jobs.job_record USING btree (queue_name, run_after, job_record_id) WHERE (job_status = ANY (ARRAY['QUEUED'::durable_jobs.job_status_kind, 'RETRY_SCHEDULED'::durable_jobs.job_status_kind]));
+
+--
+-- Name: job_record_finished_by_age; Type: INDEX; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE INDEX job_record_finished_by_age ON durable_jobs.job_record USING btree (status_changed_at) WHERE (job_status = ANY (ARRAY['SUCCEEDED'::durable_jobs.job_status_kind, 'FAILED'::durable_jobs.job_status_kind, 'CANCELLED'::durable_jobs.job_status_kind]));
+
+--
+-- Name: job_record_idempotency_key_unique; Type: INDEX; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE UNIQUE INDEX job_record_idempotency_key_unique ON durable_jobs.job_record USING btree (queue_name, idempotency_key_digest) WHERE (idempotency_key_digest IS NOT NULL);
+
+--
+-- Name: job_record_reclaim_order; Type: INDEX; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE INDEX job_record_reclaim_order ON durable_jobs.job_record USING btree (queue_name, lease_expiry_floor, job_record_id) WHERE (job_status = 'RUNNING'::durable_jobs.job_status_kind);
+
+--
+-- Name: job_record_running_by_queue; Type: INDEX; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE INDEX job_record_running_by_queue ON durable_jobs.job_record USING btree (queue_name) WHERE (job_status = 'RUNNING'::durable_jobs.job_status_kind);
+
+--
+-- Name: lease_outcome_tally_recent; Type: INDEX; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE INDEX lease_outcome_tally_recent ON durable_jobs.lease_outcome_tally USING btree (tally_minute);
+
+--
+-- Name: control_evidence_record control_evidence_record_append_only; Type: TRIGGER; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+CREATE TRIGGER control_evidence_record_append_only BEFORE DELETE OR UPDATE ON durable_jobs.control_evidence_record FOR EACH ROW EXECUTE FUNCTION durable_jobs.refuse_evidence_change();
+
+--
+-- Name: control_evidence_record control_evidence_record_chain; Type: TRIGGER; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+CREATE TRIGGER control_evidence_record_chain BEFORE INSERT ON durable_jobs.control_evidence_record FOR EACH ROW EXECUTE FUNCTION durable_jobs.chain_evidence_record();
+
+--
+-- Name: control_evidence_record control_evidence_record_no_truncate; Type: TRIGGER; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+CREATE TRIGGER control_evidence_record_no_truncate BEFORE TRUNCATE ON durable_jobs.control_evidence_record FOR EACH STATEMENT EXECUTE FUNCTION durable_jobs.refuse_evidence_change();
+
+--
+-- Name: queue_lease_policy queue_lease_policy_evidence; Type: TRIGGER; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE TRIGGER queue_lease_policy_evidence AFTER INSERT OR DELETE OR UPDATE ON durable_jobs.queue_lease_policy FOR EACH ROW EXECUTE FUNCTION durable_jobs.record_policy_change();
+
+--
+-- Name: queue_lease_policy queue_lease_policy_no_truncate; Type: TRIGGER; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE TRIGGER queue_lease_policy_no_truncate BEFORE TRUNCATE ON durable_jobs.queue_lease_policy FOR EACH STATEMENT EXECUTE FUNCTION durable_jobs.refuse_policy_truncate();
+
+--
+-- Name: queue_lease_policy queue_lease_policy_stamp; Type: TRIGGER; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE TRIGGER queue_lease_policy_stamp BEFORE INSERT OR UPDATE ON durable_jobs.queue_lease_policy FOR EACH ROW EXECUTE FUNCTION durable_jobs.stamp_policy_change();
+
+--
+-- Name: SCHEMA durable_jobs; Type: ACL; Schema: -; Owner: postgres
+--
+
+GRANT USAGE ON SCHEMA durable_jobs TO durable_job_producer;
+GRANT USAGE ON SCHEMA durable_jobs TO durable_job_worker;
+GRANT USAGE ON SCHEMA durable_jobs TO durable_job_operator;
+GRANT USAGE ON SCHEMA durable_jobs TO durable_job_auditor;
+GRANT USAGE ON SCHEMA durable_jobs TO durable_job_producer_owner;
+GRANT USAGE ON SCHEMA durable_jobs TO durable_job_claim_owner;
+GRANT USAGE ON SCHEMA durable_jobs TO durable_job_renewal_owner;
+GRANT USAGE ON SCHEMA durable_jobs TO durable_job_terminal_owner;
+GRANT USAGE ON SCHEMA durable_jobs TO durable_job_policy_owner;
+GRANT USAGE ON SCHEMA durable_jobs TO durable_job_audit_owner;
+GRANT USAGE ON SCHEMA durable_jobs TO durable_job_retention_owner;
+
+--
+-- Name: TYPE job_status_kind; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON TYPE durable_jobs.job_status_kind FROM PUBLIC;
+GRANT ALL ON TYPE durable_jobs.job_status_kind TO durable_job_producer_owner;
+GRANT ALL ON TYPE durable_jobs.job_status_kind TO durable_job_claim_owner;
+GRANT ALL ON TYPE durable_jobs.job_status_kind TO durable_job_renewal_owner;
+GRANT ALL ON TYPE durable_jobs.job_status_kind TO durable_job_terminal_owner;
+GRANT ALL ON TYPE durable_jobs.job_status_kind TO durable_job_audit_owner;
+GRANT ALL ON TYPE durable_jobs.job_status_kind TO durable_job_retention_owner;
+
+--
+-- Name: FUNCTION absolute_duration(p_value interval); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.absolute_duration(p_value interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.absolute_duration(p_value interval) TO durable_job_terminal_owner;
+GRANT ALL ON FUNCTION durable_jobs.absolute_duration(p_value interval) TO durable_job_policy_owner;
+
+--
+-- Name: COLUMN control_evidence_record.evidence_record_id; Type: ACL; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+GRANT SELECT(evidence_record_id) ON TABLE durable_jobs.control_evidence_record TO durable_job_audit_owner;
+GRANT SELECT(evidence_record_id) ON TABLE durable_jobs.control_evidence_record TO durable_job_policy_owner;
+GRANT SELECT(evidence_record_id) ON TABLE durable_jobs.control_evidence_record TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN control_evidence_record.evidence_kind; Type: ACL; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+GRANT INSERT(evidence_kind) ON TABLE durable_jobs.control_evidence_record TO durable_job_policy_owner;
+GRANT SELECT(evidence_kind) ON TABLE durable_jobs.control_evidence_record TO durable_job_audit_owner;
+GRANT INSERT(evidence_kind) ON TABLE durable_jobs.control_evidence_record TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN control_evidence_record.queue_name; Type: ACL; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+GRANT INSERT(queue_name) ON TABLE durable_jobs.control_evidence_record TO durable_job_policy_owner;
+GRANT SELECT(queue_name) ON TABLE durable_jobs.control_evidence_record TO durable_job_audit_owner;
+GRANT INSERT(queue_name) ON TABLE durable_jobs.control_evidence_record TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN control_evidence_record.previous_values; Type: ACL; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+GRANT INSERT(previous_values) ON TABLE durable_jobs.control_evidence_record TO durable_job_policy_owner;
+GRANT SELECT(previous_values) ON TABLE durable_jobs.control_evidence_record TO durable_job_audit_owner;
+GRANT INSERT(previous_values) ON TABLE durable_jobs.control_evidence_record TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN control_evidence_record.new_values; Type: ACL; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+GRANT INSERT(new_values) ON TABLE durable_jobs.control_evidence_record TO durable_job_policy_owner;
+GRANT SELECT(new_values) ON TABLE durable_jobs.control_evidence_record TO durable_job_audit_owner;
+GRANT INSERT(new_values) ON TABLE durable_jobs.control_evidence_record TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN control_evidence_record.change_reason; Type: ACL; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+GRANT INSERT(change_reason) ON TABLE durable_jobs.control_evidence_record TO durable_job_policy_owner;
+GRANT SELECT(change_reason) ON TABLE durable_jobs.control_evidence_record TO durable_job_audit_owner;
+GRANT INSERT(change_reason) ON TABLE durable_jobs.control_evidence_record TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN control_evidence_record.changed_by_role; Type: ACL; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+GRANT SELECT(changed_by_role) ON TABLE durable_jobs.control_evidence_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN control_evidence_record.recorded_at; Type: ACL; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+GRANT SELECT(recorded_at) ON TABLE durable_jobs.control_evidence_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN control_evidence_record.change_ticket; Type: ACL; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+GRANT INSERT(change_ticket) ON TABLE durable_jobs.control_evidence_record TO durable_job_policy_owner;
+GRANT SELECT(change_ticket) ON TABLE durable_jobs.control_evidence_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN control_evidence_record.change_approver; Type: ACL; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+GRANT INSERT(change_approver) ON TABLE durable_jobs.control_evidence_record TO durable_job_policy_owner;
+GRANT SELECT(change_approver) ON TABLE durable_jobs.control_evidence_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN control_evidence_record.previous_record_hash; Type: ACL; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+GRANT SELECT(previous_record_hash) ON TABLE durable_jobs.control_evidence_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN control_evidence_record.record_hash; Type: ACL; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+GRANT SELECT(record_hash) ON TABLE durable_jobs.control_evidence_record TO durable_job_policy_owner;
+GRANT SELECT(record_hash) ON TABLE durable_jobs.control_evidence_record TO durable_job_audit_owner;
+GRANT SELECT(record_hash) ON TABLE durable_jobs.control_evidence_record TO durable_job_retention_owner;
+
+--
+-- Name: FUNCTION bundle_migration_version(); Type: ACL; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.bundle_migration_version() FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.bundle_migration_version() TO durable_job_auditor;
+
+--
+-- Name: FUNCTION cancel_job(p_job_record_id bigint); Type: ACL; Schema: durable_jobs; Owner: durable_job_producer_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.cancel_job(p_job_record_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.cancel_job(p_job_record_id bigint) TO durable_job_producer;
+
+--
+-- Name: FUNCTION chain_evidence_record(); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.chain_evidence_record() FROM PUBLIC;
+
+--
+-- Name: COLUMN change_control_setting.change_control_row; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(change_control_row) ON TABLE durable_jobs.change_control_setting TO durable_job_policy_owner;
+GRANT SELECT(change_control_row) ON TABLE durable_jobs.change_control_setting TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN change_control_setting.ticket_pattern; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(ticket_pattern),UPDATE(ticket_pattern) ON TABLE durable_jobs.change_control_setting TO durable_job_policy_owner;
+GRANT SELECT(ticket_pattern) ON TABLE durable_jobs.change_control_setting TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN change_control_setting.require_approver; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(require_approver),UPDATE(require_approver) ON TABLE durable_jobs.change_control_setting TO durable_job_policy_owner;
+GRANT SELECT(require_approver) ON TABLE durable_jobs.change_control_setting TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN change_control_setting.approver_must_differ; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(approver_must_differ),UPDATE(approver_must_differ) ON TABLE durable_jobs.change_control_setting TO durable_job_policy_owner;
+GRANT SELECT(approver_must_differ) ON TABLE durable_jobs.change_control_setting TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN change_control_setting.changed_at; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(changed_at),UPDATE(changed_at) ON TABLE durable_jobs.change_control_setting TO durable_job_policy_owner;
+GRANT SELECT(changed_at) ON TABLE durable_jobs.change_control_setting TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN change_control_setting.changed_by_role; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(changed_by_role),UPDATE(changed_by_role) ON TABLE durable_jobs.change_control_setting TO durable_job_policy_owner;
+GRANT SELECT(changed_by_role) ON TABLE durable_jobs.change_control_setting TO durable_job_retention_owner;
+
+--
+-- Name: FUNCTION change_control(); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.change_control() FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.change_control() TO durable_job_auditor;
+GRANT ALL ON FUNCTION durable_jobs.change_control() TO durable_job_operator;
+
+--
+-- Name: FUNCTION change_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text, p_change_ticket text, p_change_approver text); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.change_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text, p_change_ticket text, p_change_approver text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION claim_next_job(p_queue_name text, p_worker_owner_id text); Type: ACL; Schema: durable_jobs; Owner: durable_job_claim_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.claim_next_job(p_queue_name text, p_worker_owner_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.claim_next_job(p_queue_name text, p_worker_owner_id text) TO durable_job_worker;
+
+--
+-- Name: FUNCTION claim_next_jobs(p_queue_name text, p_worker_owner_id text, p_max_jobs integer); Type: ACL; Schema: durable_jobs; Owner: durable_job_claim_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.claim_next_jobs(p_queue_name text, p_worker_owner_id text, p_max_jobs integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.claim_next_jobs(p_queue_name text, p_worker_owner_id text, p_max_jobs integer) TO durable_job_worker;
+
+--
+-- Name: FUNCTION claim_token_digest(p_lease_claim_token uuid); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.claim_token_digest(p_lease_claim_token uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.claim_token_digest(p_lease_claim_token uuid) TO durable_job_claim_owner;
+GRANT ALL ON FUNCTION durable_jobs.claim_token_digest(p_lease_claim_token uuid) TO durable_job_renewal_owner;
+GRANT ALL ON FUNCTION durable_jobs.claim_token_digest(p_lease_claim_token uuid) TO durable_job_terminal_owner;
+
+--
+-- Name: FUNCTION complete_job(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text, p_result_document jsonb); Type: ACL; Schema: durable_jobs; Owner: durable_job_terminal_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.complete_job(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text, p_result_document jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.complete_job(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text, p_result_document jsonb) TO durable_job_worker;
+
+--
+-- Name: FUNCTION complete_jobs(p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[], p_result_documents jsonb[]); Type: ACL; Schema: durable_jobs; Owner: durable_job_terminal_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.complete_jobs(p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[], p_result_documents jsonb[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.complete_jobs(p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[], p_result_documents jsonb[]) TO durable_job_worker;
+
+--
+-- Name: FUNCTION evidence_content_digest(p_evidence_record_id bigint, p_evidence_kind text, p_queue_name text, p_previous_values jsonb, p_new_values jsonb, p_change_reason text, p_changed_by_role text, p_recorded_at timestamp with time zone, p_change_ticket text, p_change_approver text); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.evidence_content_digest(p_evidence_record_id bigint, p_evidence_kind text, p_queue_name text, p_previous_values jsonb, p_new_values jsonb, p_change_reason text, p_changed_by_role text, p_recorded_at timestamp with time zone, p_change_ticket text, p_change_approver text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.evidence_content_digest(p_evidence_record_id bigint, p_evidence_kind text, p_queue_name text, p_previous_values jsonb, p_new_values jsonb, p_change_reason text, p_changed_by_role text, p_recorded_at timestamp with time zone, p_change_ticket text, p_change_approver text) TO durable_job_policy_owner;
+GRANT ALL ON FUNCTION durable_jobs.evidence_content_digest(p_evidence_record_id bigint, p_evidence_kind text, p_queue_name text, p_previous_values jsonb, p_new_values jsonb, p_change_reason text, p_changed_by_role text, p_recorded_at timestamp with time zone, p_change_ticket text, p_change_approver text) TO durable_job_audit_owner;
+GRANT ALL ON FUNCTION durable_jobs.evidence_content_digest(p_evidence_record_id bigint, p_evidence_kind text, p_queue_name text, p_previous_values jsonb, p_new_values jsonb, p_change_reason text, p_changed_by_role text, p_recorded_at timestamp with time zone, p_change_ticket text, p_change_approver text) TO durable_job_retention_owner;
+
+--
+-- Name: FUNCTION control_evidence_chain(); Type: ACL; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.control_evidence_chain() FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.control_evidence_chain() TO durable_job_auditor;
+
+--
+-- Name: FUNCTION control_evidence_history(p_since timestamp with time zone); Type: ACL; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.control_evidence_history(p_since timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.control_evidence_history(p_since timestamp with time zone) TO durable_job_auditor;
+
+--
+-- Name: FUNCTION control_evidence_records(p_since timestamp with time zone, p_until timestamp with time zone); Type: ACL; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.control_evidence_records(p_since timestamp with time zone, p_until timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.control_evidence_records(p_since timestamp with time zone, p_until timestamp with time zone) TO durable_job_auditor;
+
+--
+-- Name: COLUMN queue_lease_policy.queue_name; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(queue_name) ON TABLE durable_jobs.queue_lease_policy TO durable_job_claim_owner;
+GRANT SELECT(queue_name) ON TABLE durable_jobs.queue_lease_policy TO durable_job_renewal_owner;
+GRANT SELECT(queue_name),INSERT(queue_name) ON TABLE durable_jobs.queue_lease_policy TO durable_job_policy_owner;
+GRANT SELECT(queue_name) ON TABLE durable_jobs.queue_lease_policy TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN queue_lease_policy.lease_duration; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(lease_duration) ON TABLE durable_jobs.queue_lease_policy TO durable_job_claim_owner;
+GRANT SELECT(lease_duration) ON TABLE durable_jobs.queue_lease_policy TO durable_job_renewal_owner;
+GRANT SELECT(lease_duration),INSERT(lease_duration),UPDATE(lease_duration) ON TABLE durable_jobs.queue_lease_policy TO durable_job_policy_owner;
+GRANT SELECT(lease_duration) ON TABLE durable_jobs.queue_lease_policy TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN queue_lease_policy.renewal_interval; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(renewal_interval) ON TABLE durable_jobs.queue_lease_policy TO durable_job_claim_owner;
+GRANT SELECT(renewal_interval),INSERT(renewal_interval),UPDATE(renewal_interval) ON TABLE durable_jobs.queue_lease_policy TO durable_job_policy_owner;
+GRANT SELECT(renewal_interval) ON TABLE durable_jobs.queue_lease_policy TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN queue_lease_policy.max_claim_lifetime; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(max_claim_lifetime) ON TABLE durable_jobs.queue_lease_policy TO durable_job_claim_owner;
+GRANT SELECT(max_claim_lifetime),INSERT(max_claim_lifetime),UPDATE(max_claim_lifetime) ON TABLE durable_jobs.queue_lease_policy TO durable_job_policy_owner;
+GRANT SELECT(max_claim_lifetime) ON TABLE durable_jobs.queue_lease_policy TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN queue_lease_policy.renewal_enabled; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(renewal_enabled) ON TABLE durable_jobs.queue_lease_policy TO durable_job_renewal_owner;
+GRANT SELECT(renewal_enabled),INSERT(renewal_enabled),UPDATE(renewal_enabled) ON TABLE durable_jobs.queue_lease_policy TO durable_job_policy_owner;
+GRANT SELECT(renewal_enabled) ON TABLE durable_jobs.queue_lease_policy TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN queue_lease_policy.changed_at; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(changed_at),INSERT(changed_at),UPDATE(changed_at) ON TABLE durable_jobs.queue_lease_policy TO durable_job_policy_owner;
+GRANT SELECT(changed_at) ON TABLE durable_jobs.queue_lease_policy TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN queue_lease_policy.changed_by_role; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(changed_by_role),INSERT(changed_by_role),UPDATE(changed_by_role) ON TABLE durable_jobs.queue_lease_policy TO durable_job_policy_owner;
+GRANT SELECT(changed_by_role) ON TABLE durable_jobs.queue_lease_policy TO durable_job_audit_owner;
+
+--
+-- Name: FUNCTION effective_lease_policy_queue(p_queue_name text); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.effective_lease_policy_queue(p_queue_name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.effective_lease_policy_queue(p_queue_name text) TO durable_job_claim_owner;
+GRANT ALL ON FUNCTION durable_jobs.effective_lease_policy_queue(p_queue_name text) TO durable_job_renewal_owner;
+GRANT ALL ON FUNCTION durable_jobs.effective_lease_policy_queue(p_queue_name text) TO durable_job_policy_owner;
+GRANT ALL ON FUNCTION durable_jobs.effective_lease_policy_queue(p_queue_name text) TO durable_job_audit_owner;
+
+--
+-- Name: FUNCTION enqueue_job(p_queue_name text, p_job_payload jsonb, p_idempotency_key text, p_run_after timestamp with time zone, p_max_attempts integer); Type: ACL; Schema: durable_jobs; Owner: durable_job_producer_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.enqueue_job(p_queue_name text, p_job_payload jsonb, p_idempotency_key text, p_run_after timestamp with time zone, p_max_attempts integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.enqueue_job(p_queue_name text, p_job_payload jsonb, p_idempotency_key text, p_run_after timestamp with time zone, p_max_attempts integer) TO durable_job_producer;
+
+--
+-- Name: FUNCTION enqueue_jobs(p_queue_name text, p_job_payloads jsonb[], p_idempotency_keys text[], p_run_afters timestamp with time zone[], p_max_attempts integer[]); Type: ACL; Schema: durable_jobs; Owner: durable_job_producer_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.enqueue_jobs(p_queue_name text, p_job_payloads jsonb[], p_idempotency_keys text[], p_run_afters timestamp with time zone[], p_max_attempts integer[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.enqueue_jobs(p_queue_name text, p_job_payloads jsonb[], p_idempotency_keys text[], p_run_afters timestamp with time zone[], p_max_attempts integer[]) TO durable_job_producer;
+
+--
+-- Name: FUNCTION erase_job_payload(p_job_record_id bigint, p_change_reason text); Type: ACL; Schema: durable_jobs; Owner: durable_job_retention_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.erase_job_payload(p_job_record_id bigint, p_change_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.erase_job_payload(p_job_record_id bigint, p_change_reason text) TO durable_job_operator;
+
+--
+-- Name: FUNCTION fail_job(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text, p_failure_reason_code text); Type: ACL; Schema: durable_jobs; Owner: durable_job_terminal_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.fail_job(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text, p_failure_reason_code text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.fail_job(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text, p_failure_reason_code text) TO durable_job_worker;
+
+--
+-- Name: FUNCTION failure_reason_code_is_well_formed(p_failure_reason_code text); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.failure_reason_code_is_well_formed(p_failure_reason_code text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.failure_reason_code_is_well_formed(p_failure_reason_code text) TO durable_job_producer_owner;
+GRANT ALL ON FUNCTION durable_jobs.failure_reason_code_is_well_formed(p_failure_reason_code text) TO durable_job_claim_owner;
+GRANT ALL ON FUNCTION durable_jobs.failure_reason_code_is_well_formed(p_failure_reason_code text) TO durable_job_renewal_owner;
+GRANT ALL ON FUNCTION durable_jobs.failure_reason_code_is_well_formed(p_failure_reason_code text) TO durable_job_terminal_owner;
+GRANT ALL ON FUNCTION durable_jobs.failure_reason_code_is_well_formed(p_failure_reason_code text) TO durable_job_policy_owner;
+GRANT ALL ON FUNCTION durable_jobs.failure_reason_code_is_well_formed(p_failure_reason_code text) TO durable_job_retention_owner;
+GRANT ALL ON FUNCTION durable_jobs.failure_reason_code_is_well_formed(p_failure_reason_code text) TO durable_job_audit_owner;
+
+--
+-- Name: FUNCTION failure_reason_code_pattern(); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.failure_reason_code_pattern() FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.failure_reason_code_pattern() TO durable_job_producer_owner;
+GRANT ALL ON FUNCTION durable_jobs.failure_reason_code_pattern() TO durable_job_claim_owner;
+GRANT ALL ON FUNCTION durable_jobs.failure_reason_code_pattern() TO durable_job_renewal_owner;
+GRANT ALL ON FUNCTION durable_jobs.failure_reason_code_pattern() TO durable_job_terminal_owner;
+GRANT ALL ON FUNCTION durable_jobs.failure_reason_code_pattern() TO durable_job_policy_owner;
+GRANT ALL ON FUNCTION durable_jobs.failure_reason_code_pattern() TO durable_job_retention_owner;
+GRANT ALL ON FUNCTION durable_jobs.failure_reason_code_pattern() TO durable_job_audit_owner;
+
+--
+-- Name: FUNCTION is_plain_change_reason(p_change_reason text); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.is_plain_change_reason(p_change_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.is_plain_change_reason(p_change_reason text) TO durable_job_policy_owner;
+GRANT ALL ON FUNCTION durable_jobs.is_plain_change_reason(p_change_reason text) TO durable_job_retention_owner;
+
+--
+-- Name: FUNCTION job_lifecycle_state(p_job_record_id bigint); Type: ACL; Schema: durable_jobs; Owner: durable_job_producer_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.job_lifecycle_state(p_job_record_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.job_lifecycle_state(p_job_record_id bigint) TO durable_job_producer;
+
+--
+-- Name: TABLE job_record; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT DELETE ON TABLE durable_jobs.job_record TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN job_record.ctid; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(ctid) ON TABLE durable_jobs.job_record TO durable_job_renewal_owner;
+GRANT SELECT(ctid) ON TABLE durable_jobs.job_record TO durable_job_terminal_owner;
+
+--
+-- Name: COLUMN job_record.job_record_id; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(job_record_id) ON TABLE durable_jobs.job_record TO durable_job_producer_owner;
+GRANT SELECT(job_record_id) ON TABLE durable_jobs.job_record TO durable_job_claim_owner;
+GRANT SELECT(job_record_id) ON TABLE durable_jobs.job_record TO durable_job_renewal_owner;
+GRANT SELECT(job_record_id) ON TABLE durable_jobs.job_record TO durable_job_terminal_owner;
+GRANT SELECT(job_record_id) ON TABLE durable_jobs.job_record TO durable_job_retention_owner;
+GRANT SELECT(job_record_id) ON TABLE durable_jobs.job_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN job_record.queue_name; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(queue_name),INSERT(queue_name) ON TABLE durable_jobs.job_record TO durable_job_producer_owner;
+GRANT SELECT(queue_name) ON TABLE durable_jobs.job_record TO durable_job_claim_owner;
+GRANT SELECT(queue_name) ON TABLE durable_jobs.job_record TO durable_job_renewal_owner;
+GRANT SELECT(queue_name) ON TABLE durable_jobs.job_record TO durable_job_audit_owner;
+GRANT SELECT(queue_name) ON TABLE durable_jobs.job_record TO durable_job_retention_owner;
+GRANT SELECT(queue_name) ON TABLE durable_jobs.job_record TO durable_job_terminal_owner;
+
+--
+-- Name: COLUMN job_record.job_status; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(job_status),UPDATE(job_status) ON TABLE durable_jobs.job_record TO durable_job_producer_owner;
+GRANT SELECT(job_status),UPDATE(job_status) ON TABLE durable_jobs.job_record TO durable_job_claim_owner;
+GRANT SELECT(job_status) ON TABLE durable_jobs.job_record TO durable_job_renewal_owner;
+GRANT SELECT(job_status),UPDATE(job_status) ON TABLE durable_jobs.job_record TO durable_job_terminal_owner;
+GRANT SELECT(job_status) ON TABLE durable_jobs.job_record TO durable_job_audit_owner;
+GRANT SELECT(job_status) ON TABLE durable_jobs.job_record TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN job_record.idempotency_key_digest; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(idempotency_key_digest),INSERT(idempotency_key_digest) ON TABLE durable_jobs.job_record TO durable_job_producer_owner;
+
+--
+-- Name: COLUMN job_record.run_after; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(run_after),UPDATE(run_after) ON TABLE durable_jobs.job_record TO durable_job_producer_owner;
+GRANT SELECT(run_after) ON TABLE durable_jobs.job_record TO durable_job_claim_owner;
+GRANT UPDATE(run_after) ON TABLE durable_jobs.job_record TO durable_job_terminal_owner;
+GRANT SELECT(run_after) ON TABLE durable_jobs.job_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN job_record.max_attempts; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(max_attempts),INSERT(max_attempts) ON TABLE durable_jobs.job_record TO durable_job_producer_owner;
+GRANT SELECT(max_attempts) ON TABLE durable_jobs.job_record TO durable_job_claim_owner;
+GRANT SELECT(max_attempts) ON TABLE durable_jobs.job_record TO durable_job_terminal_owner;
+GRANT SELECT(max_attempts) ON TABLE durable_jobs.job_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN job_record.attempt_number; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(attempt_number),UPDATE(attempt_number) ON TABLE durable_jobs.job_record TO durable_job_producer_owner;
+GRANT SELECT(attempt_number),UPDATE(attempt_number) ON TABLE durable_jobs.job_record TO durable_job_claim_owner;
+GRANT SELECT(attempt_number),UPDATE(attempt_number) ON TABLE durable_jobs.job_record TO durable_job_terminal_owner;
+GRANT SELECT(attempt_number) ON TABLE durable_jobs.job_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN job_record.lease_claim_digest; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT UPDATE(lease_claim_digest) ON TABLE durable_jobs.job_record TO durable_job_claim_owner;
+GRANT SELECT(lease_claim_digest) ON TABLE durable_jobs.job_record TO durable_job_renewal_owner;
+GRANT SELECT(lease_claim_digest) ON TABLE durable_jobs.job_record TO durable_job_terminal_owner;
+
+--
+-- Name: COLUMN job_record.lease_owner_id; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT UPDATE(lease_owner_id) ON TABLE durable_jobs.job_record TO durable_job_claim_owner;
+GRANT SELECT(lease_owner_id) ON TABLE durable_jobs.job_record TO durable_job_renewal_owner;
+GRANT SELECT(lease_owner_id) ON TABLE durable_jobs.job_record TO durable_job_terminal_owner;
+
+--
+-- Name: COLUMN job_record.lease_claimed_by_role; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT UPDATE(lease_claimed_by_role) ON TABLE durable_jobs.job_record TO durable_job_claim_owner;
+GRANT SELECT(lease_claimed_by_role) ON TABLE durable_jobs.job_record TO durable_job_renewal_owner;
+GRANT SELECT(lease_claimed_by_role) ON TABLE durable_jobs.job_record TO durable_job_terminal_owner;
+GRANT SELECT(lease_claimed_by_role) ON TABLE durable_jobs.job_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN job_record.lease_claimed_at; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT UPDATE(lease_claimed_at) ON TABLE durable_jobs.job_record TO durable_job_claim_owner;
+GRANT SELECT(lease_claimed_at) ON TABLE durable_jobs.job_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN job_record.lease_expires_at; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(lease_expires_at),UPDATE(lease_expires_at) ON TABLE durable_jobs.job_record TO durable_job_producer_owner;
+GRANT SELECT(lease_expires_at),UPDATE(lease_expires_at) ON TABLE durable_jobs.job_record TO durable_job_claim_owner;
+GRANT SELECT(lease_expires_at),UPDATE(lease_expires_at) ON TABLE durable_jobs.job_record TO durable_job_renewal_owner;
+GRANT SELECT(lease_expires_at),UPDATE(lease_expires_at) ON TABLE durable_jobs.job_record TO durable_job_terminal_owner;
+GRANT SELECT(lease_expires_at) ON TABLE durable_jobs.job_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN job_record.lease_claim_deadline; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT UPDATE(lease_claim_deadline) ON TABLE durable_jobs.job_record TO durable_job_claim_owner;
+GRANT SELECT(lease_claim_deadline) ON TABLE durable_jobs.job_record TO durable_job_renewal_owner;
+
+--
+-- Name: COLUMN job_record.lease_fencing_generation; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(lease_fencing_generation) ON TABLE durable_jobs.job_record TO durable_job_producer_owner;
+GRANT SELECT(lease_fencing_generation),UPDATE(lease_fencing_generation) ON TABLE durable_jobs.job_record TO durable_job_claim_owner;
+GRANT SELECT(lease_fencing_generation) ON TABLE durable_jobs.job_record TO durable_job_terminal_owner;
+GRANT SELECT(lease_fencing_generation) ON TABLE durable_jobs.job_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN job_record.lease_renewal_count; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(lease_renewal_count) ON TABLE durable_jobs.job_record TO durable_job_producer_owner;
+GRANT UPDATE(lease_renewal_count) ON TABLE durable_jobs.job_record TO durable_job_claim_owner;
+GRANT SELECT(lease_renewal_count),UPDATE(lease_renewal_count) ON TABLE durable_jobs.job_record TO durable_job_renewal_owner;
+GRANT SELECT(lease_renewal_count) ON TABLE durable_jobs.job_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN job_record.failure_reason_code; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(failure_reason_code),UPDATE(failure_reason_code) ON TABLE durable_jobs.job_record TO durable_job_producer_owner;
+GRANT UPDATE(failure_reason_code) ON TABLE durable_jobs.job_record TO durable_job_claim_owner;
+GRANT UPDATE(failure_reason_code) ON TABLE durable_jobs.job_record TO durable_job_terminal_owner;
+GRANT SELECT(failure_reason_code) ON TABLE durable_jobs.job_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN job_record.created_at; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(created_at) ON TABLE durable_jobs.job_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN job_record.status_changed_at; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT UPDATE(status_changed_at) ON TABLE durable_jobs.job_record TO durable_job_producer_owner;
+GRANT UPDATE(status_changed_at) ON TABLE durable_jobs.job_record TO durable_job_claim_owner;
+GRANT UPDATE(status_changed_at) ON TABLE durable_jobs.job_record TO durable_job_terminal_owner;
+GRANT SELECT(status_changed_at),UPDATE(status_changed_at) ON TABLE durable_jobs.job_record TO durable_job_retention_owner;
+GRANT SELECT(status_changed_at) ON TABLE durable_jobs.job_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN job_record.lease_expiry_floor; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(lease_expiry_floor),UPDATE(lease_expiry_floor) ON TABLE durable_jobs.job_record TO durable_job_claim_owner;
+GRANT SELECT(lease_expiry_floor),UPDATE(lease_expiry_floor) ON TABLE durable_jobs.job_record TO durable_job_renewal_owner;
+
+--
+-- Name: FUNCTION job_status_totals(); Type: ACL; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.job_status_totals() FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.job_status_totals() TO durable_job_auditor;
+
+--
+-- Name: TABLE lease_outcome_tally; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT DELETE ON TABLE durable_jobs.lease_outcome_tally TO durable_job_claim_owner;
+GRANT DELETE ON TABLE durable_jobs.lease_outcome_tally TO durable_job_renewal_owner;
+GRANT DELETE ON TABLE durable_jobs.lease_outcome_tally TO durable_job_terminal_owner;
+
+--
+-- Name: COLUMN lease_outcome_tally.tally_minute; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(tally_minute),INSERT(tally_minute) ON TABLE durable_jobs.lease_outcome_tally TO durable_job_claim_owner;
+GRANT SELECT(tally_minute),INSERT(tally_minute) ON TABLE durable_jobs.lease_outcome_tally TO durable_job_renewal_owner;
+GRANT SELECT(tally_minute) ON TABLE durable_jobs.lease_outcome_tally TO durable_job_audit_owner;
+GRANT SELECT(tally_minute),INSERT(tally_minute) ON TABLE durable_jobs.lease_outcome_tally TO durable_job_terminal_owner;
+
+--
+-- Name: COLUMN lease_outcome_tally.queue_name; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(queue_name),INSERT(queue_name) ON TABLE durable_jobs.lease_outcome_tally TO durable_job_claim_owner;
+GRANT SELECT(queue_name),INSERT(queue_name) ON TABLE durable_jobs.lease_outcome_tally TO durable_job_renewal_owner;
+GRANT SELECT(queue_name) ON TABLE durable_jobs.lease_outcome_tally TO durable_job_audit_owner;
+GRANT SELECT(queue_name),INSERT(queue_name) ON TABLE durable_jobs.lease_outcome_tally TO durable_job_terminal_owner;
+
+--
+-- Name: COLUMN lease_outcome_tally.outcome_kind; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(outcome_kind),INSERT(outcome_kind) ON TABLE durable_jobs.lease_outcome_tally TO durable_job_claim_owner;
+GRANT SELECT(outcome_kind),INSERT(outcome_kind) ON TABLE durable_jobs.lease_outcome_tally TO durable_job_renewal_owner;
+GRANT SELECT(outcome_kind) ON TABLE durable_jobs.lease_outcome_tally TO durable_job_audit_owner;
+GRANT SELECT(outcome_kind),INSERT(outcome_kind) ON TABLE durable_jobs.lease_outcome_tally TO durable_job_terminal_owner;
+
+--
+-- Name: COLUMN lease_outcome_tally.tally_backend_pid; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(tally_backend_pid),INSERT(tally_backend_pid) ON TABLE durable_jobs.lease_outcome_tally TO durable_job_claim_owner;
+GRANT SELECT(tally_backend_pid),INSERT(tally_backend_pid) ON TABLE durable_jobs.lease_outcome_tally TO durable_job_renewal_owner;
+GRANT SELECT(tally_backend_pid),INSERT(tally_backend_pid) ON TABLE durable_jobs.lease_outcome_tally TO durable_job_terminal_owner;
+
+--
+-- Name: COLUMN lease_outcome_tally.counted_by_role; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(counted_by_role),INSERT(counted_by_role) ON TABLE durable_jobs.lease_outcome_tally TO durable_job_claim_owner;
+GRANT SELECT(counted_by_role),INSERT(counted_by_role) ON TABLE durable_jobs.lease_outcome_tally TO durable_job_renewal_owner;
+GRANT SELECT(counted_by_role) ON TABLE durable_jobs.lease_outcome_tally TO durable_job_audit_owner;
+GRANT SELECT(counted_by_role),INSERT(counted_by_role) ON TABLE durable_jobs.lease_outcome_tally TO durable_job_terminal_owner;
+
+--
+-- Name: COLUMN lease_outcome_tally.outcome_count; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(outcome_count),INSERT(outcome_count),UPDATE(outcome_count) ON TABLE durable_jobs.lease_outcome_tally TO durable_job_claim_owner;
+GRANT SELECT(outcome_count),INSERT(outcome_count),UPDATE(outcome_count) ON TABLE durable_jobs.lease_outcome_tally TO durable_job_renewal_owner;
+GRANT SELECT(outcome_count) ON TABLE durable_jobs.lease_outcome_tally TO durable_job_audit_owner;
+GRANT SELECT(outcome_count),INSERT(outcome_count),UPDATE(outcome_count) ON TABLE durable_jobs.lease_outcome_tally TO durable_job_terminal_owner;
+
+--
+-- Name: FUNCTION lease_health_by_queue(); Type: ACL; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.lease_health_by_queue() FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.lease_health_by_queue() TO durable_job_auditor;
+
+--
+-- Name: FUNCTION lease_outcome_totals(p_since timestamp with time zone); Type: ACL; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.lease_outcome_totals(p_since timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.lease_outcome_totals(p_since timestamp with time zone) TO durable_job_auditor;
+
+--
+-- Name: FUNCTION lock_evidence_order(); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.lock_evidence_order() FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.lock_evidence_order() TO durable_job_policy_owner;
+GRANT ALL ON FUNCTION durable_jobs.lock_evidence_order() TO durable_job_retention_owner;
+
+--
+-- Name: FUNCTION lock_fenced_claim(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.lock_fenced_claim(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.lock_fenced_claim(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text) TO durable_job_terminal_owner;
+
+--
+-- Name: FUNCTION passes_luhn(p_digits text); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.passes_luhn(p_digits text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.passes_luhn(p_digits text) TO durable_job_policy_owner;
+GRANT ALL ON FUNCTION durable_jobs.passes_luhn(p_digits text) TO durable_job_retention_owner;
+
+--
+-- Name: FUNCTION looks_personal_or_secret(p_text text); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.looks_personal_or_secret(p_text text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.looks_personal_or_secret(p_text text) TO durable_job_policy_owner;
+GRANT ALL ON FUNCTION durable_jobs.looks_personal_or_secret(p_text text) TO durable_job_retention_owner;
+
+--
+-- Name: FUNCTION operator_job_detail(p_job_record_id bigint); Type: ACL; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.operator_job_detail(p_job_record_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.operator_job_detail(p_job_record_id bigint) TO durable_job_operator;
+
+--
+-- Name: FUNCTION operator_list_jobs(p_queue_name text, p_job_status text, p_after_job_record_id bigint, p_max_jobs integer); Type: ACL; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.operator_list_jobs(p_queue_name text, p_job_status text, p_after_job_record_id bigint, p_max_jobs integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.operator_list_jobs(p_queue_name text, p_job_status text, p_after_job_record_id bigint, p_max_jobs integer) TO durable_job_operator;
+
+--
+-- Name: FUNCTION policy_evidence_mismatches(); Type: ACL; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.policy_evidence_mismatches() FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.policy_evidence_mismatches() TO durable_job_auditor;
+
+--
+-- Name: FUNCTION purge_expired_job_data(p_batch_size integer); Type: ACL; Schema: durable_jobs; Owner: durable_job_retention_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.purge_expired_job_data(p_batch_size integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.purge_expired_job_data(p_batch_size integer) TO durable_job_operator;
+
+--
+-- Name: FUNCTION queue_lease_policies(); Type: ACL; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.queue_lease_policies() FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.queue_lease_policies() TO durable_job_auditor;
+
+--
+-- Name: FUNCTION queue_name_is_well_formed(p_queue_name text); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.queue_name_is_well_formed(p_queue_name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.queue_name_is_well_formed(p_queue_name text) TO durable_job_producer_owner;
+GRANT ALL ON FUNCTION durable_jobs.queue_name_is_well_formed(p_queue_name text) TO durable_job_claim_owner;
+GRANT ALL ON FUNCTION durable_jobs.queue_name_is_well_formed(p_queue_name text) TO durable_job_renewal_owner;
+GRANT ALL ON FUNCTION durable_jobs.queue_name_is_well_formed(p_queue_name text) TO durable_job_terminal_owner;
+GRANT ALL ON FUNCTION durable_jobs.queue_name_is_well_formed(p_queue_name text) TO durable_job_policy_owner;
+GRANT ALL ON FUNCTION durable_jobs.queue_name_is_well_formed(p_queue_name text) TO durable_job_retention_owner;
+GRANT ALL ON FUNCTION durable_jobs.queue_name_is_well_formed(p_queue_name text) TO durable_job_audit_owner;
+
+--
+-- Name: FUNCTION queue_name_pattern(); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.queue_name_pattern() FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.queue_name_pattern() TO durable_job_producer_owner;
+GRANT ALL ON FUNCTION durable_jobs.queue_name_pattern() TO durable_job_claim_owner;
+GRANT ALL ON FUNCTION durable_jobs.queue_name_pattern() TO durable_job_renewal_owner;
+GRANT ALL ON FUNCTION durable_jobs.queue_name_pattern() TO durable_job_terminal_owner;
+GRANT ALL ON FUNCTION durable_jobs.queue_name_pattern() TO durable_job_policy_owner;
+GRANT ALL ON FUNCTION durable_jobs.queue_name_pattern() TO durable_job_retention_owner;
+GRANT ALL ON FUNCTION durable_jobs.queue_name_pattern() TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN queue_retention_policy.queue_name; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(queue_name),INSERT(queue_name) ON TABLE durable_jobs.queue_retention_policy TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN queue_retention_policy.payload_retention; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(payload_retention),INSERT(payload_retention),UPDATE(payload_retention) ON TABLE durable_jobs.queue_retention_policy TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN queue_retention_policy.record_retention; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(record_retention),INSERT(record_retention),UPDATE(record_retention) ON TABLE durable_jobs.queue_retention_policy TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN queue_retention_policy.changed_at; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(changed_at),INSERT(changed_at),UPDATE(changed_at) ON TABLE durable_jobs.queue_retention_policy TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN queue_retention_policy.changed_by_role; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(changed_by_role),INSERT(changed_by_role),UPDATE(changed_by_role) ON TABLE durable_jobs.queue_retention_policy TO durable_job_retention_owner;
+
+--
+-- Name: FUNCTION queue_retention_policies(); Type: ACL; Schema: durable_jobs; Owner: durable_job_retention_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.queue_retention_policies() FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.queue_retention_policies() TO durable_job_operator;
+
+--
+-- Name: FUNCTION raise_stale_claim(); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.raise_stale_claim() FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.raise_stale_claim() TO durable_job_terminal_owner;
+
+--
+-- Name: FUNCTION record_deployment(p_deployment_version text, p_source_digest text, p_deployed_by text, p_change_ticket text, p_change_reason text); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.record_deployment(p_deployment_version text, p_source_digest text, p_deployed_by text, p_change_ticket text, p_change_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.record_deployment(p_deployment_version text, p_source_digest text, p_deployed_by text, p_change_ticket text, p_change_reason text) TO postgres;
+
+--
+-- Name: FUNCTION record_deployment_version(p_deployment_version text, p_change_reason text); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.record_deployment_version(p_deployment_version text, p_change_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.record_deployment_version(p_deployment_version text, p_change_reason text) TO postgres;
+
+--
+-- Name: FUNCTION record_lease_outcome(p_queue_name text, p_outcome_kind text, p_outcome_count bigint); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.record_lease_outcome(p_queue_name text, p_outcome_kind text, p_outcome_count bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.record_lease_outcome(p_queue_name text, p_outcome_kind text, p_outcome_count bigint) TO durable_job_claim_owner;
+GRANT ALL ON FUNCTION durable_jobs.record_lease_outcome(p_queue_name text, p_outcome_kind text, p_outcome_count bigint) TO durable_job_renewal_owner;
+GRANT ALL ON FUNCTION durable_jobs.record_lease_outcome(p_queue_name text, p_outcome_kind text, p_outcome_count bigint) TO durable_job_terminal_owner;
+
+--
+-- Name: FUNCTION record_policy_change(); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.record_policy_change() FROM PUBLIC;
+
+--
+-- Name: FUNCTION record_stale_call(p_job_record_id bigint, p_outcome_kind text); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.record_stale_call(p_job_record_id bigint, p_outcome_kind text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.record_stale_call(p_job_record_id bigint, p_outcome_kind text) TO durable_job_renewal_owner;
+GRANT ALL ON FUNCTION durable_jobs.record_stale_call(p_job_record_id bigint, p_outcome_kind text) TO durable_job_terminal_owner;
+
+--
+-- Name: FUNCTION record_stale_calls(p_job_record_ids bigint[], p_outcome_kind text); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.record_stale_calls(p_job_record_ids bigint[], p_outcome_kind text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.record_stale_calls(p_job_record_ids bigint[], p_outcome_kind text) TO durable_job_renewal_owner;
+GRANT ALL ON FUNCTION durable_jobs.record_stale_calls(p_job_record_ids bigint[], p_outcome_kind text) TO durable_job_terminal_owner;
+
+--
+-- Name: FUNCTION refuse_evidence_change(); Type: ACL; Schema: durable_jobs; Owner: durable_job_evidence_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.refuse_evidence_change() FROM PUBLIC;
+
+--
+-- Name: FUNCTION refuse_policy_truncate(); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.refuse_policy_truncate() FROM PUBLIC;
+
+--
+-- Name: FUNCTION release_job_claim(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text); Type: ACL; Schema: durable_jobs; Owner: durable_job_terminal_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.release_job_claim(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.release_job_claim(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text) TO durable_job_worker;
+
+--
+-- Name: FUNCTION release_job_claims(p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[]); Type: ACL; Schema: durable_jobs; Owner: durable_job_terminal_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.release_job_claims(p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.release_job_claims(p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[]) TO durable_job_worker;
+
+--
+-- Name: FUNCTION renew_job_lease(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text); Type: ACL; Schema: durable_jobs; Owner: durable_job_renewal_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.renew_job_lease(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.renew_job_lease(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text) TO durable_job_worker;
+
+--
+-- Name: FUNCTION renew_job_leases(p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[]); Type: ACL; Schema: durable_jobs; Owner: durable_job_renewal_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.renew_job_leases(p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.renew_job_leases(p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[]) TO durable_job_worker;
+
+--
+-- Name: FUNCTION replay_job(p_job_record_id bigint); Type: ACL; Schema: durable_jobs; Owner: durable_job_producer_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.replay_job(p_job_record_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.replay_job(p_job_record_id bigint) TO durable_job_operator;
+
+--
+-- Name: FUNCTION require_structured_change(p_change_reason text, p_change_ticket text, p_change_approver text); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.require_structured_change(p_change_reason text, p_change_ticket text, p_change_approver text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.require_structured_change(p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_policy_owner;
+GRANT ALL ON FUNCTION durable_jobs.require_structured_change(p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_retention_owner;
+
+--
+-- Name: FUNCTION require_valid_change_reason(p_change_reason text, p_sqlstate text); Type: ACL; Schema: durable_jobs; Owner: durable_job_retention_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.require_valid_change_reason(p_change_reason text, p_sqlstate text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION require_well_formed(p_value_kind text, p_value text, p_sqlstate text); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.require_well_formed(p_value_kind text, p_value text, p_sqlstate text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.require_well_formed(p_value_kind text, p_value text, p_sqlstate text) TO durable_job_producer_owner;
+GRANT ALL ON FUNCTION durable_jobs.require_well_formed(p_value_kind text, p_value text, p_sqlstate text) TO durable_job_claim_owner;
+GRANT ALL ON FUNCTION durable_jobs.require_well_formed(p_value_kind text, p_value text, p_sqlstate text) TO durable_job_renewal_owner;
+GRANT ALL ON FUNCTION durable_jobs.require_well_formed(p_value_kind text, p_value text, p_sqlstate text) TO durable_job_terminal_owner;
+GRANT ALL ON FUNCTION durable_jobs.require_well_formed(p_value_kind text, p_value text, p_sqlstate text) TO durable_job_policy_owner;
+GRANT ALL ON FUNCTION durable_jobs.require_well_formed(p_value_kind text, p_value text, p_sqlstate text) TO durable_job_retention_owner;
+GRANT ALL ON FUNCTION durable_jobs.require_well_formed(p_value_kind text, p_value text, p_sqlstate text) TO durable_job_audit_owner;
+
+--
+-- Name: FUNCTION retry_job(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text, p_retry_delay interval, p_failure_reason_code text); Type: ACL; Schema: durable_jobs; Owner: durable_job_terminal_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.retry_job(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text, p_retry_delay interval, p_failure_reason_code text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.retry_job(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text, p_retry_delay interval, p_failure_reason_code text) TO durable_job_worker;
+
+--
+-- Name: FUNCTION set_change_control(p_ticket_pattern text, p_require_approver boolean, p_approver_must_differ boolean, p_change_reason text, p_change_ticket text, p_change_approver text); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.set_change_control(p_ticket_pattern text, p_require_approver boolean, p_approver_must_differ boolean, p_change_reason text, p_change_ticket text, p_change_approver text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.set_change_control(p_ticket_pattern text, p_require_approver boolean, p_approver_must_differ boolean, p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_operator;
+
+--
+-- Name: FUNCTION set_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.set_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.set_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text) TO durable_job_operator;
+
+--
+-- Name: FUNCTION set_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text, p_change_ticket text, p_change_approver text); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.set_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text, p_change_ticket text, p_change_approver text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.set_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_operator;
+
+--
+-- Name: FUNCTION set_queue_retention_policy(p_queue_name text, p_payload_retention interval, p_record_retention interval, p_change_reason text); Type: ACL; Schema: durable_jobs; Owner: durable_job_retention_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval, p_record_retention interval, p_change_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval, p_record_retention interval, p_change_reason text) TO durable_job_operator;
+
+--
+-- Name: FUNCTION stamp_policy_change(); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.stamp_policy_change() FROM PUBLIC;
+
+--
+-- Name: FUNCTION update_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text, p_change_ticket text, p_change_approver text); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.update_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text, p_change_ticket text, p_change_approver text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.update_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_operator;
+
+--
+-- Name: FUNCTION worker_owner_id_is_well_formed(p_worker_owner_id text); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.worker_owner_id_is_well_formed(p_worker_owner_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.worker_owner_id_is_well_formed(p_worker_owner_id text) TO durable_job_producer_owner;
+GRANT ALL ON FUNCTION durable_jobs.worker_owner_id_is_well_formed(p_worker_owner_id text) TO durable_job_claim_owner;
+GRANT ALL ON FUNCTION durable_jobs.worker_owner_id_is_well_formed(p_worker_owner_id text) TO durable_job_renewal_owner;
+GRANT ALL ON FUNCTION durable_jobs.worker_owner_id_is_well_formed(p_worker_owner_id text) TO durable_job_terminal_owner;
+GRANT ALL ON FUNCTION durable_jobs.worker_owner_id_is_well_formed(p_worker_owner_id text) TO durable_job_policy_owner;
+GRANT ALL ON FUNCTION durable_jobs.worker_owner_id_is_well_formed(p_worker_owner_id text) TO durable_job_retention_owner;
+GRANT ALL ON FUNCTION durable_jobs.worker_owner_id_is_well_formed(p_worker_owner_id text) TO durable_job_audit_owner;
+
+--
+-- Name: FUNCTION worker_owner_id_pattern(); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.worker_owner_id_pattern() FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.worker_owner_id_pattern() TO durable_job_producer_owner;
+GRANT ALL ON FUNCTION durable_jobs.worker_owner_id_pattern() TO durable_job_claim_owner;
+GRANT ALL ON FUNCTION durable_jobs.worker_owner_id_pattern() TO durable_job_renewal_owner;
+GRANT ALL ON FUNCTION durable_jobs.worker_owner_id_pattern() TO durable_job_terminal_owner;
+GRANT ALL ON FUNCTION durable_jobs.worker_owner_id_pattern() TO durable_job_policy_owner;
+GRANT ALL ON FUNCTION durable_jobs.worker_owner_id_pattern() TO durable_job_retention_owner;
+GRANT ALL ON FUNCTION durable_jobs.worker_owner_id_pattern() TO durable_job_audit_owner;
+
+--
+-- Name: TABLE job_outcome_ledger; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT DELETE ON TABLE durable_jobs.job_outcome_ledger TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN job_outcome_ledger.job_record_id; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(job_record_id) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_terminal_owner;
+GRANT SELECT(job_record_id) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN job_outcome_ledger.lease_fencing_generation; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(lease_fencing_generation) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_terminal_owner;
+
+--
+-- Name: COLUMN job_outcome_ledger.outcome_status; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(outcome_status) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_terminal_owner;
+
+--
+-- Name: COLUMN job_outcome_ledger.failure_reason_code; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(failure_reason_code) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_terminal_owner;
+
+--
+-- Name: COLUMN job_outcome_ledger.result_document; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(result_document) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_terminal_owner;
+GRANT UPDATE(result_document) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_retention_owner;
+
+--
+-- Name: TABLE job_payload_record; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT DELETE ON TABLE durable_jobs.job_payload_record TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN job_payload_record.job_record_id; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(job_record_id) ON TABLE durable_jobs.job_payload_record TO durable_job_producer_owner;
+GRANT SELECT(job_record_id) ON TABLE durable_jobs.job_payload_record TO durable_job_claim_owner;
+GRANT SELECT(job_record_id) ON TABLE durable_jobs.job_payload_record TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN job_payload_record.job_payload; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(job_payload) ON TABLE durable_jobs.job_payload_record TO durable_job_producer_owner;
+GRANT SELECT(job_payload) ON TABLE durable_jobs.job_payload_record TO durable_job_claim_owner;
+
+--
+-- PostgreSQL database dump complete
+--
