@@ -65,8 +65,8 @@ const (
 	generationFloorClaimVersion   = 17
 )
 
-// generationFloorClaim are the statements of claim_next_jobs (claim_v5.sql,
-// migration 017) that raise a claim's generation to the WAL timeline's
+// generationFloorClaim are the statements of claim_next_jobs (sql/functions/claim.sql,
+// since migration 017) that raise a claim's generation to the WAL timeline's
 // floor, whitespace collapsed to single spaces.
 var generationFloorClaim = []string{
 	"v_floor := COALESCE(v_floor, ((('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint - 1) << 40) + 1);",

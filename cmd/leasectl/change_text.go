@@ -9,7 +9,8 @@ import (
 // The checks durable_jobs.require_structured_change makes in the
 // database, made here too for text leasectl records before the database
 // can check it (a migration's reason, which the bundle may not have
-// installed yet). Keep the patterns in step with evidence_guard_v2.sql.
+// installed yet). Keep the patterns in step with
+// looks_personal_or_secret in sql/functions/evidence.sql.
 var (
 	rrnPattern      = regexp.MustCompile(`(^|[^0-9])[0-9]{6}-?[1-4][0-9]{6}([^0-9]|$)`)
 	emailPattern    = regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`)

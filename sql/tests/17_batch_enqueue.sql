@@ -1,4 +1,4 @@
--- 17_batch_enqueue: enqueue_jobs (functions/batch_enqueue_v2.sql, the
+-- 17_batch_enqueue: enqueue_jobs (functions/producer.sql; version 2, the
 -- set-based version from migration 010; 007 installed batch_enqueue.sql)
 -- enqueues a batch of one queue's jobs in one call: one id per job in input
 -- order, one id drawn per element as enqueue_job draws one per call, each

@@ -1,5 +1,5 @@
 -- 18_generation_floor: the generation floor of migration 011, in
--- claim_next_jobs since migration 017 (functions/claim_v5.sql; 011's
+-- claim_next_jobs since migration 017 (functions/claim.sql; 011's
 -- trigger and its function are dropped). A claim's fencing generation is at
 -- least the WAL timeline's floor, ((timeline - 1) << 40) + 1, and a call
 -- that claims sets synchronous_commit to local for the rest of its

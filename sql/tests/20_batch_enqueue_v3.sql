@@ -1,5 +1,5 @@
--- 20_batch_enqueue_v3: what enqueue_jobs version 3 (functions/
--- batch_enqueue_v3.sql, migration 013) does by its own paths gives what
+-- 20_batch_enqueue_v3: what enqueue_jobs version 3 (migration 013; now in
+-- functions/producer.sql) does by its own paths gives what
 -- version 2 gave. A batch without keys (no key array, or one of NULLs only)
 -- is a plain INSERT: ids in input order, each element's payload, run-after
 -- and max attempts. A keyed batch whose every element gets a new job

@@ -1,4 +1,4 @@
--- 22_retention_reasons: migration 014 (retention_v2.sql). A retention policy
+-- 22_retention_reasons: migration 014 (functions/retention.sql). A retention policy
 -- change or a payload erasure whose reason looks like personal data or a
 -- secret is refused with LF002 (require_structured_change, as for a lease
 -- policy change), naming the rule and never the reason, and changes

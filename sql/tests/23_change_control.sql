@@ -1,4 +1,4 @@
--- 23_change_control: migration 015 (change_control.sql, evidence_guard_v3.sql).
+-- 23_change_control: migration 015 (functions/change_control.sql).
 -- The change-control setting: its defaults keep the rules fixed before
 -- (ticket ^[A-Z][A-Z0-9]+-[0-9]+$, no approver required, self-approval
 -- refused); only an operator sets it, with a structured change record, and

@@ -1,4 +1,4 @@
--- 24_policy_partial_change: migration 016 (policy_v4.sql).
+-- 24_policy_partial_change: migration 016 (functions/policy.sql).
 -- update_queue_lease_policy changes only the settings given and keeps the
 -- others from the queue's effective policy (its own row, else '*'), read
 -- after the evidence-order lock; it returns the policy as written and is

@@ -1,7 +1,7 @@
 -- 25_rules: migration 016 (rules.sql). Each rule several functions apply is
 -- one SQL function: queue_name_pattern / queue_name_is_well_formed,
 -- worker_owner_id_pattern / worker_owner_id_is_well_formed,
--- effective_lease_policy_queue and, since migration 021 (rules_v3.sql),
+-- effective_lease_policy_queue and, since migration 021,
 -- failure_reason_code_pattern / failure_reason_code_is_well_formed. They are LANGUAGE sql with a body bound at
 -- creation, not SECURITY DEFINER, without SET and not STRICT, so PostgreSQL
 -- inlines them: EXPLAIN shows no call, and a claim, renewals and a batch
@@ -11,7 +11,7 @@
 -- (EXPLAIN as a worker shows the call). The policy tables' CHECKs that
 -- repeat the queue-name pattern hold exactly queue_name_pattern's text;
 -- since migration 018 the two tests, require_well_formed and job_record's
--- CHECKs match without a bounded repeat (rules_v2.sql says why), and each
+-- CHECKs match without a bounded repeat (functions/rules.sql says why), and each
 -- of them answers every edge case as the contract's pattern does.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
