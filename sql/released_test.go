@@ -46,16 +46,16 @@ func TestReleasedMigrationsNeverChange(t *testing.T) {
 	released := readReleased(t)
 	migrations, err := Rendered()
 	require.NoError(t, err)
-	require.Len(t, released, len(migrations), "released.sha256 names every migration of the bundle, and no other")
 	for _, m := range migrations {
 		want, ok := released[m.Name]
 		got := RenderedDigest(m)
 		require.True(t, ok, "migration %s has no line in sql/released.sha256; add:\n%s  %s", m.Name, got, m.Name)
 		require.Equal(t, want, got,
 			"migration %s is released and what it installs must never change: a database already at its version "+
-				"would never receive the change. Undo the edit (of the migration or of a file under sql/functions or "+
-				"sql/roles that it includes) and put the change in a new migration with new versioned files; see sql/doc.go", m.Name)
+				"would never receive the change. Undo the edit of its frozen file and make the change in the family file "+
+				"under sql/functions and a new migration that includes it; see sql/doc.go", m.Name)
 	}
+	require.Len(t, released, len(migrations), "released.sha256 names every migration of the bundle, and no other")
 }
 
 // The released migrations still render to exactly what 1cc8d2a, the first
