@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -118,13 +119,7 @@ $reset$`)
 	for signature, digest := range installed {
 		require.NotEqual(t, digest, reset[signature], "the reset changed %s's owner or grants (else this test checks nothing)", signature)
 	}
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for name := range files {
-			if !yield(name) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		_, err := tx.Exec(ctx, files[name])
 		require.NoError(t, err, "run sql/functions/%s over a fresh install", name)
 	}
