@@ -41,6 +41,7 @@ func TestFunctionFilesAreOneFilePerFamily(t *testing.T) {
 	for name, body := range functionFiles(t) {
 		require.Regexp(t, `^[a-z][a-z_]*[a-z]\.sql$`, name, "a family file is <family>.sql, edited in place (no _vN copies)")
 		require.NotContains(t, body, "{{", "%s holds SQL, not a template", name)
+		require.NotRegexp(t, `(?m)^CREATE FUNCTION`, body, "%s: a current definition is CREATE OR REPLACE, so a migration can include it as it is", name)
 		functions := createdFunction.FindAllStringSubmatch(body, -1)
 		require.NotEmpty(t, functions, "%s creates at least one function", name)
 		for _, m := range functions {
