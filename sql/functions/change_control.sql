@@ -47,8 +47,9 @@ GRANT EXECUTE ON FUNCTION durable_jobs.change_control() TO durable_job_auditor, 
 -- set_change_control: sets the change-control setting. Raises LF003 and
 -- changes nothing when a value is NULL or the ticket pattern is not 1 to 200
 -- characters or not a valid regular expression; LF002
--- (require_structured_change, checked against the setting in force before
--- this change) when the change record is not structured. Appends a
+-- (require_structured_change, checked against the setting in force once
+-- this call holds the evidence-order lock, so a tightening committed while
+-- it waited applies to it) when the change record is not structured. Appends a
 -- change_control_changed evidence record with the previous and new values,
 -- reason, ticket, approver and session_user. Locks: the evidence-order lock
 -- (lock_timeout 10 s, then 55P03 and nothing changed).
@@ -77,8 +78,8 @@ BEGIN
         RAISE EXCEPTION 'invalid change control' USING ERRCODE = 'LF003',
             DETAIL = 'The ticket pattern is not a valid regular expression.';
     END;
+    -- Takes the evidence-order lock, then checks against what is in force.
     PERFORM durable_jobs.require_structured_change(p_change_reason, p_change_ticket, p_change_approver);
-    PERFORM durable_jobs.lock_evidence_order();
     SELECT pg_catalog.jsonb_build_object('ticket_pattern', s.ticket_pattern,
                'require_approver', s.require_approver, 'approver_must_differ', s.approver_must_differ)
     INTO STRICT v_previous
@@ -105,17 +106,22 @@ GRANT EXECUTE ON FUNCTION durable_jobs.set_change_control(text, boolean, boolean
 -- ^[A-Z][A-Z0-9]+-[0-9]+$); an approver, when given,
 -- that is an existing login role; an approver at all when require_approver
 -- is set; and an approver other than session_user when
--- approver_must_differ is set (the default, as before version 3). Takes no
--- lock.
+-- approver_must_differ is set (the default, as before version 3). Takes the
+-- evidence-order lock (lock_evidence_order) first and reads the setting
+-- after it (VOLATILE: the read takes a snapshot of its own), so every
+-- writer is checked against the change control in force when no other
+-- change can commit before it (since migration 024; before, a loosening
+-- that waited for a tightening's lock committed against the old rules).
 CREATE OR REPLACE FUNCTION durable_jobs.require_structured_change(p_change_reason text, p_change_ticket text, p_change_approver text)
 RETURNS void
 LANGUAGE plpgsql
-STABLE
+VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $function$
 DECLARE
     v_setting durable_jobs.change_control_setting;
 BEGIN
+    PERFORM durable_jobs.lock_evidence_order();
     SELECT s.* INTO STRICT v_setting FROM durable_jobs.change_control_setting s;
     IF p_change_reason IS NULL OR NOT durable_jobs.is_plain_change_reason(p_change_reason) THEN
         RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',

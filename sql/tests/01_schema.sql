@@ -4,7 +4,7 @@
 -- writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(190);
+SELECT plan(191);
 
 -- Schema, type, tables -------------------------------------------------------
 
@@ -22,8 +22,9 @@ SELECT types_are('durable_jobs', ARRAY['job_status_kind'],
 
 SELECT tables_are('durable_jobs',
     ARRAY['job_record', 'job_payload_record', 'job_outcome_ledger', 'queue_lease_policy',
-          'control_evidence_record', 'lease_outcome_tally', 'queue_retention_policy', 'change_control_setting'],
-    'the schema holds exactly the eight private tables of the bundle (change_control_setting from migration 015)');
+          'control_evidence_record', 'lease_outcome_tally', 'queue_retention_policy', 'change_control_setting',
+          'evidence_order_lock'],
+    'the schema holds exactly the nine private tables of the bundle (change_control_setting from migration 015, evidence_order_lock from 024)');
 SELECT views_are('durable_jobs', ARRAY[]::name[], 'the schema has no views');
 SELECT sequences_are('durable_jobs',
     ARRAY['job_record_job_record_id_seq', 'job_outcome_ledger_job_outcome_record_id_seq',
@@ -156,7 +157,9 @@ SELECT set_eq(
              ('durable_jobs.queue_retention_policy', 'queue_retention_policy_bounds', 'c'),
              ('durable_jobs.change_control_setting', 'change_control_setting_pkey', 'p'),
              ('durable_jobs.change_control_setting', 'change_control_setting_single', 'c'),
-             ('durable_jobs.change_control_setting', 'change_control_setting_pattern', 'c')$$,
+             ('durable_jobs.change_control_setting', 'change_control_setting_pattern', 'c'),
+             ('durable_jobs.evidence_order_lock', 'evidence_order_lock_pkey', 'p'),
+             ('durable_jobs.evidence_order_lock', 'evidence_order_lock_single', 'c')$$,
     'every constraint of the bundle has its chosen name, and there are no unnamed extras');
 SELECT col_is_pk('durable_jobs', 'lease_outcome_tally', ARRAY['tally_minute', 'queue_name', 'outcome_kind', 'tally_backend_pid', 'counted_by_role'],
     'a tally row is one UTC minute, queue, outcome kind and backend: no two live sessions share a row');
@@ -233,7 +236,7 @@ SELECT functions_are('durable_jobs',
           'set_queue_retention_policy', 'queue_retention_policies', 'purge_expired_job_data', 'erase_job_payload',
           'require_valid_change_reason',
           'record_deployment', 'control_evidence_chain', 'control_evidence_records', 'policy_evidence_mismatches',
-          'change_queue_lease_policy', 'passes_luhn', 'looks_personal_or_secret', 'require_structured_change',
+          'change_queue_lease_policy', 'passes_luhn', 'looks_personal_or_secret', 'screening_form', 'require_structured_change',
           'evidence_content_digest', 'chain_evidence_record', 'stamp_policy_change', 'record_policy_change',
           'refuse_policy_truncate', 'record_stale_call', 'record_stale_calls',
           'change_control', 'set_change_control', 'update_queue_lease_policy',
@@ -347,13 +350,20 @@ FROM (VALUES ('require_well_formed'::name, '{text,text,text}'::name[]), ('claim_
              ('record_lease_outcome', '{text,text,bigint}'), ('lock_fenced_claim', '{bigint,uuid,text}'),
              ('raise_stale_claim', '{}'), ('refuse_evidence_change', '{}'),
              ('absolute_duration', '{interval}'),
-             ('is_plain_change_reason', '{text}'), ('lock_evidence_order', '{}'),
+             ('is_plain_change_reason', '{text}'),
              ('record_stale_call', '{bigint,text}'),
              ('record_stale_calls', '{bigint[],text}'),
              ('queue_name_pattern', '{}'), ('queue_name_is_well_formed', '{text}'),
              ('worker_owner_id_pattern', '{}'), ('worker_owner_id_is_well_formed', '{text}'),
              ('failure_reason_code_pattern', '{}'), ('failure_reason_code_is_well_formed', '{text}'),
              ('effective_lease_policy_queue', '{text}')) AS h(function_name, argument_types);
+
+-- Migration 024: lock_evidence_order runs as durable_job_policy_owner, the one
+-- role (with superusers) that may lock the evidence-order lock's row.
+SELECT is_definer('durable_jobs', 'lock_evidence_order', '{}'::name[],
+    'durable_jobs.lock_evidence_order is SECURITY DEFINER (migration 024): it locks a row no caller may lock itself');
+SELECT function_owner_is('durable_jobs', 'lock_evidence_order', '{}'::name[], 'durable_job_policy_owner',
+    'durable_jobs.lock_evidence_order is owned by durable_job_policy_owner, the one role granted the evidence-order lock''s row');
 
 -- Migration 004: functions that do time arithmetic also pin TimeZone = UTC,
 -- and the evidence writers bound their wait for the evidence-order lock.
@@ -382,15 +392,19 @@ SELECT is_empty(
                 THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC', 'lock_timeout=10s']
             WHEN 'durable_jobs.record_deployment_version(text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.record_deployment(text,text,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
-            WHEN 'durable_jobs.record_policy_change()' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
+            WHEN 'durable_jobs.record_policy_change()' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s',
+                'IntervalStyle=postgres', 'DateStyle=ISO, MDY', 'TimeZone=UTC', 'extra_float_digits=1']
+            WHEN 'durable_jobs.set_queue_retention_policy(text,interval,interval,text)' THEN ARRAY['search_path=pg_catalog, pg_temp',
+                'IntervalStyle=postgres', 'DateStyle=ISO, MDY', 'TimeZone=UTC', 'extra_float_digits=1']
+            WHEN 'durable_jobs.lock_evidence_order()' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.set_change_control(text,boolean,boolean,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.update_queue_lease_policy(text,interval,interval,interval,boolean,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.enqueue_jobs(text,jsonb[],text[],timestamp with time zone[],integer[])' THEN ARRAY['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_custom_plan']
             WHEN 'durable_jobs.claim_next_jobs(text,text,integer)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']
             ELSE ARRAY['search_path=pg_catalog, pg_temp'] END$$,
-    'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic and lock_timeout where it takes the evidence lock; only the seven inlined rule functions of migrations 016 and 021 set nothing');
+    'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic, lock_timeout where it takes the evidence lock and (migration 024) the four output settings where it renders durations into evidence; only the seven inlined rule functions of migrations 016 and 021 set nothing');
 SELECT is((SELECT count(*)::integer FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef),
-          38, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), release_job_claims (migration 023), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
+          39, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), release_job_claims (migration 023), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) and lock_evidence_order (migration 024, so that only its owner may lock the evidence order) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef
