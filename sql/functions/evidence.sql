@@ -69,7 +69,7 @@ $function$;
 
 ALTER FUNCTION durable_jobs.lock_evidence_order() OWNER TO durable_job_policy_owner;
 REVOKE ALL ON FUNCTION durable_jobs.lock_evidence_order() FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION durable_jobs.lock_evidence_order() TO durable_job_policy_owner, durable_job_retention_owner;
+GRANT EXECUTE ON FUNCTION durable_jobs.lock_evidence_order() TO durable_job_retention_owner;
 
 -- evidence_content_digest: sha256 over one evidence record's content (its
 -- id, kind, queue, previous and new values, reason, changed-by role,
