@@ -62,6 +62,9 @@ Connection:
 
 Output:
   Commands that print data take --output text|json (text is the default).
+  Text output shows the control and bidirectional characters of values
+  from the database (a role name, say) as escapes like \u000a, so each
+  value stays on its line; JSON holds the values as they are.
 
 Exit codes:
   0 success, 1 error, 2 audit findings, 64 usage error.
@@ -126,7 +129,7 @@ func mainHelp() string {
 
 // usageError prints a one-line usage error and returns exitUsage.
 func (e *cliEnv) usageError(format string, args ...any) int {
-	fmt.Fprintf(e.stderr, "error: usage: %s (run \"leasectl --help\")\n", fmt.Sprintf(format, args...))
+	printf(e.stderr, "error: usage: %s (run \"leasectl --help\")\n", fmt.Sprintf(format, args...))
 	return exitUsage
 }
 
