@@ -74,8 +74,7 @@ func printChangeControl(env *cliEnv, asJSON bool, c changeControlJSON) {
 		return
 	}
 	printf(env.stdout, "ticket pattern:       %s\nrequire approver:     %s\napprover must differ: %s\nchanged at:           %s\nchanged by:           %s\n",
-		textfmt.Visible(c.TicketPattern), formatBool(c.RequireApprover), formatBool(c.ApproverMustDiffer), c.ChangedAt,
-		textfmt.Visible(c.ChangedByRole))
+		c.TicketPattern, formatBool(c.RequireApprover), formatBool(c.ApproverMustDiffer), c.ChangedAt, c.ChangedByRole)
 }
 
 func changeControlShow(ctx context.Context, env *cliEnv, args []string) int {
@@ -151,6 +150,6 @@ func changeControlSet(ctx context.Context, env *cliEnv, args []string) int {
 		return exitOK
 	}
 	printf(env.stdout, "change control set: ticket pattern %s, require approver %s, approver must differ %s\n",
-		textfmt.Visible(updated.TicketPattern), formatBool(updated.RequireApprover), formatBool(updated.ApproverMustDiffer))
+		updated.TicketPattern, formatBool(updated.RequireApprover), formatBool(updated.ApproverMustDiffer))
 	return exitOK
 }
