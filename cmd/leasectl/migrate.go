@@ -58,7 +58,9 @@ up and down first take the migration lock, the advisory lock tern's migrator
 holds while it migrates (so two migrations never run at once). Anyone who can
 log in can take it, so leasectl waits for it at most --lock-timeout (default
 60s) and then fails, naming the process id and role of the session that holds
-it (see pg_locks and pg_stat_activity, or pg_terminate_backend).
+it (see pg_locks and pg_stat_activity, or pg_terminate_backend). Every lock a
+migration waits for after that is bounded by --lock-timeout too; a wait that
+runs out fails that migration, which changes nothing.
 
 The connecting role must be a superuser (for example postgres). migrate
 refuses any other role, a ` + sqlbundle.VersionTable + ` that is not the plain
@@ -139,6 +141,14 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) int {
 	// lock more than once) and so never waits; closing the connection
 	// releases whatever is left.
 	if err := lockMigrations(ctx, conn, lockTimeout); err != nil {
+		return env.fail("migrate "+action, err)
+	}
+	// Every lock a migration then waits for is bounded the same way: a
+	// table behind an idle transaction, or the evidence-order key that the
+	// migrations before 024 take as an advisory lock, which any login can
+	// hold (issue 34). A wait that runs out fails the migration (55P03),
+	// which rolls back and leaves the version where it was.
+	if _, err := conn.Exec(ctx, fmt.Sprintf("SET lock_timeout = %d", lockTimeout.Milliseconds())); err != nil {
 		return env.fail("migrate "+action, err)
 	}
 	m, err := sqlbundle.NewMigrator(ctx, conn)
