@@ -124,7 +124,7 @@ func TestRetentionSetWithInvalidValuesChangesNothing(t *testing.T) {
 	r := leasectl(t, "retention", "set", "--queue", "billing", "--payload-retention", "30m", "--record-retention", "1d",
 		"--reason", "r", "--database-url", operator)
 	require.Equal(t, "error: set retention policy of queue \"billing\": invalid retention policy (SQLSTATE LF002)\n"+
-		"DETAIL: Need 1 hour <= payload_retention <= record_retention <= 3650 days.\n", r.stderr)
+		"DETAIL: Need plain durations (no month or year part, day and time parts of one sign) with 1 hour <= payload_retention <= record_retention <= 3650 days.\n", r.stderr)
 
 	// The JSON answer of an accepted change needs the read function too.
 	execSQL(t, admin, `REVOKE EXECUTE ON FUNCTION durable_jobs.queue_retention_policies() FROM durable_job_operator`)
