@@ -205,7 +205,9 @@ CREATE TABLE durable_jobs.change_control_setting (
     approver_must_differ boolean NOT NULL,
     changed_at timestamp with time zone NOT NULL,
     changed_by_role text NOT NULL,
+    reason_pattern text,
     CONSTRAINT change_control_setting_pattern CHECK (((length(ticket_pattern) >= 1) AND (length(ticket_pattern) <= 200))),
+    CONSTRAINT change_control_setting_reason_pattern CHECK (((reason_pattern IS NULL) OR ((length(reason_pattern) >= 1) AND (length(reason_pattern) <= 200)))),
     CONSTRAINT change_control_setting_single CHECK (change_control_row)
 );
 
@@ -221,7 +223,7 @@ COMMENT ON TABLE durable_jobs.change_control_setting IS 'The change-control sett
 -- Name: change_control(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
 --
 
-CREATE FUNCTION durable_jobs.change_control() RETURNS TABLE(ticket_pattern text, require_approver boolean, approver_must_differ boolean, changed_at timestamp with time zone, changed_by_role text)
+CREATE FUNCTION durable_jobs.change_control() RETURNS TABLE(ticket_pattern text, require_approver boolean, approver_must_differ boolean, changed_at timestamp with time zone, changed_by_role text, reason_pattern text)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     BEGIN ATOMIC
@@ -229,7 +231,8 @@ CREATE FUNCTION durable_jobs.change_control() RETURNS TABLE(ticket_pattern text,
      s.require_approver,
      s.approver_must_differ,
      s.changed_at,
-     s.changed_by_role
+     s.changed_by_role,
+     s.reason_pattern
     FROM durable_jobs.change_control_setting s;
 END;
 
@@ -2381,6 +2384,10 @@ BEGIN
         RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
             DETAIL = 'The change reason must be 1 to 500 characters, not blank, without control or bidirectional-control characters.';
     END IF;
+    IF v_setting.reason_pattern IS NOT NULL AND p_change_reason !~ v_setting.reason_pattern THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'The change reason must match the change-control reason pattern (durable_jobs.change_control()).';
+    END IF;
     IF durable_jobs.looks_personal_or_secret(p_change_reason) THEN
         RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
             DETAIL = 'The change reason looks like it holds personal data or a secret (a resident registration, card or phone number, an e-mail address or a credential); evidence is append-only and kept, so give a ticket reference instead.';
@@ -2554,6 +2561,42 @@ END;
 $$;
 
 ALTER FUNCTION durable_jobs.set_change_control(p_ticket_pattern text, p_require_approver boolean, p_approver_must_differ boolean, p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO durable_job_policy_owner;
+
+--
+-- Name: set_change_reason_pattern(text, text, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+CREATE FUNCTION durable_jobs.set_change_reason_pattern(p_reason_pattern text, p_change_reason text, p_change_ticket text, p_change_approver text DEFAULT NULL::text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '10s'
+    AS $$
+DECLARE
+    v_pattern text := NULLIF(p_reason_pattern, '');
+    v_previous text;
+BEGIN
+    IF pg_catalog.length(v_pattern) > 200 THEN
+        RAISE EXCEPTION 'invalid change control' USING ERRCODE = 'LF003',
+            DETAIL = 'A reason pattern is at most 200 characters (NULL or empty: free text).';
+    END IF;
+    BEGIN
+        PERFORM '' ~ v_pattern;
+    EXCEPTION WHEN invalid_regular_expression THEN
+        RAISE EXCEPTION 'invalid change control' USING ERRCODE = 'LF003',
+            DETAIL = 'The reason pattern is not a valid regular expression.';
+    END;
+    PERFORM durable_jobs.require_structured_change(p_change_reason, p_change_ticket, p_change_approver);
+    SELECT s.reason_pattern INTO STRICT v_previous FROM durable_jobs.change_control_setting s FOR UPDATE;
+    UPDATE durable_jobs.change_control_setting
+    SET reason_pattern = v_pattern, changed_at = pg_catalog.clock_timestamp(), changed_by_role = SESSION_USER;
+    INSERT INTO durable_jobs.control_evidence_record
+        (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
+    VALUES ('change_control_changed', NULL, pg_catalog.jsonb_build_object('reason_pattern', v_previous),
+            pg_catalog.jsonb_build_object('reason_pattern', v_pattern), p_change_reason, p_change_ticket, p_change_approver);
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.set_change_reason_pattern(p_reason_pattern text, p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO durable_job_policy_owner;
 
 --
 -- Name: set_queue_lease_policy(text, interval, interval, interval, boolean, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
@@ -3162,6 +3205,13 @@ GRANT SELECT(changed_at) ON TABLE durable_jobs.change_control_setting TO durable
 
 GRANT SELECT(changed_by_role),UPDATE(changed_by_role) ON TABLE durable_jobs.change_control_setting TO durable_job_policy_owner;
 GRANT SELECT(changed_by_role) ON TABLE durable_jobs.change_control_setting TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN change_control_setting.reason_pattern; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(reason_pattern),UPDATE(reason_pattern) ON TABLE durable_jobs.change_control_setting TO durable_job_policy_owner;
+GRANT SELECT(reason_pattern) ON TABLE durable_jobs.change_control_setting TO durable_job_retention_owner;
 
 --
 -- Name: FUNCTION change_control(); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
@@ -3914,6 +3964,13 @@ GRANT ALL ON FUNCTION durable_jobs.retry_job(p_job_record_id bigint, p_lease_cla
 
 REVOKE ALL ON FUNCTION durable_jobs.set_change_control(p_ticket_pattern text, p_require_approver boolean, p_approver_must_differ boolean, p_change_reason text, p_change_ticket text, p_change_approver text) FROM PUBLIC;
 GRANT ALL ON FUNCTION durable_jobs.set_change_control(p_ticket_pattern text, p_require_approver boolean, p_approver_must_differ boolean, p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_operator;
+
+--
+-- Name: FUNCTION set_change_reason_pattern(p_reason_pattern text, p_change_reason text, p_change_ticket text, p_change_approver text); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.set_change_reason_pattern(p_reason_pattern text, p_change_reason text, p_change_ticket text, p_change_approver text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.set_change_reason_pattern(p_reason_pattern text, p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_operator;
 
 --
 -- Name: FUNCTION set_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner

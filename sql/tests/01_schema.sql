@@ -158,6 +158,7 @@ SELECT set_eq(
              ('durable_jobs.change_control_setting', 'change_control_setting_pkey', 'p'),
              ('durable_jobs.change_control_setting', 'change_control_setting_single', 'c'),
              ('durable_jobs.change_control_setting', 'change_control_setting_pattern', 'c'),
+             ('durable_jobs.change_control_setting', 'change_control_setting_reason_pattern', 'c'),
              ('durable_jobs.evidence_order_lock', 'evidence_order_lock_pkey', 'p'),
              ('durable_jobs.evidence_order_lock', 'evidence_order_lock_single', 'c')$$,
     'every constraint of the bundle has its chosen name, and there are no unnamed extras');
@@ -239,7 +240,7 @@ SELECT functions_are('durable_jobs',
           'change_queue_lease_policy', 'passes_luhn', 'looks_personal_or_secret', 'screening_form', 'require_structured_change',
           'evidence_content_digest', 'chain_evidence_record', 'stamp_policy_change', 'record_policy_change',
           'refuse_policy_truncate', 'record_stale_call', 'record_stale_calls',
-          'change_control', 'set_change_control', 'update_queue_lease_policy',
+          'change_control', 'set_change_control', 'set_change_reason_pattern', 'update_queue_lease_policy',
           'queue_name_pattern', 'queue_name_is_well_formed', 'worker_owner_id_pattern',
           'worker_owner_id_is_well_formed', 'effective_lease_policy_queue',
           'failure_reason_code_pattern', 'failure_reason_code_is_well_formed'],
@@ -397,6 +398,7 @@ SELECT is_empty(
             WHEN 'durable_jobs.set_queue_retention_policy(text,interval,interval,text)' THEN ARRAY['search_path=pg_catalog, pg_temp',
                 'IntervalStyle=postgres', 'DateStyle=ISO, MDY', 'TimeZone=UTC', 'extra_float_digits=1']
             WHEN 'durable_jobs.lock_evidence_order()' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
+            WHEN 'durable_jobs.set_change_reason_pattern(text,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.set_change_control(text,boolean,boolean,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.update_queue_lease_policy(text,interval,interval,interval,boolean,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.enqueue_jobs(text,jsonb[],text[],timestamp with time zone[],integer[])' THEN ARRAY['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_custom_plan']
@@ -404,7 +406,7 @@ SELECT is_empty(
             ELSE ARRAY['search_path=pg_catalog, pg_temp'] END$$,
     'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic, lock_timeout where it takes the evidence lock and (migration 024) the four output settings where it renders durations into evidence; only the seven inlined rule functions of migrations 016 and 021 set nothing');
 SELECT is((SELECT count(*)::integer FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef),
-          39, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), release_job_claims (migration 023), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) and lock_evidence_order (migration 024, so that only its owner may lock the evidence order) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
+          40, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), release_job_claims (migration 023), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) and lock_evidence_order and set_change_reason_pattern (migration 024) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef
