@@ -69,7 +69,7 @@ func TestChangeControlShowAndSetRecordEvidence(t *testing.T) {
 // reason to a pattern (issue 34, item 3): change-control set
 // --reason-pattern sets it (alone, or with other settings in one
 // transaction), show prints it, and a later change whose reason does not
-// match is refused; --reason-pattern ” makes reasons free text again.
+// match is refused; an empty --reason-pattern makes reasons free text again.
 func TestChangeControlReasonPatternForbidsFreeText(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
