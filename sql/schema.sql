@@ -1,5 +1,5 @@
 -- GENERATED: do not edit. The schema durable_jobs of a fresh install of
--- the bundle at version 24, as pg_dump --schema-only prints it: tables,
+-- the bundle at version 25, as pg_dump --schema-only prints it: tables,
 -- indexes, constraints, triggers, functions, owners and grants. The
 -- installing superuser is written postgres. The roles are in
 -- sql/roles/bundle_roles.sql, the function bodies with their comments in
@@ -2970,12 +2970,6 @@ CREATE UNIQUE INDEX job_record_idempotency_key_unique ON durable_jobs.job_record
 --
 
 CREATE INDEX job_record_reclaim_order ON durable_jobs.job_record USING btree (queue_name, lease_expiry_floor, job_record_id) WHERE (job_status = 'RUNNING'::durable_jobs.job_status_kind);
-
---
--- Name: job_record_running_by_queue; Type: INDEX; Schema: durable_jobs; Owner: postgres
---
-
-CREATE INDEX job_record_running_by_queue ON durable_jobs.job_record USING btree (queue_name) WHERE (job_status = 'RUNNING'::durable_jobs.job_status_kind);
 
 --
 -- Name: lease_outcome_tally_recent; Type: INDEX; Schema: durable_jobs; Owner: postgres
