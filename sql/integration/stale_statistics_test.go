@@ -74,6 +74,7 @@ func TestCallsOnOneJobUseThePrimaryKeyUnderStaleStatistics(t *testing.T) {
 	runningIndexScans(worker, "retry_job", 1, `durable_jobs.retry_job($1, $2, $3, interval '1 hour', 'stale_stats')`, ids[2011], tokens[2011], owner)
 	runningIndexScans(worker, "fail_job", 1, `durable_jobs.fail_job($1, $2, $3, 'stale_stats')`, ids[2012], tokens[2012], owner)
 	runningIndexScans(worker, "release_job_claim", 1, `durable_jobs.release_job_claim($1, $2, $3)`, ids[2013], tokens[2013], owner)
+	runningIndexScans(worker, "release_job_claims", 10, `durable_jobs.release_job_claims($1, $2, $3)`, owner, ids[2020:2030], tokens[2020:2030])
 	operator := f.connect(t, f.db.LoginURL(t, "durable_job_operator"))
 	runningIndexScans(operator, "replay_job", 1, `durable_jobs.replay_job($1)`, ids[2012])
 	runningIndexScans(operator, "cancel_job", 1, `durable_jobs.cancel_job($1)`, ids[2014])
