@@ -89,7 +89,8 @@ type CheckResult struct {
 	// Passed is true when the check has no finding.
 	Passed bool `json:"passed"`
 	// Findings says, one sentence each, what the check found wrong; it is
-	// empty (not nil) when the check passed.
+	// empty (not nil) when the check passed. A finding names roles and
+	// objects as the database holds them, control characters included.
 	Findings []string `json:"findings"`
 	// Warnings says, one sentence each, what a warning-only check (such as
 	// AUDIT-SYNCHRONOUS-REPLICATION) found; they never fail the check. It

@@ -21,6 +21,12 @@
 //		}
 //	}
 //
+// A finding names roles and objects as the database holds them: a login
+// may be named with a newline or a terminal escape. Print findings where
+// that matters (a terminal, a report) with such characters escaped, as
+// leasectl does (its text shows them as \u000a style escapes; its JSON
+// keeps them as they are).
+//
 // A check may also report warnings (CheckResult.Warnings; today only
 // AUDIT-SYNCHRONOUS-REPLICATION): they are reported and never fail the
 // check or the audit. WithHosts gives Run the hosts of a multi-host URL

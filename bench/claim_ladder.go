@@ -52,7 +52,7 @@ var claimLadder = ladderInfo{
 		{rungClaimJobRecord, "the same one-statement claim of durable_jobs.job_record, writing what claim_next_jobs " +
 			"writes (status, attempt, every lease column, generation, renewal count), the payload read from " +
 			"job_payload_record: the real table's six CHECK constraints, its indexes (a claim adds entries to the " +
-			"primary key's, job_record_running_by_queue and job_record_reclaim_order) and the separate payload table",
+			"primary key's and job_record_reclaim_order; job_record_running_by_queue too before migration 025) and the separate payload table",
 			"yes: the real table; its CHECKs hold the lease invariants reclaim relies on, its indexes keep claims and " +
 				"reclaims flat in live leases"},
 		{rungClaimWritten, "claim_next_jobs as installed, the policy's values written in and without its input checks: " +

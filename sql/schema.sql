@@ -1,5 +1,5 @@
 -- GENERATED: do not edit. The schema durable_jobs of a fresh install of
--- the bundle at version 23, as pg_dump --schema-only prints it: tables,
+-- the bundle at version 25, as pg_dump --schema-only prints it: tables,
 -- indexes, constraints, triggers, functions, owners and grants. The
 -- installing superuser is written postgres. The roles are in
 -- sql/roles/bundle_roles.sql, the function bodies with their comments in
@@ -205,7 +205,9 @@ CREATE TABLE durable_jobs.change_control_setting (
     approver_must_differ boolean NOT NULL,
     changed_at timestamp with time zone NOT NULL,
     changed_by_role text NOT NULL,
+    reason_pattern text,
     CONSTRAINT change_control_setting_pattern CHECK (((length(ticket_pattern) >= 1) AND (length(ticket_pattern) <= 200))),
+    CONSTRAINT change_control_setting_reason_pattern CHECK (((reason_pattern IS NULL) OR ((length(reason_pattern) >= 1) AND (length(reason_pattern) <= 200)))),
     CONSTRAINT change_control_setting_single CHECK (change_control_row)
 );
 
@@ -221,7 +223,7 @@ COMMENT ON TABLE durable_jobs.change_control_setting IS 'The change-control sett
 -- Name: change_control(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
 --
 
-CREATE FUNCTION durable_jobs.change_control() RETURNS TABLE(ticket_pattern text, require_approver boolean, approver_must_differ boolean, changed_at timestamp with time zone, changed_by_role text)
+CREATE FUNCTION durable_jobs.change_control() RETURNS TABLE(ticket_pattern text, require_approver boolean, approver_must_differ boolean, changed_at timestamp with time zone, changed_by_role text, reason_pattern text)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     BEGIN ATOMIC
@@ -229,7 +231,8 @@ CREATE FUNCTION durable_jobs.change_control() RETURNS TABLE(ticket_pattern text,
      s.require_approver,
      s.approver_must_differ,
      s.changed_at,
-     s.changed_by_role
+     s.changed_by_role,
+     s.reason_pattern
     FROM durable_jobs.change_control_setting s;
 END;
 
@@ -250,7 +253,6 @@ DECLARE
     v_renewal_interval interval := durable_jobs.absolute_duration(p_renewal_interval);
     v_max_claim_lifetime interval := durable_jobs.absolute_duration(p_max_claim_lifetime);
     v_ticket text := COALESCE(p_change_ticket, pg_catalog.substring(p_change_reason, '^([A-Z][A-Z0-9]+-[0-9]+):'));
-    v_idle_timeout_ms bigint;
 BEGIN
     IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
         RAISE EXCEPTION 'set_queue_lease_policy must run in a READ COMMITTED transaction' USING
@@ -280,14 +282,10 @@ BEGIN
     END IF;
     PERFORM durable_jobs.require_structured_change(p_change_reason, v_ticket, p_change_approver);
 
+    -- Taken again (a no-op) after require_structured_change took it, so the
+    -- order does not depend on that helper; it also bounds how long the
+    -- caller's transaction may now sit idle holding it.
     PERFORM durable_jobs.lock_evidence_order();
-    -- Bound how long the caller's transaction may now sit idle holding the
-    -- lock: 60 s, unless the session already has a shorter bound.
-    SELECT s.setting::bigint INTO STRICT v_idle_timeout_ms
-    FROM pg_catalog.pg_settings s WHERE s.name = 'idle_in_transaction_session_timeout';
-    IF v_idle_timeout_ms = 0 OR v_idle_timeout_ms > 60000 THEN
-        PERFORM pg_catalog.set_config('idle_in_transaction_session_timeout', '60s', true);
-    END IF;
 
     -- What the trigger record_policy_change records with the change.
     PERFORM pg_catalog.set_config('leasefence.change_reason', p_change_reason, true);
@@ -980,13 +978,18 @@ BEGIN
         RAISE EXCEPTION 'job id is required' USING ERRCODE = 'LF003';
     END IF;
     PERFORM durable_jobs.require_valid_change_reason(p_change_reason, 'LF003');
-    PERFORM durable_jobs.require_structured_change(p_change_reason, NULL, NULL);
 
     SELECT j.job_status, j.queue_name INTO v_status, v_queue
     FROM durable_jobs.job_record j
     WHERE j.job_record_id = p_job_record_id
     FOR UPDATE;
-    IF NOT FOUND THEN
+    -- Then the evidence-order lock (taken by require_structured_change), so
+    -- the record is checked against the change control in force once no
+    -- other change can commit first; the job row is locked before it, as
+    -- before migration 024, so an erasure that waits for a worker's
+    -- terminal write holds no evidence writer up meanwhile.
+    PERFORM durable_jobs.require_structured_change(p_change_reason, NULL, NULL);
+    IF v_status IS NULL THEN
         RETURN false;
     END IF;
     IF v_status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED') THEN
@@ -1002,7 +1005,6 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
-    PERFORM pg_catalog.pg_advisory_xact_lock(1279655936, 1);
     INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
     VALUES ('job_payload_erased', v_queue, NULL,
             pg_catalog.jsonb_build_object('job_status', v_status::text, 'payload_erased', true,
@@ -1068,7 +1070,7 @@ ALTER FUNCTION durable_jobs.failure_reason_code_pattern() OWNER TO postgres;
 CREATE FUNCTION durable_jobs.is_plain_change_reason(p_change_reason text) RETURNS boolean
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    RETURN ((p_change_reason ~ '[^[:space:]]'::text) AND (length(p_change_reason) <= 500) AND (p_change_reason !~ '[\x01-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]'::text));
+    RETURN ((p_change_reason ~ '[^[:space:]]'::text) AND (length(p_change_reason) <= 500) AND (p_change_reason !~ '[\x01-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U000e0000-\U000e007f]'::text));
 
 ALTER FUNCTION durable_jobs.is_plain_change_reason(p_change_reason text) OWNER TO postgres;
 
@@ -1337,15 +1339,27 @@ END;
 ALTER FUNCTION durable_jobs.lease_outcome_totals(p_since timestamp with time zone) OWNER TO durable_job_audit_owner;
 
 --
--- Name: lock_evidence_order(); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+-- Name: lock_evidence_order(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
 --
 
 CREATE FUNCTION durable_jobs.lock_evidence_order() RETURNS void
-    LANGUAGE sql
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
-    RETURN pg_advisory_xact_lock(1279655936, 1);
+    SET lock_timeout TO '10s'
+    AS $$
+DECLARE
+    v_idle_timeout_ms bigint;
+BEGIN
+    PERFORM 1 FROM durable_jobs.evidence_order_lock l FOR UPDATE;
+    SELECT s.setting::bigint INTO STRICT v_idle_timeout_ms
+    FROM pg_catalog.pg_settings s WHERE s.name = 'idle_in_transaction_session_timeout';
+    IF v_idle_timeout_ms = 0 OR v_idle_timeout_ms > 60000 THEN
+        PERFORM pg_catalog.set_config('idle_in_transaction_session_timeout', '60s', true);
+    END IF;
+END;
+$$;
 
-ALTER FUNCTION durable_jobs.lock_evidence_order() OWNER TO postgres;
+ALTER FUNCTION durable_jobs.lock_evidence_order() OWNER TO durable_job_policy_owner;
 
 --
 -- Name: lock_fenced_claim(bigint, uuid, text); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
@@ -1391,13 +1405,51 @@ CREATE FUNCTION durable_jobs.passes_luhn(p_digits text) RETURNS boolean
 ALTER FUNCTION durable_jobs.passes_luhn(p_digits text) OWNER TO postgres;
 
 --
+-- Name: screening_form(text); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.screening_form(p_text text) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT
+         CASE
+             WHEN (s.t ~ '[\u0660-\u0669\u06f0-\u06f9\u0966-\u096f\u09e6-\u09ef\u0e50-\u0e59\u1040-\u1049\u17e0-\u17e9]'::text) THEN ( SELECT string_agg(
+                     CASE
+                         WHEN (c.ch ~ '[\u0660-\u0669]'::text) THEN chr((ascii(c.ch) - 1584))
+                         WHEN (c.ch ~ '[\u06f0-\u06f9]'::text) THEN chr((ascii(c.ch) - 1728))
+                         WHEN (c.ch ~ '[\u0966-\u096f]'::text) THEN chr((ascii(c.ch) - 2358))
+                         WHEN (c.ch ~ '[\u09e6-\u09ef]'::text) THEN chr((ascii(c.ch) - 2486))
+                         WHEN (c.ch ~ '[\u0e50-\u0e59]'::text) THEN chr((ascii(c.ch) - 3616))
+                         WHEN (c.ch ~ '[\u1040-\u1049]'::text) THEN chr((ascii(c.ch) - 4112))
+                         WHEN (c.ch ~ '[\u17e0-\u17e9]'::text) THEN chr((ascii(c.ch) - 6064))
+                         ELSE c.ch
+                     END, ''::text ORDER BY c.n) AS string_agg
+                FROM regexp_split_to_table(s.t, ''::text) WITH ORDINALITY c(ch, n))
+             ELSE s.t
+         END AS t
+    FROM ( SELECT regexp_replace(regexp_replace(regexp_replace(
+                 CASE
+                     WHEN (getdatabaseencoding() = 'UTF8'::name) THEN NORMALIZE(screening_form.p_text, NFKC)
+                     ELSE screening_form.p_text
+                 END, '[\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U000e0000-\U000e007f]'::text, ''::text, 'g'::text), '[\u2010-\u2015\u2212\ufe58\ufe63\uff0d]'::text, '-'::text, 'g'::text), '[\u3002\uff61]'::text, '.'::text, 'g'::text) AS t) s;
+END;
+
+ALTER FUNCTION durable_jobs.screening_form(p_text text) OWNER TO postgres;
+
+--
 -- Name: looks_personal_or_secret(text); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
 --
 
 CREATE FUNCTION durable_jobs.looks_personal_or_secret(p_text text) RETURNS boolean
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    RETURN ((p_text ~ '(^|[^0-9])[0-9]{6}-?[1-4][0-9]{6}([^0-9]|$)'::text) OR (p_text ~ '[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}'::text) OR (p_text ~ '(^|[^0-9])0[0-9]{1,2}[ .-]?[0-9]{3,4}[ .-]?[0-9]{4}([^0-9]|$)'::text) OR (p_text ~ '\+[0-9][0-9 .-]{7,}[0-9]'::text) OR (p_text ~* '(password|passwd|pwd|pw|secret|token|api[_-]?key)[[:space:]]*[=:]'::text) OR (EXISTS (SELECT 1 FROM regexp_matches(looks_personal_or_secret.p_text, '[0-9](?:[ -]?[0-9]){12,18}'::text, 'g'::text) m(candidate) WHERE durable_jobs.passes_luhn(regexp_replace(m.candidate[1], '[ -]'::text, ''::text, 'g'::text)))));
+    BEGIN ATOMIC
+ SELECT ((s.n ~ '(^|[^0-9])[0-9]{6}[[:space:]._-]{0,3}[1-4][0-9]{6}([^0-9]|$)'::text) OR (s.n ~ '[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}'::text) OR (s.n ~ '(^|[^0-9])[(]?0[0-9]{1,2}[)]?[[:space:]._-]{0,3}[0-9]{3,4}[[:space:]._-]{0,3}[0-9]{4}([^0-9]|$)'::text) OR (s.n ~ '\+[0-9][0-9[:space:]()._-]{7,}[0-9]'::text) OR (s.n ~* '(password|passwd|pwd|pw|secret|token|api[_-]?key)[[:space:]]*[=:]'::text) OR (s.n ~* '\mpass[[:space:]]*[=:]'::text) OR (s.n ~* '\m(password|passwd|passphrase)[[:space:]]+is[[:space:]]+[^[:space:]]'::text) OR (EXISTS ( SELECT 1
+            FROM regexp_matches(s.n, '[0-9](?:[[:space:]._-]?[0-9]){12,18}'::text, 'g'::text) m(candidate)
+           WHERE durable_jobs.passes_luhn(regexp_replace(m.candidate[1], '[^0-9]'::text, ''::text, 'g'::text)))))
+    FROM ( SELECT durable_jobs.screening_form(looks_personal_or_secret.p_text) AS n) s;
+END;
 
 ALTER FUNCTION durable_jobs.looks_personal_or_secret(p_text text) OWNER TO postgres;
 
@@ -1522,7 +1574,8 @@ BEGIN
         LEFT JOIN durable_jobs.queue_retention_policy q ON q.queue_name = j.queue_name
         LEFT JOIN durable_jobs.queue_retention_policy d ON d.queue_name = '*'
         WHERE j.job_status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
-          AND j.status_changed_at < v_now - COALESCE(q.record_retention, d.record_retention)
+          AND j.status_changed_at < LEAST(v_now - COALESCE(q.record_retention, d.record_retention),
+                                          v_now - interval '1 hour')
         ORDER BY j.status_changed_at
         LIMIT p_batch_size
         FOR UPDATE OF j SKIP LOCKED
@@ -1557,7 +1610,8 @@ BEGIN
             LEFT JOIN durable_jobs.queue_retention_policy q ON q.queue_name = j.queue_name
             LEFT JOIN durable_jobs.queue_retention_policy d ON d.queue_name = '*'
             WHERE j.job_status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
-              AND j.status_changed_at < v_now - COALESCE(q.payload_retention, d.payload_retention)
+              AND j.status_changed_at < LEAST(v_now - COALESCE(q.payload_retention, d.payload_retention),
+                                              v_now - interval '1 hour')
               AND EXISTS (SELECT 1 FROM durable_jobs.job_payload_record pr WHERE pr.job_record_id = j.job_record_id)
             ORDER BY j.status_changed_at
             LIMIT v_left
@@ -1584,7 +1638,7 @@ BEGIN
     END IF;
 
     IF pg_catalog.jsonb_array_length(v_rows) > 0 THEN
-        PERFORM pg_catalog.pg_advisory_xact_lock(1279655936, 1);
+        PERFORM durable_jobs.lock_evidence_order();
         INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
         VALUES ('job_data_purged', NULL, NULL,
                 pg_catalog.jsonb_build_object('batch_size', p_batch_size, 'purged', v_rows),
@@ -1797,6 +1851,10 @@ CREATE FUNCTION durable_jobs.record_policy_change() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET lock_timeout TO '10s'
+    SET "IntervalStyle" TO 'postgres'
+    SET "DateStyle" TO 'ISO, MDY'
+    SET "TimeZone" TO 'UTC'
+    SET extra_float_digits TO '1'
     AS $$
 DECLARE
     v_reason text := COALESCE(NULLIF(pg_catalog.current_setting('leasefence.change_reason', true), ''),
@@ -2314,16 +2372,21 @@ ALTER FUNCTION durable_jobs.replay_job(p_job_record_id bigint) OWNER TO durable_
 --
 
 CREATE FUNCTION durable_jobs.require_structured_change(p_change_reason text, p_change_ticket text, p_change_approver text) RETURNS void
-    LANGUAGE plpgsql STABLE
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE
     v_setting durable_jobs.change_control_setting;
 BEGIN
+    PERFORM durable_jobs.lock_evidence_order();
     SELECT s.* INTO STRICT v_setting FROM durable_jobs.change_control_setting s;
     IF p_change_reason IS NULL OR NOT durable_jobs.is_plain_change_reason(p_change_reason) THEN
         RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
             DETAIL = 'The change reason must be 1 to 500 characters, not blank, without control or bidirectional-control characters.';
+    END IF;
+    IF v_setting.reason_pattern IS NOT NULL AND p_change_reason !~ v_setting.reason_pattern THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'The change reason must match the change-control reason pattern (durable_jobs.change_control()).';
     END IF;
     IF durable_jobs.looks_personal_or_secret(p_change_reason) THEN
         RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
@@ -2481,8 +2544,8 @@ BEGIN
         RAISE EXCEPTION 'invalid change control' USING ERRCODE = 'LF003',
             DETAIL = 'The ticket pattern is not a valid regular expression.';
     END;
+    -- Takes the evidence-order lock, then checks against what is in force.
     PERFORM durable_jobs.require_structured_change(p_change_reason, p_change_ticket, p_change_approver);
-    PERFORM durable_jobs.lock_evidence_order();
     SELECT pg_catalog.jsonb_build_object('ticket_pattern', s.ticket_pattern,
                'require_approver', s.require_approver, 'approver_must_differ', s.approver_must_differ)
     INTO STRICT v_previous
@@ -2498,6 +2561,42 @@ END;
 $$;
 
 ALTER FUNCTION durable_jobs.set_change_control(p_ticket_pattern text, p_require_approver boolean, p_approver_must_differ boolean, p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO durable_job_policy_owner;
+
+--
+-- Name: set_change_reason_pattern(text, text, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+CREATE FUNCTION durable_jobs.set_change_reason_pattern(p_reason_pattern text, p_change_reason text, p_change_ticket text, p_change_approver text DEFAULT NULL::text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '10s'
+    AS $$
+DECLARE
+    v_pattern text := NULLIF(p_reason_pattern, '');
+    v_previous text;
+BEGIN
+    IF pg_catalog.length(v_pattern) > 200 THEN
+        RAISE EXCEPTION 'invalid change control' USING ERRCODE = 'LF003',
+            DETAIL = 'A reason pattern is at most 200 characters (NULL or empty: free text).';
+    END IF;
+    BEGIN
+        PERFORM '' ~ v_pattern;
+    EXCEPTION WHEN invalid_regular_expression THEN
+        RAISE EXCEPTION 'invalid change control' USING ERRCODE = 'LF003',
+            DETAIL = 'The reason pattern is not a valid regular expression.';
+    END;
+    PERFORM durable_jobs.require_structured_change(p_change_reason, p_change_ticket, p_change_approver);
+    SELECT s.reason_pattern INTO STRICT v_previous FROM durable_jobs.change_control_setting s FOR UPDATE;
+    UPDATE durable_jobs.change_control_setting
+    SET reason_pattern = v_pattern, changed_at = pg_catalog.clock_timestamp(), changed_by_role = SESSION_USER;
+    INSERT INTO durable_jobs.control_evidence_record
+        (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
+    VALUES ('change_control_changed', NULL, pg_catalog.jsonb_build_object('reason_pattern', v_previous),
+            pg_catalog.jsonb_build_object('reason_pattern', v_pattern), p_change_reason, p_change_ticket, p_change_approver);
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.set_change_reason_pattern(p_reason_pattern text, p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO durable_job_policy_owner;
 
 --
 -- Name: set_queue_lease_policy(text, interval, interval, interval, boolean, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
@@ -2539,26 +2638,31 @@ ALTER FUNCTION durable_jobs.set_queue_lease_policy(p_queue_name text, p_lease_du
 CREATE FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval, p_record_retention interval, p_change_reason text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET "IntervalStyle" TO 'postgres'
+    SET "DateStyle" TO 'ISO, MDY'
+    SET "TimeZone" TO 'UTC'
+    SET extra_float_digits TO '1'
     AS $$
 DECLARE
     v_previous jsonb;
+    v_payload_retention interval := durable_jobs.absolute_duration(p_payload_retention);
+    v_record_retention interval := durable_jobs.absolute_duration(p_record_retention);
 BEGIN
     IF p_queue_name IS DISTINCT FROM '*' THEN
         PERFORM durable_jobs.require_well_formed('queue_name', p_queue_name, 'LF002');
     END IF;
-    IF p_payload_retention IS NULL OR p_record_retention IS NULL
-       OR p_payload_retention < interval '1 hour' OR p_record_retention < p_payload_retention
-       OR p_record_retention > interval '3650 days' THEN
+    IF v_payload_retention IS NULL OR v_record_retention IS NULL
+       OR v_payload_retention < interval '1 hour' OR v_record_retention < v_payload_retention
+       OR v_record_retention > interval '3650 days' THEN
         RAISE EXCEPTION 'invalid retention policy' USING
             ERRCODE = 'LF002',
-            DETAIL = 'Need 1 hour <= payload_retention <= record_retention <= 3650 days.';
+            DETAIL = 'Need plain durations (no month or year part, day and time parts of one sign) with '
+                  || '1 hour <= payload_retention <= record_retention <= 3650 days.';
     END IF;
     PERFORM durable_jobs.require_valid_change_reason(p_change_reason, 'LF002');
+    -- Takes the evidence-order lock first and checks the record against the
+    -- change control in force once it holds it.
     PERFORM durable_jobs.require_structured_change(p_change_reason, NULL, NULL);
-    -- Evidence writers run one at a time, in commit order (the bundle's
-    -- evidence-order advisory key, taken inline so this family needs no
-    -- other migration's helper).
-    PERFORM pg_catalog.pg_advisory_xact_lock(1279655936, 1);
 
     SELECT pg_catalog.jsonb_build_object('policy_queue_name', p.queue_name,
                'payload_retention', p.payload_retention, 'record_retention', p.record_retention)
@@ -2571,7 +2675,7 @@ BEGIN
 
     INSERT INTO durable_jobs.queue_retention_policy AS p
         (queue_name, payload_retention, record_retention, changed_at, changed_by_role)
-    VALUES (p_queue_name, p_payload_retention, p_record_retention, pg_catalog.clock_timestamp(), SESSION_USER)
+    VALUES (p_queue_name, v_payload_retention, v_record_retention, pg_catalog.clock_timestamp(), SESSION_USER)
     ON CONFLICT (queue_name) DO UPDATE
     SET payload_retention = EXCLUDED.payload_retention, record_retention = EXCLUDED.record_retention,
         changed_at = EXCLUDED.changed_at, changed_by_role = EXCLUDED.changed_by_role;
@@ -2579,7 +2683,7 @@ BEGIN
     INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
     VALUES ('retention_policy_changed', p_queue_name, v_previous,
             pg_catalog.jsonb_build_object('policy_queue_name', p_queue_name,
-                'payload_retention', p_payload_retention, 'record_retention', p_record_retention),
+                'payload_retention', v_payload_retention, 'record_retention', v_record_retention),
             p_change_reason);
 END;
 $$;
@@ -2693,6 +2797,23 @@ ALTER TABLE durable_jobs.control_evidence_record ALTER COLUMN evidence_record_id
 );
 
 --
+-- Name: evidence_order_lock; Type: TABLE; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE TABLE durable_jobs.evidence_order_lock (
+    lock_slot smallint NOT NULL,
+    CONSTRAINT evidence_order_lock_single CHECK ((lock_slot = 1))
+);
+
+ALTER TABLE durable_jobs.evidence_order_lock OWNER TO postgres;
+
+--
+-- Name: TABLE evidence_order_lock; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON TABLE durable_jobs.evidence_order_lock IS 'leasefence: the evidence-order lock, one row locked FOR UPDATE by lock_evidence_order; private to its owner.';
+
+--
 -- Name: job_outcome_ledger; Type: TABLE; Schema: durable_jobs; Owner: postgres
 --
 
@@ -2772,6 +2893,13 @@ ALTER TABLE ONLY durable_jobs.control_evidence_record
     ADD CONSTRAINT control_evidence_record_pkey PRIMARY KEY (evidence_record_id);
 
 --
+-- Name: evidence_order_lock evidence_order_lock_pkey; Type: CONSTRAINT; Schema: durable_jobs; Owner: postgres
+--
+
+ALTER TABLE ONLY durable_jobs.evidence_order_lock
+    ADD CONSTRAINT evidence_order_lock_pkey PRIMARY KEY (lock_slot);
+
+--
 -- Name: job_outcome_ledger job_outcome_ledger_pkey; Type: CONSTRAINT; Schema: durable_jobs; Owner: postgres
 --
 
@@ -2842,12 +2970,6 @@ CREATE UNIQUE INDEX job_record_idempotency_key_unique ON durable_jobs.job_record
 --
 
 CREATE INDEX job_record_reclaim_order ON durable_jobs.job_record USING btree (queue_name, lease_expiry_floor, job_record_id) WHERE (job_status = 'RUNNING'::durable_jobs.job_status_kind);
-
---
--- Name: job_record_running_by_queue; Type: INDEX; Schema: durable_jobs; Owner: postgres
---
-
-CREATE INDEX job_record_running_by_queue ON durable_jobs.job_record USING btree (queue_name) WHERE (job_status = 'RUNNING'::durable_jobs.job_status_kind);
 
 --
 -- Name: lease_outcome_tally_recent; Type: INDEX; Schema: durable_jobs; Owner: postgres
@@ -2926,6 +3048,7 @@ GRANT ALL ON TYPE durable_jobs.job_status_kind TO durable_job_retention_owner;
 REVOKE ALL ON FUNCTION durable_jobs.absolute_duration(p_value interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION durable_jobs.absolute_duration(p_value interval) TO durable_job_terminal_owner;
 GRANT ALL ON FUNCTION durable_jobs.absolute_duration(p_value interval) TO durable_job_policy_owner;
+GRANT ALL ON FUNCTION durable_jobs.absolute_duration(p_value interval) TO durable_job_retention_owner;
 
 --
 -- Name: COLUMN control_evidence_record.evidence_record_id; Type: ACL; Schema: durable_jobs; Owner: durable_job_evidence_owner
@@ -3076,6 +3199,13 @@ GRANT SELECT(changed_at) ON TABLE durable_jobs.change_control_setting TO durable
 
 GRANT SELECT(changed_by_role),UPDATE(changed_by_role) ON TABLE durable_jobs.change_control_setting TO durable_job_policy_owner;
 GRANT SELECT(changed_by_role) ON TABLE durable_jobs.change_control_setting TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN change_control_setting.reason_pattern; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(reason_pattern),UPDATE(reason_pattern) ON TABLE durable_jobs.change_control_setting TO durable_job_policy_owner;
+GRANT SELECT(reason_pattern) ON TABLE durable_jobs.change_control_setting TO durable_job_retention_owner;
 
 --
 -- Name: FUNCTION change_control(); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
@@ -3554,11 +3684,10 @@ REVOKE ALL ON FUNCTION durable_jobs.lease_outcome_totals(p_since timestamp with 
 GRANT ALL ON FUNCTION durable_jobs.lease_outcome_totals(p_since timestamp with time zone) TO durable_job_auditor;
 
 --
--- Name: FUNCTION lock_evidence_order(); Type: ACL; Schema: durable_jobs; Owner: postgres
+-- Name: FUNCTION lock_evidence_order(); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
 --
 
 REVOKE ALL ON FUNCTION durable_jobs.lock_evidence_order() FROM PUBLIC;
-GRANT ALL ON FUNCTION durable_jobs.lock_evidence_order() TO durable_job_policy_owner;
 GRANT ALL ON FUNCTION durable_jobs.lock_evidence_order() TO durable_job_retention_owner;
 
 --
@@ -3575,6 +3704,14 @@ GRANT ALL ON FUNCTION durable_jobs.lock_fenced_claim(p_job_record_id bigint, p_l
 REVOKE ALL ON FUNCTION durable_jobs.passes_luhn(p_digits text) FROM PUBLIC;
 GRANT ALL ON FUNCTION durable_jobs.passes_luhn(p_digits text) TO durable_job_policy_owner;
 GRANT ALL ON FUNCTION durable_jobs.passes_luhn(p_digits text) TO durable_job_retention_owner;
+
+--
+-- Name: FUNCTION screening_form(p_text text); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.screening_form(p_text text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.screening_form(p_text text) TO durable_job_policy_owner;
+GRANT ALL ON FUNCTION durable_jobs.screening_form(p_text text) TO durable_job_retention_owner;
 
 --
 -- Name: FUNCTION looks_personal_or_secret(p_text text); Type: ACL; Schema: durable_jobs; Owner: postgres
@@ -3823,6 +3960,13 @@ REVOKE ALL ON FUNCTION durable_jobs.set_change_control(p_ticket_pattern text, p_
 GRANT ALL ON FUNCTION durable_jobs.set_change_control(p_ticket_pattern text, p_require_approver boolean, p_approver_must_differ boolean, p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_operator;
 
 --
+-- Name: FUNCTION set_change_reason_pattern(p_reason_pattern text, p_change_reason text, p_change_ticket text, p_change_approver text); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.set_change_reason_pattern(p_reason_pattern text, p_change_reason text, p_change_ticket text, p_change_approver text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.set_change_reason_pattern(p_reason_pattern text, p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_operator;
+
+--
 -- Name: FUNCTION set_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
 --
 
@@ -3881,6 +4025,12 @@ GRANT ALL ON FUNCTION durable_jobs.worker_owner_id_pattern() TO durable_job_term
 GRANT ALL ON FUNCTION durable_jobs.worker_owner_id_pattern() TO durable_job_policy_owner;
 GRANT ALL ON FUNCTION durable_jobs.worker_owner_id_pattern() TO durable_job_retention_owner;
 GRANT ALL ON FUNCTION durable_jobs.worker_owner_id_pattern() TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN evidence_order_lock.lock_slot; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(lock_slot),UPDATE(lock_slot) ON TABLE durable_jobs.evidence_order_lock TO durable_job_policy_owner;
 
 --
 -- Name: TABLE job_outcome_ledger; Type: ACL; Schema: durable_jobs; Owner: postgres

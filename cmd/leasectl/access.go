@@ -122,10 +122,10 @@ func runAccess(ctx context.Context, env *cliEnv, args []string) int {
 			attributes = "-"
 		}
 		if len(l.Roles) == 0 {
-			printf(tw, "%s\t%s\t-\t-\t-\n", textfmt.Visible(l.Login), attributes)
+			printf(tw, "%s\t%s\t-\t-\t-\n", l.Login, attributes)
 		}
 		for _, r := range l.Roles {
-			printf(tw, "%s\t%s\t%s\t%s\t%s\n", textfmt.Visible(l.Login), attributes, r.Role, textfmt.Visible(r.GrantedTo), textfmt.Visible(r.Grantor))
+			printf(tw, "%s\t%s\t%s\t%s\t%s\n", l.Login, attributes, r.Role, r.GrantedTo, r.Grantor)
 		}
 	}
 	_ = tw.Flush()
@@ -135,7 +135,7 @@ func runAccess(ctx context.Context, env *cliEnv, args []string) int {
 	rows := 0
 	for _, l := range append([]accessLoginJSON{{Login: "PUBLIC", Privileges: report.Public}}, report.Logins...) {
 		for _, p := range l.Privileges {
-			printf(tw, "%s\t%s\t%s\t%s\n", textfmt.Visible(l.Login), textfmt.Visible(p.Privilege), textfmt.Visible(p.On), textfmt.Visible(p.GrantedTo))
+			printf(tw, "%s\t%s\t%s\t%s\n", l.Login, p.Privilege, p.On, p.GrantedTo)
 			rows++
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/mightyetl/leasefence/audit"
 	"github.com/mightyetl/leasefence/internal/controls"
 	"github.com/mightyetl/leasefence/internal/testdb"
+	"github.com/mightyetl/leasefence/internal/textfmt"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
@@ -32,7 +33,8 @@ func findingIDs(stdout string) []string {
 	return ids
 }
 
-// runAuditBoth runs the audit in text and JSON and checks they agree.
+// runAuditBoth runs the audit in text and JSON and checks they agree: the
+// text has a line for each JSON finding, shown through textfmt.Visible.
 func runAuditBoth(t *testing.T, databaseURL string) (text result, report audit.Report) {
 	t.Helper()
 	text = leasectl(t, "audit", "--database-url", databaseURL)
@@ -48,7 +50,7 @@ func runAuditBoth(t *testing.T, databaseURL string) (text result, report audit.R
 		}
 	}
 	for _, line := range lines {
-		require.Contains(t, text.stdout, line+"\n")
+		require.Contains(t, text.stdout, textfmt.Visible(line)+"\n")
 	}
 	require.Equal(t, len(lines), report.Findings)
 	return text, report

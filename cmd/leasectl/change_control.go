@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/mightyetl/leasefence/internal/textfmt"
 )
 
@@ -13,13 +14,14 @@ const changeControlUsage = `Usage:
   leasectl change-control show [--output text|json] [--database-url URL]
   leasectl change-control set --reason TEXT [--ticket T] [--approver LOGIN]
                               [--ticket-pattern REGEX] [--require-approver=true|false]
-                              [--approver-must-differ=true|false]
+                              [--approver-must-differ=true|false] [--reason-pattern REGEX]
                               [--output text|json] [--database-url URL]
 
 show prints the change-control setting every change record is checked
 against: the pattern a change ticket must match, whether every change needs
 an approver and whether the approver must be another login than the one
-making the change. Needs a login granted durable_job_auditor (or
+making the change, and the pattern every change reason must match ("free
+text" when none is set). Needs a login granted durable_job_auditor (or
 durable_job_operator).
 
 set changes it; a setting you leave out keeps its current value. The
@@ -28,7 +30,12 @@ than 200 characters (LF003), and a reason, ticket or approver that the
 current setting does not accept (LF002); then nothing changes and leasectl
 prints the database's reason and exits 1. An accepted change is recorded as
 control evidence (change_control_changed) with its reason, ticket, approver
-and your database role. Needs a login granted durable_job_operator.
+and your database role. --reason-pattern limits every later change reason
+to a pattern, for example '^[A-Z]+-[0-9]+: (rollout|rollback|incident)$' (a
+ticket and a fixed vocabulary), so no free text reaches the evidence;
+--reason-pattern '' makes reasons free text again. Given with other
+settings, both change in one transaction. Needs a login granted
+durable_job_operator.
 `
 
 // runChangeControl is "leasectl change-control".
@@ -55,14 +62,18 @@ type changeControlJSON struct {
 	ApproverMustDiffer bool   `json:"approver_must_differ"`
 	ChangedAt          string `json:"changed_at"`
 	ChangedByRole      string `json:"changed_by_role"`
+	// ReasonPattern is the pattern every change reason must match; null
+	// while reasons are free text.
+	ReasonPattern *string `json:"reason_pattern"`
 }
 
 // readChangeControl reads durable_jobs.change_control().
 func readChangeControl(ctx context.Context, s *session) (changeControlJSON, error) {
 	var c changeControlJSON
 	var at time.Time
-	err := s.pool.QueryRow(ctx, `SELECT ticket_pattern, require_approver, approver_must_differ, changed_at, changed_by_role
-		FROM durable_jobs.change_control()`).Scan(&c.TicketPattern, &c.RequireApprover, &c.ApproverMustDiffer, &at, &c.ChangedByRole)
+	err := s.pool.QueryRow(ctx, `SELECT ticket_pattern, require_approver, approver_must_differ, changed_at, changed_by_role,
+		reason_pattern FROM durable_jobs.change_control()`).Scan(&c.TicketPattern, &c.RequireApprover, &c.ApproverMustDiffer, &at,
+		&c.ChangedByRole, &c.ReasonPattern)
 	c.ChangedAt = textfmt.Time(at)
 	return c, err
 }
@@ -73,9 +84,18 @@ func printChangeControl(env *cliEnv, asJSON bool, c changeControlJSON) {
 		_ = writeJSON(env.stdout, c)
 		return
 	}
-	printf(env.stdout, "ticket pattern:       %s\nrequire approver:     %s\napprover must differ: %s\nchanged at:           %s\nchanged by:           %s\n",
-		textfmt.Visible(c.TicketPattern), formatBool(c.RequireApprover), formatBool(c.ApproverMustDiffer), c.ChangedAt,
-		textfmt.Visible(c.ChangedByRole))
+	printf(env.stdout, "ticket pattern:       %s\nrequire approver:     %s\napprover must differ: %s\nreason pattern:       %s\n"+
+		"changed at:           %s\nchanged by:           %s\n",
+		c.TicketPattern, formatBool(c.RequireApprover), formatBool(c.ApproverMustDiffer), reasonPatternText(c.ReasonPattern),
+		c.ChangedAt, c.ChangedByRole)
+}
+
+// reasonPatternText is the reason pattern as text output shows it.
+func reasonPatternText(p *string) string {
+	if p == nil {
+		return "free text"
+	}
+	return *p
 }
 
 func changeControlShow(ctx context.Context, env *cliEnv, args []string) int {
@@ -109,6 +129,7 @@ func changeControlSet(ctx context.Context, env *cliEnv, args []string) int {
 	pattern := fs.String("ticket-pattern", "", "regular expression every change ticket must match")
 	requireApprover := fs.Bool("require-approver", false, "whether every change must name an approver (=true or =false)")
 	mustDiffer := fs.Bool("approver-must-differ", false, "whether the approver must be another login (=true or =false)")
+	reasonPattern := fs.String("reason-pattern", "", "regular expression every change reason must match ('' for free text)")
 	if done, code := parseFlags(env, fs, changeControlUsage, args); done {
 		return code
 	}
@@ -138,8 +159,21 @@ func changeControlSet(ctx context.Context, env *cliEnv, args []string) int {
 	if !given["approver-must-differ"] {
 		*mustDiffer = current.ApproverMustDiffer
 	}
-	if _, err := s.pool.Exec(ctx, "SELECT durable_jobs.set_change_control($1, $2, $3, $4, NULLIF($5, ''), NULLIF($6, ''))",
-		*pattern, *requireApprover, *mustDiffer, *reason, *ticket, *approver); err != nil {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if !given["reason-pattern"] || given["ticket-pattern"] || given["require-approver"] || given["approver-must-differ"] {
+			if _, err := tx.Exec(ctx, "SELECT durable_jobs.set_change_control($1, $2, $3, $4, NULLIF($5, ''), NULLIF($6, ''))",
+				*pattern, *requireApprover, *mustDiffer, *reason, *ticket, *approver); err != nil {
+				return err
+			}
+		}
+		if given["reason-pattern"] {
+			_, err := tx.Exec(ctx, "SELECT durable_jobs.set_change_reason_pattern($1, $2, NULLIF($3, ''), NULLIF($4, ''))",
+				*reasonPattern, *reason, *ticket, *approver)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
 		return env.fail("set change control", err)
 	}
 	updated, err := readChangeControl(ctx, s)
@@ -150,7 +184,8 @@ func changeControlSet(ctx context.Context, env *cliEnv, args []string) int {
 		printChangeControl(env, true, updated)
 		return exitOK
 	}
-	printf(env.stdout, "change control set: ticket pattern %s, require approver %s, approver must differ %s\n",
-		textfmt.Visible(updated.TicketPattern), formatBool(updated.RequireApprover), formatBool(updated.ApproverMustDiffer))
+	printf(env.stdout, "change control set: ticket pattern %s, require approver %s, approver must differ %s, reason pattern %s\n",
+		updated.TicketPattern, formatBool(updated.RequireApprover), formatBool(updated.ApproverMustDiffer),
+		reasonPatternText(updated.ReasonPattern))
 	return exitOK
 }

@@ -37,11 +37,13 @@ func TestChangeControlShowAndSetRecordEvidence(t *testing.T) {
 	require.Regexp(t, `(?m)^ticket pattern:\s+\^\[A-Z\]\[A-Z0-9\]\+-\[0-9\]\+\$$`, r.stdout)
 	require.Regexp(t, `(?m)^require approver:\s+no$`, r.stdout)
 	require.Regexp(t, `(?m)^approver must differ:\s+yes$`, r.stdout)
+	require.Regexp(t, `(?m)^reason pattern:\s+free text$`, r.stdout)
 
 	r = leasectl(t, "change-control", "set", "--require-approver=true", "--ticket-pattern", "^CHG[0-9]{7}$",
 		"--reason", "approvals from now on", "--ticket", "SEC-1", "--approver", "t_cc_approver", "--database-url", operator)
 	requireCode(t, exitOK, r)
-	require.Equal(t, "change control set: ticket pattern ^CHG[0-9]{7}$, require approver yes, approver must differ yes\n", r.stdout)
+	require.Equal(t, "change control set: ticket pattern ^CHG[0-9]{7}$, require approver yes, approver must differ yes, "+
+		"reason pattern free text\n", r.stdout)
 
 	r = leasectl(t, "change-control", "show", "--output", "json", "--database-url", auditor)
 	requireCode(t, exitOK, r)
@@ -50,6 +52,7 @@ func TestChangeControlShowAndSetRecordEvidence(t *testing.T) {
 	require.Equal(t, "^CHG[0-9]{7}$", got["ticket_pattern"])
 	require.Equal(t, true, got["require_approver"])
 	require.Equal(t, true, got["approver_must_differ"])
+	require.Nil(t, got["reason_pattern"], "reasons are free text")
 
 	var kind, ticket, approver string
 	require.NoError(t, admin.QueryRow(ctx, `SELECT evidence_kind, change_ticket, change_approver FROM durable_jobs.control_evidence_record
@@ -60,6 +63,49 @@ func TestChangeControlShowAndSetRecordEvidence(t *testing.T) {
 	r = leasectl(t, "policy", "set", "--queue", "billing", "--reason", "CHG0000001: longer", "--database-url", operator)
 	requireCode(t, exitError, r)
 	require.Contains(t, r.stderr, "invalid change record (SQLSTATE LF002)")
+}
+
+// An organization that forbids free text in evidence limits every change
+// reason to a pattern (issue 34, item 3): change-control set
+// --reason-pattern sets it (alone, or with other settings in one
+// transaction), show prints it, and a later change whose reason does not
+// match is refused; an empty --reason-pattern makes reasons free text again.
+func TestChangeControlReasonPatternForbidsFreeText(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	auditor := db.LoginURL(t, "durable_job_auditor")
+	operator := db.LoginURL(t, "durable_job_operator")
+	const vocabulary = `^[A-Z]+-[0-9]+: (rollout|rollback|incident)$`
+
+	r := leasectl(t, "change-control", "set", "--reason-pattern", vocabulary, "--reason", "SEC-1: rollout", "--database-url", operator)
+	requireCode(t, exitOK, r)
+	require.Equal(t, "change control set: ticket pattern ^[A-Z][A-Z0-9]+-[0-9]+$, require approver no, approver must differ yes, "+
+		"reason pattern "+vocabulary+"\n", r.stdout)
+	r = leasectl(t, "change-control", "show", "--database-url", auditor)
+	requireCode(t, exitOK, r)
+	require.Contains(t, r.stdout, "reason pattern:       "+vocabulary+"\n")
+
+	r = leasectl(t, "policy", "set", "--queue", "billing", "--lease-duration", "30s", "--renewal-interval", "10s",
+		"--max-claim-lifetime", "1h", "--renewal-enabled=true", "--reason", "OPS-2: the customer called", "--database-url", operator)
+	requireCode(t, exitError, r)
+	require.Contains(t, r.stderr, "invalid change record (SQLSTATE LF002)")
+	r = leasectl(t, "policy", "set", "--queue", "billing", "--lease-duration", "30s", "--renewal-interval", "10s",
+		"--max-claim-lifetime", "1h", "--renewal-enabled=true", "--reason", "OPS-2: incident", "--database-url", operator)
+	requireCode(t, exitOK, r)
+
+	// With another setting, in one transaction; a pattern that is no
+	// regular expression is refused and changes nothing.
+	r = leasectl(t, "change-control", "set", "--require-approver=false", "--reason-pattern", "(unclosed",
+		"--reason", "SEC-3: rollback", "--database-url", operator)
+	requireCode(t, exitError, r)
+	require.Contains(t, r.stderr, "(SQLSTATE LF003)")
+	r = leasectl(t, "change-control", "set", "--approver-must-differ=false", "--reason-pattern", "",
+		"--reason", "SEC-4: rollback", "--output", "json", "--database-url", operator)
+	requireCode(t, exitOK, r)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
+	require.Nil(t, got["reason_pattern"], "free text again")
+	require.Equal(t, false, got["approver_must_differ"])
 }
 
 func TestChangeControlSetRefusesBadInputAndChangesNothing(t *testing.T) {

@@ -73,7 +73,7 @@ func runHealth(ctx context.Context, env *cliEnv, args []string) int {
 	tw := newTable(env.stdout)
 	printf(tw, "QUEUE\tRUNNING\tEXPIRING SOON\tAWAITING RECLAIM\tRECLAIMS 1H\tSTALE 1H\tSTALE RELEASES 1H\tOLDEST LEASE\n")
 	for _, h := range health {
-		printf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", textfmt.Visible(h.Queue), h.RunningJobs, h.ExpiringWithinInterval,
+		printf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", h.Queue, h.RunningJobs, h.ExpiringWithinInterval,
 			h.ExpiredAwaitingReclaim, h.ReclaimsLastHour, h.StaleRenewalsLastHour, h.StaleReleasesLastHour, oldestLease(h))
 	}
 	_ = tw.Flush()
@@ -87,7 +87,7 @@ func runHealth(ctx context.Context, env *cliEnv, args []string) int {
 // lease age is null when no lease is running.
 func toHealthJSON(h goclient.QueueLeaseHealth) healthJSON {
 	out := healthJSON{
-		Queue:                  textfmt.Visible(h.Queue),
+		Queue:                  h.Queue,
 		RunningJobs:            h.RunningJobs,
 		ExpiringWithinInterval: h.ExpiringWithinInterval,
 		ExpiredAwaitingReclaim: h.ExpiredAwaitingReclaim,

@@ -62,6 +62,9 @@ Connection:
 
 Output:
   Commands that print data take --output text|json (text is the default).
+  Text output shows the control and bidirectional characters of values
+  from the database (a role name, say) as escapes like \u000a, so each
+  value stays on its line; JSON holds the values as they are.
 
 Exit codes:
   0 success, 1 error, 2 audit findings, 64 usage error.
@@ -126,7 +129,7 @@ func mainHelp() string {
 
 // usageError prints a one-line usage error and returns exitUsage.
 func (e *cliEnv) usageError(format string, args ...any) int {
-	fmt.Fprintf(e.stderr, "error: usage: %s (run \"leasectl --help\")\n", fmt.Sprintf(format, args...))
+	printf(e.stderr, "error: usage: %s (run \"leasectl --help\")\n", fmt.Sprintf(format, args...))
 	return exitUsage
 }
 
@@ -137,23 +140,25 @@ func (e *cliEnv) fail(doing string, err error) int {
 	return exitError
 }
 
-// formatError renders an error the way leasectl prints it. A PostgreSQL
-// error shows its own message and SQLSTATE and then its DETAIL and HINT on
-// their own lines.
+// formatError renders an error the way leasectl prints it, through
+// printf like every other output: its texts joined into one line each
+// (textfmt.OneLine). A PostgreSQL error shows its own message and SQLSTATE
+// and then its DETAIL and HINT on their own lines.
 func formatError(doing string, err error) string {
+	var b strings.Builder
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		var b strings.Builder
-		fmt.Fprintf(&b, "error: %s: %s (SQLSTATE %s)\n", doing, textfmt.OneLine(pgErr.Message), pgErr.Code)
-		if pgErr.Detail != "" {
-			fmt.Fprintf(&b, "DETAIL: %s\n", textfmt.OneLine(pgErr.Detail))
-		}
-		if pgErr.Hint != "" {
-			fmt.Fprintf(&b, "HINT: %s\n", textfmt.OneLine(pgErr.Hint))
-		}
+	if !errors.As(err, &pgErr) {
+		printf(&b, "error: %s: %s\n", doing, textfmt.OneLine(err.Error()))
 		return b.String()
 	}
-	return fmt.Sprintf("error: %s: %s\n", doing, textfmt.OneLine(err.Error()))
+	printf(&b, "error: %s: %s (SQLSTATE %s)\n", doing, textfmt.OneLine(pgErr.Message), pgErr.Code)
+	if pgErr.Detail != "" {
+		printf(&b, "DETAIL: %s\n", textfmt.OneLine(pgErr.Detail))
+	}
+	if pgErr.Hint != "" {
+		printf(&b, "HINT: %s\n", textfmt.OneLine(pgErr.Hint))
+	}
+	return b.String()
 }
 
 // newFlagSet returns a flag set for a subcommand that reports errors to

@@ -36,11 +36,14 @@ kept in ` + sqlbundle.VersionTable + `.
 	strings.Split(strings.Join(append(append([]string{}, sqlbundle.RuntimeRoles...), sqlbundle.DefinerOwnerRoles...), ", ")+".", " ")...)) +
 	`          Other roles (durable_job_worker_eu, say) are left alone. Only
           possible once no database in the cluster still uses them.
-          "down --to 0" also erases the control evidence: while any record
-          exists it is refused unless --discard-evidence is given together
-          with --evidence-export PATH. leasectl then first writes every
-          record (with its chain hashes) and the chain head as JSON to PATH,
-          which must not exist yet, and only then migrates down.
+          A downgrade whose migrations erase control evidence (to 0 erases
+          every record; below the evidence-chain migration, every record's
+          ticket, approver and chain hashes) is refused while any record
+          exists, unless --discard-evidence is given together with
+          --evidence-export PATH. leasectl then first writes every record
+          (with its chain hashes) and the chain head as JSON to PATH, which
+          must not exist yet, and only then migrates down. Which migrations
+          erase evidence is read from their down SQL.
   status  print the current and the newest version, and whether every
           function is what the current version installs (a body replaced by
           hand or a skipped migration is listed, and the exit code is 2).
@@ -55,7 +58,9 @@ up and down first take the migration lock, the advisory lock tern's migrator
 holds while it migrates (so two migrations never run at once). Anyone who can
 log in can take it, so leasectl waits for it at most --lock-timeout (default
 60s) and then fails, naming the process id and role of the session that holds
-it (see pg_locks and pg_stat_activity, or pg_terminate_backend).
+it (see pg_locks and pg_stat_activity, or pg_terminate_backend). Every lock a
+migration waits for after that is bounded by --lock-timeout too; a wait that
+runs out fails that migration, which changes nothing.
 
 The connecting role must be a superuser (for example postgres). migrate
 refuses any other role, a ` + sqlbundle.VersionTable + ` that is not the plain
@@ -93,8 +98,8 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) int {
 		fs.StringVar(&reason, "reason", "", "why, e.g. the change ticket; recorded in each migration's evidence")
 	}
 	if action == "down" {
-		fs.BoolVar(&discardEvidence, "discard-evidence", false, "with --to 0 and --evidence-export: erase the control evidence")
-		fs.StringVar(&evidenceExport, "evidence-export", "", "with --to 0: write every evidence record to this new `file` (JSON) first")
+		fs.BoolVar(&discardEvidence, "discard-evidence", false, "with --evidence-export: allow a downgrade that erases control evidence")
+		fs.StringVar(&evidenceExport, "evidence-export", "", "with --discard-evidence: write every evidence record to this new `file` (JSON) first")
 	}
 	lockTimeout := defaultLockTimeout
 	if action != "status" {
@@ -120,9 +125,6 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) int {
 			return env.usageError("migrate %s: --reason %s", action, problem)
 		}
 	}
-	if (discardEvidence || evidenceExport != "") && (!to.set || to.value != 0) {
-		return env.usageError("migrate down: --discard-evidence and --evidence-export need --to 0")
-	}
 	if discardEvidence != (evidenceExport != "") {
 		return env.usageError("migrate down: --discard-evidence and --evidence-export PATH go together")
 	}
@@ -139,6 +141,14 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) int {
 	// lock more than once) and so never waits; closing the connection
 	// releases whatever is left.
 	if err := lockMigrations(ctx, conn, lockTimeout); err != nil {
+		return env.fail("migrate "+action, err)
+	}
+	// Every lock a migration then waits for is bounded the same way: a
+	// table behind an idle transaction, or the evidence-order key that the
+	// migrations before 024 take as an advisory lock, which any login can
+	// hold (issue 34). A wait that runs out fails the migration (55P03),
+	// which rolls back and leaves the version where it was.
+	if _, err := conn.Exec(ctx, fmt.Sprintf("SET lock_timeout = %d", lockTimeout.Milliseconds())); err != nil {
 		return env.fail("migrate "+action, err)
 	}
 	m, err := sqlbundle.NewMigrator(ctx, conn)
@@ -165,14 +175,22 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) int {
 	if action == "down" && target > int(current) {
 		return env.usageError("migrate down: --to %d is above the current version %d; use migrate up", target, current)
 	}
-	if action == "down" && target == 0 && current > 0 {
+	// A downgrade runs the down parts of the migrations above target; those
+	// that erase evidence are read from their SQL (migrate_rule.go).
+	erasing := evidenceErasingMigrations(m.Migrations, current, int32(target))
+	if evidenceExport != "" && len(erasing) == 0 && target != 0 {
+		return env.usageError("migrate down: --discard-evidence and --evidence-export are for a downgrade that erases control "+
+			"evidence; from version %d to %d none does", current, target)
+	}
+	if len(erasing) > 0 {
 		count, err := evidenceCount(ctx, conn)
 		if err != nil {
 			return env.fail("count control evidence", err)
 		}
 		if count > 0 && !discardEvidence {
-			return env.fail("migrate down to version 0", fmt.Errorf(
-				"refused: it would erase %d control evidence records; export them first with --discard-evidence --evidence-export PATH", count))
+			return env.fail(fmt.Sprintf("migrate down to version %d", target), fmt.Errorf(
+				"refused: it would erase control evidence of %d records (reverting %s drops records or their fields); "+
+					"export them first with --discard-evidence --evidence-export PATH", count, strings.Join(erasing, ", ")))
 		}
 		if count > 0 {
 			if err := exportEvidence(ctx, conn, evidenceExport, current); err != nil {

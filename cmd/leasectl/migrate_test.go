@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -315,4 +316,39 @@ func TestMigrateWaitsForTheMigrationLockAtMostLockTimeout(t *testing.T) {
 	r = leasectl(t, "migrate", "--help")
 	requireCode(t, exitOK, r)
 	require.Contains(t, r.stdout, "--lock-timeout (default\n60s)")
+}
+
+// The migrations before 024 take the evidence-order key as an advisory
+// lock, which any login may hold while idle: leasectl migrate's
+// --lock-timeout covered only tern's lock, so an upgrade from 22 waited for
+// ever (issue 34, item 1). Every lock a migration waits for is now bounded
+// by --lock-timeout: the upgrade fails with 55P03, leaves the version where
+// it was, and succeeds once the lock is released.
+func TestMigrateBoundsEveryLockWaitOfAMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.NewEmpty(t)
+	pool := db.Pool(t)
+	r := leasectl(t, "migrate", "up", "--to", "22", "--database-url", db.URL)
+	requireCode(t, exitOK, r)
+
+	attacker, err := pgx.Connect(ctx, db.LoginURL(t, "durable_job_worker"))
+	require.NoError(t, err)
+	defer attacker.Close(ctx)
+	_, err = attacker.Exec(ctx, "SELECT pg_advisory_lock(1279655936, 1)")
+	require.NoError(t, err)
+
+	start := time.Now()
+	r = leasectl(t, "migrate", "up", "--lock-timeout", "2s", "--database-url", db.URL)
+	requireCode(t, exitError, r)
+	require.Less(t, time.Since(start), 60*time.Second, "the wait is bounded")
+	require.Contains(t, r.stderr, fmt.Sprintf("error: migrate up to version %d: ", sqlbundle.NewestVersion()))
+	require.Contains(t, r.stderr, "(SQLSTATE 55P03)")
+	require.Equal(t, int32(22), versionOf(t, pool), "the failed migration changed nothing")
+
+	_, err = attacker.Exec(ctx, "SELECT pg_advisory_unlock(1279655936, 1)")
+	require.NoError(t, err)
+	r = leasectl(t, "migrate", "up", "--lock-timeout", "2s", "--database-url", db.URL)
+	requireCode(t, exitOK, r)
+	require.Equal(t, sqlbundle.NewestVersion(), versionOf(t, pool))
 }

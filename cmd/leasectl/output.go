@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -71,7 +70,12 @@ func markdownCode(s string) string {
 	return fence + s + fence
 }
 
-// printf writes to w; output errors on stdout are not actionable for a CLI.
+// printf writes to w through textfmt.Fprintf, the one place that escapes
+// values from the database or an operator: every string argument (a role
+// or queue name, a finding, a reason) is shown through textfmt.Visible, so
+// it can neither start a line of its own nor move the cursor. The format
+// is leasectl's own text. Every text output of leasectl is written through
+// printf; output errors on stdout are not actionable for a CLI.
 func printf(w io.Writer, format string, args ...any) {
-	_, _ = fmt.Fprintf(w, format, args...)
+	_, _ = textfmt.Fprintf(w, format, args...)
 }

@@ -84,9 +84,9 @@ func printPolicies(env *cliEnv, asJSON bool, policies []goclient.LeasePolicy) {
 	tw := newTable(env.stdout)
 	printf(tw, "QUEUE\tLEASE\tRENEWAL INTERVAL\tMAX CLAIM LIFETIME\tRENEWAL ENABLED\tCHANGED AT\tCHANGED BY\n")
 	for _, p := range policies {
-		printf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", textfmt.Visible(p.Queue), textfmt.Duration(p.LeaseDuration),
+		printf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Queue, textfmt.Duration(p.LeaseDuration),
 			textfmt.Duration(p.RenewalInterval), textfmt.Duration(p.MaxClaimLifetime), formatBool(p.RenewalEnabled),
-			textfmt.Time(p.ChangedAt), textfmt.Visible(p.ChangedByRole))
+			textfmt.Time(p.ChangedAt), p.ChangedByRole)
 	}
 	_ = tw.Flush()
 }

@@ -137,18 +137,33 @@ func intervalText(d time.Duration) string {
 	return strconv.FormatInt(d.Microseconds(), 10) + " microseconds"
 }
 
+// storedRetention is how a stored retention period prints: as a duration
+// when it is one (no month part, day and time parts of one sign, as
+// set_queue_retention_policy stores it since migration 024), else as the
+// database prints it (a row written before 024 may hold '-1 years +361
+// days', which a conversion would have shown as 1d).
+func storedRetention(iv pgtype.Interval, asText string) string {
+	d := time.Duration(iv.Days)*24*time.Hour + time.Duration(iv.Microseconds)*time.Microsecond
+	if iv.Months != 0 || (iv.Days > 0 && iv.Microseconds < 0) || (iv.Days < 0 && iv.Microseconds > 0) || d < 0 {
+		return asText
+	}
+	return formatRetention(d)
+}
+
 // readRetentionPolicies reads every queue's retention policy.
 func readRetentionPolicies(ctx context.Context, s *session) ([]retentionPolicy, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT queue_name, payload_retention, record_retention, changed_at, changed_by_role
+	rows, _ := s.pool.Query(ctx, `SELECT queue_name, payload_retention, record_retention, changed_at, changed_by_role,
+		payload_retention::text, record_retention::text
 		FROM durable_jobs.queue_retention_policies()`)
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (retentionPolicy, error) {
 		var p retentionPolicy
 		var payload, record pgtype.Interval
-		if err := row.Scan(&p.Queue, &payload, &record, &p.ChangedAt, &p.ChangedByRole); err != nil {
+		var payloadText, recordText string
+		if err := row.Scan(&p.Queue, &payload, &record, &p.ChangedAt, &p.ChangedByRole, &payloadText, &recordText); err != nil {
 			return p, err
 		}
 		pd, rd := intervalDuration(payload), intervalDuration(record)
-		p.PayloadRetention, p.RecordRetention = formatRetention(pd), formatRetention(rd)
+		p.PayloadRetention, p.RecordRetention = storedRetention(payload, payloadText), storedRetention(record, recordText)
 		p.PayloadSeconds, p.RecordSeconds = seconds(pd), seconds(rd)
 		p.ChangedAtText = textfmt.Time(p.ChangedAt)
 		return p, nil

@@ -124,7 +124,7 @@ func TestRetentionSetWithInvalidValuesChangesNothing(t *testing.T) {
 	r := leasectl(t, "retention", "set", "--queue", "billing", "--payload-retention", "30m", "--record-retention", "1d",
 		"--reason", "r", "--database-url", operator)
 	require.Equal(t, "error: set retention policy of queue \"billing\": invalid retention policy (SQLSTATE LF002)\n"+
-		"DETAIL: Need 1 hour <= payload_retention <= record_retention <= 3650 days.\n", r.stderr)
+		"DETAIL: Need plain durations (no month or year part, day and time parts of one sign) with 1 hour <= payload_retention <= record_retention <= 3650 days.\n", r.stderr)
 
 	// The JSON answer of an accepted change needs the read function too.
 	execSQL(t, admin, `REVOKE EXECUTE ON FUNCTION durable_jobs.queue_retention_policies() FROM durable_job_operator`)
@@ -232,4 +232,23 @@ func TestRetentionAndEraseUsageAndConnectionErrors(t *testing.T) {
 		require.True(t, strings.HasPrefix(r.stderr, "error: connect to database: "), "%v: %s", args, r.stderr)
 		require.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
 	}
+}
+
+// A retention row holding an interval whose parts cancel out (as version 23
+// accepted '-1 year 361 days', migration 024 refuses it) printed as 1d,
+// months counted as 30 days: retention show prints such a value as the
+// database holds it, and a plain one as a duration.
+func TestRetentionShowPrintsWhatTheDatabaseStores(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	admin := db.Pool(t)
+	_, err := admin.Exec(ctx, `INSERT INTO durable_jobs.queue_retention_policy
+		(queue_name, payload_retention, record_retention, changed_at, changed_by_role)
+		VALUES ('cancelled.out', '1 day -1 hour', '-1 year 361 days', clock_timestamp(), 'someone')`)
+	require.NoError(t, err)
+	r := leasectl(t, "retention", "show", "--database-url", db.LoginURL(t, "durable_job_operator"))
+	requireCode(t, exitOK, r)
+	require.Regexp(t, `(?m)^cancelled\.out\s+1 day -01:00:00\s+-1 years \+361 days\s+`, r.stdout)
+	require.Regexp(t, `(?m)^\*\s+30d\s+365d\s+`, r.stdout, "plain durations still print as durations")
 }

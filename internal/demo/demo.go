@@ -1232,7 +1232,7 @@ func (d *demo) printEvidence(ctx context.Context) error {
 			queue = " " + r.Queue
 		}
 		printf(out, "    #%d %s %s%s by %s: %q\n      new values %s\n", r.ID, textfmt.Time(r.RecordedAt), r.Kind, queue,
-			textfmt.Visible(r.ChangedByRole), textfmt.OneLine(r.Reason), textfmt.Visible(textfmt.CompactJSON(r.NewValues)))
+			r.ChangedByRole, textfmt.OneLine(r.Reason), textfmt.CompactJSON(r.NewValues))
 	}
 	var parts []string
 	for _, o := range outcomes {

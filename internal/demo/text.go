@@ -1,9 +1,10 @@
 package demo
 
 import (
-	"fmt"
 	"io"
 	"time"
+
+	"github.com/mightyetl/leasefence/internal/textfmt"
 )
 
 // statementTimeout bounds every statement of the demo's admin connections,
@@ -13,7 +14,11 @@ const statementTimeout = 30 * time.Second
 // applicationName is the application_name of the demo's admin connections.
 const applicationName = "leasectl"
 
-// printf writes to w; output errors on the narration are not actionable.
+// printf writes to w through textfmt.Fprintf, as leasectl's commands do:
+// every string argument (a role name, a reason, a queue read back from the
+// database) is shown through textfmt.Visible and so reads as one value;
+// the format is the demo's own text. Output errors on the narration are
+// not actionable.
 func printf(w io.Writer, format string, args ...any) {
-	_, _ = fmt.Fprintf(w, format, args...)
+	_, _ = textfmt.Fprintf(w, format, args...)
 }

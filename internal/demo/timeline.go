@@ -163,7 +163,10 @@ func (r *demoRecorder) story(n int, title, explanation string) {
 	r.stories[n] = title
 	r.mu.Unlock()
 	r.say("\nStory %d: %s", n, title)
-	r.say("%s", explanation)
+	// say shows its arguments as single values: one line at a time.
+	for line := range strings.SplitSeq(explanation, "\n") {
+		r.say("%s", line)
+	}
 }
 
 // summarize sets the one-line outcome of a job shown on its timeline.

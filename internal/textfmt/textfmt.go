@@ -3,6 +3,8 @@ package textfmt
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"reflect"
 	"strings"
 	"time"
 	"unicode"
@@ -50,6 +52,41 @@ func Visible(s string) string {
 		i += size
 	}
 	return b.String()
+}
+
+// Fprintf formats like fmt.Fprintf, but first shows every text argument
+// through Visible: a string, a value of a type whose underlying type is
+// string (such as a status type) and each element of a []string. The
+// format is the caller's own text and is written as it is; numbers, times
+// and other arguments are formatted as fmt does. Every text output of
+// leasectl and of its demo is written through it: it is the one place
+// that escapes values from the database or an operator, so that a role
+// name holding a newline, a carriage return or a terminal escape reads as
+// one value and never as lines of its own. Visible leaves text it has
+// already escaped as it is, so an argument escaped before (a Markdown
+// cell) is not changed.
+func Fprintf(w io.Writer, format string, args ...any) (int, error) {
+	shown := make([]any, len(args))
+	for i, arg := range args {
+		shown[i] = visibleArg(arg)
+	}
+	return fmt.Fprintf(w, format, shown...)
+}
+
+// visibleArg is arg as Fprintf formats it: text through Visible, anything
+// else as it is.
+func visibleArg(arg any) any {
+	if list, ok := arg.([]string); ok {
+		out := make([]string, len(list))
+		for i, s := range list {
+			out[i] = Visible(s)
+		}
+		return out
+	}
+	if v := reflect.ValueOf(arg); v.Kind() == reflect.String {
+		return Visible(v.String())
+	}
+	return arg
 }
 
 // OneLine joins a multi-line text into one line, with its control and

@@ -2,6 +2,7 @@ package textfmt
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,4 +35,16 @@ func TestCompactJSONPrintsOneLineOrTheTextAsItIs(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, `{"a":1,"b":[2,3]}`, CompactJSON(json.RawMessage("{\"a\": 1,\n \"b\": [2, 3]}")))
 	require.Equal(t, "not json", CompactJSON(json.RawMessage("not json")))
+}
+
+func TestFprintfShowsEveryTextArgumentThroughVisible(t *testing.T) {
+	t.Parallel()
+	type status string
+	var b strings.Builder
+	n, err := Fprintf(&b, "%s|%v|%q|%d|%s|%v\n", "a\nb\x1b[2J", []string{"c\rd", "ok"}, "e\u202ef", 7, status("g\nh"), nil)
+	require.NoError(t, err)
+	require.Equal(t, b.Len(), n)
+	require.Equal(t, `a\u000ab\u001b[2J|[c\u000dd ok]|"e\\u202ef"|7|g\u000ah|<nil>`+"\n", b.String())
+	// Text escaped before is left as it is.
+	require.Equal(t, Visible("a\nb"), Visible(Visible("a\nb")))
 }

@@ -26,17 +26,20 @@
 -- operator's change-control setting (durable_jobs.change_control_setting,
 -- change_control.sql) instead of being fixed.
 
--- change_control: the one row of durable_jobs.change_control_setting.
--- Takes no lock.
+-- change_control: the one row of durable_jobs.change_control_setting:
+-- the ticket pattern, the approver rules, who changed them last and when,
+-- and (since migration 024, last) the reason pattern, NULL while reasons
+-- are free text. Takes no lock.
 CREATE OR REPLACE FUNCTION durable_jobs.change_control()
 RETURNS TABLE(ticket_pattern text, require_approver boolean, approver_must_differ boolean,
-              changed_at timestamptz, changed_by_role text)
+              changed_at timestamptz, changed_by_role text, reason_pattern text)
 LANGUAGE sql
 STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
-    SELECT s.ticket_pattern, s.require_approver, s.approver_must_differ, s.changed_at, s.changed_by_role
+    SELECT s.ticket_pattern, s.require_approver, s.approver_must_differ, s.changed_at, s.changed_by_role,
+           s.reason_pattern
     FROM durable_jobs.change_control_setting s;
 END;
 
@@ -47,8 +50,9 @@ GRANT EXECUTE ON FUNCTION durable_jobs.change_control() TO durable_job_auditor, 
 -- set_change_control: sets the change-control setting. Raises LF003 and
 -- changes nothing when a value is NULL or the ticket pattern is not 1 to 200
 -- characters or not a valid regular expression; LF002
--- (require_structured_change, checked against the setting in force before
--- this change) when the change record is not structured. Appends a
+-- (require_structured_change, checked against the setting in force once
+-- this call holds the evidence-order lock, so a tightening committed while
+-- it waited applies to it) when the change record is not structured. Appends a
 -- change_control_changed evidence record with the previous and new values,
 -- reason, ticket, approver and session_user. Locks: the evidence-order lock
 -- (lock_timeout 10 s, then 55P03 and nothing changed).
@@ -77,8 +81,8 @@ BEGIN
         RAISE EXCEPTION 'invalid change control' USING ERRCODE = 'LF003',
             DETAIL = 'The ticket pattern is not a valid regular expression.';
     END;
+    -- Takes the evidence-order lock, then checks against what is in force.
     PERFORM durable_jobs.require_structured_change(p_change_reason, p_change_ticket, p_change_approver);
-    PERFORM durable_jobs.lock_evidence_order();
     SELECT pg_catalog.jsonb_build_object('ticket_pattern', s.ticket_pattern,
                'require_approver', s.require_approver, 'approver_must_differ', s.approver_must_differ)
     INTO STRICT v_previous
@@ -97,29 +101,89 @@ ALTER FUNCTION durable_jobs.set_change_control(text, boolean, boolean, text, tex
 REVOKE ALL ON FUNCTION durable_jobs.set_change_control(text, boolean, boolean, text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION durable_jobs.set_change_control(text, boolean, boolean, text, text, text) TO durable_job_operator;
 
+-- set_change_reason_pattern: limits every change reason to a pattern
+-- (migration 024), for an organization that forbids free text in
+-- evidence: with a pattern such as '^[A-Z]+-[0-9]+: (rollout|rollback|incident)$'
+-- no reason can hold anything but a ticket and a word of a fixed
+-- vocabulary. NULL or '' clears it (free text again, still screened by
+-- looks_personal_or_secret). Raises LF003 and changes nothing for a pattern
+-- over 200 characters or not a valid regular expression; LF002
+-- (require_structured_change, under the evidence-order lock, against the
+-- setting in force then, the current reason pattern included) when the
+-- change record is not structured. Appends a change_control_changed
+-- evidence record with the pattern before and after. Locks: the
+-- evidence-order lock (lock_timeout 10 s, then 55P03 and nothing changed).
+CREATE OR REPLACE FUNCTION durable_jobs.set_change_reason_pattern(p_reason_pattern text, p_change_reason text,
+    p_change_ticket text, p_change_approver text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '10s'
+AS $function$
+DECLARE
+    v_pattern text := NULLIF(p_reason_pattern, '');
+    v_previous text;
+BEGIN
+    IF pg_catalog.length(v_pattern) > 200 THEN
+        RAISE EXCEPTION 'invalid change control' USING ERRCODE = 'LF003',
+            DETAIL = 'A reason pattern is at most 200 characters (NULL or empty: free text).';
+    END IF;
+    BEGIN
+        PERFORM '' ~ v_pattern;
+    EXCEPTION WHEN invalid_regular_expression THEN
+        RAISE EXCEPTION 'invalid change control' USING ERRCODE = 'LF003',
+            DETAIL = 'The reason pattern is not a valid regular expression.';
+    END;
+    PERFORM durable_jobs.require_structured_change(p_change_reason, p_change_ticket, p_change_approver);
+    SELECT s.reason_pattern INTO STRICT v_previous FROM durable_jobs.change_control_setting s FOR UPDATE;
+    UPDATE durable_jobs.change_control_setting
+    SET reason_pattern = v_pattern, changed_at = pg_catalog.clock_timestamp(), changed_by_role = SESSION_USER;
+    INSERT INTO durable_jobs.control_evidence_record
+        (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
+    VALUES ('change_control_changed', NULL, pg_catalog.jsonb_build_object('reason_pattern', v_previous),
+            pg_catalog.jsonb_build_object('reason_pattern', v_pattern), p_change_reason, p_change_ticket, p_change_approver);
+END;
+$function$;
+
+ALTER FUNCTION durable_jobs.set_change_reason_pattern(text, text, text, text) OWNER TO durable_job_policy_owner;
+REVOKE ALL ON FUNCTION durable_jobs.set_change_reason_pattern(text, text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.set_change_reason_pattern(text, text, text, text) TO durable_job_operator;
+
 -- require_structured_change: raises LF002, naming the rule and never the
 -- value, unless a change record is structured: a reason that is plain text
--- (is_plain_change_reason) and does not look like personal data or a secret
--- (looks_personal_or_secret); a ticket, when given, of plain text of at
+-- (is_plain_change_reason), matches the reason pattern when change control
+-- sets one (since migration 024) and does not look like personal data or a
+-- secret (looks_personal_or_secret); a ticket, when given, of plain text of at
 -- most 100 characters matching the setting's ticket_pattern (default
 -- ^[A-Z][A-Z0-9]+-[0-9]+$); an approver, when given,
 -- that is an existing login role; an approver at all when require_approver
 -- is set; and an approver other than session_user when
--- approver_must_differ is set (the default, as before version 3). Takes no
--- lock.
+-- approver_must_differ is set (the default, as before version 3). Takes the
+-- evidence-order lock (lock_evidence_order) first and reads the setting
+-- after it (VOLATILE: the read takes a snapshot of its own), so every
+-- writer is checked against the change control in force when no other
+-- change can commit before it (since migration 024; before, a loosening
+-- that waited for a tightening's lock committed against the old rules).
 CREATE OR REPLACE FUNCTION durable_jobs.require_structured_change(p_change_reason text, p_change_ticket text, p_change_approver text)
 RETURNS void
 LANGUAGE plpgsql
-STABLE
+VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $function$
 DECLARE
     v_setting durable_jobs.change_control_setting;
 BEGIN
+    PERFORM durable_jobs.lock_evidence_order();
     SELECT s.* INTO STRICT v_setting FROM durable_jobs.change_control_setting s;
     IF p_change_reason IS NULL OR NOT durable_jobs.is_plain_change_reason(p_change_reason) THEN
         RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
             DETAIL = 'The change reason must be 1 to 500 characters, not blank, without control or bidirectional-control characters.';
+    END IF;
+    IF v_setting.reason_pattern IS NOT NULL AND p_change_reason !~ v_setting.reason_pattern THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'The change reason must match the change-control reason pattern (durable_jobs.change_control()).';
     END IF;
     IF durable_jobs.looks_personal_or_secret(p_change_reason) THEN
         RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',

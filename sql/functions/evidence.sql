@@ -36,18 +36,40 @@
 -- it reads what it records and before it inserts, so evidence writers run
 -- one at a time and each record's id and recorded_at come after those of
 -- every record committed before it: an export by id never skips a record
--- that commits later. A transaction-level advisory lock on the bundle's key
--- (1279655936 = 'LF' << 16, 1); released at commit or rollback. Waits for
--- another evidence writer's open transaction.
+-- that commits later. Since migration 024 the lock is the row of
+-- durable_jobs.evidence_order_lock, locked FOR UPDATE until commit or
+-- rollback: a private table whose row only durable_job_policy_owner (a
+-- NOLOGIN role without members, which owns this function) may lock, so no
+-- login but a superuser can hold every evidence writer up (before 024 it was a transaction-level advisory
+-- lock on a key the docs printed, which any login could take and keep).
+-- Every writer waits for it at most 10 s (lock_timeout, then 55P03 and
+-- nothing changed), and a transaction that holds it may then sit idle for
+-- at most 60 s (idle_in_transaction_session_timeout, set for the rest of
+-- the transaction unless the session's own bound is shorter) before the
+-- server ends it. Waits for another evidence writer's open transaction.
 CREATE OR REPLACE FUNCTION durable_jobs.lock_evidence_order()
 RETURNS void
-LANGUAGE sql
+LANGUAGE plpgsql
 VOLATILE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-RETURN pg_catalog.pg_advisory_xact_lock(1279655936, 1);
+SET lock_timeout = '10s'
+AS $function$
+DECLARE
+    v_idle_timeout_ms bigint;
+BEGIN
+    PERFORM 1 FROM durable_jobs.evidence_order_lock l FOR UPDATE;
+    SELECT s.setting::bigint INTO STRICT v_idle_timeout_ms
+    FROM pg_catalog.pg_settings s WHERE s.name = 'idle_in_transaction_session_timeout';
+    IF v_idle_timeout_ms = 0 OR v_idle_timeout_ms > 60000 THEN
+        PERFORM pg_catalog.set_config('idle_in_transaction_session_timeout', '60s', true);
+    END IF;
+END;
+$function$;
 
+ALTER FUNCTION durable_jobs.lock_evidence_order() OWNER TO durable_job_policy_owner;
 REVOKE ALL ON FUNCTION durable_jobs.lock_evidence_order() FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION durable_jobs.lock_evidence_order() TO durable_job_policy_owner, durable_job_retention_owner;
+GRANT EXECUTE ON FUNCTION durable_jobs.lock_evidence_order() TO durable_job_retention_owner;
 
 -- evidence_content_digest: sha256 over one evidence record's content (its
 -- id, kind, queue, previous and new values, reason, changed-by role,
@@ -130,28 +152,79 @@ $function$;
 ALTER FUNCTION durable_jobs.refuse_evidence_change() OWNER TO durable_job_evidence_owner;
 REVOKE ALL ON FUNCTION durable_jobs.refuse_evidence_change() FROM PUBLIC;
 
+-- screening_form: free text as looks_personal_or_secret reads it, so each
+-- of its ASCII rules also catches the other forms of the same data
+-- (migration 024): Unicode NFKC normalization (full-width digits and
+-- letters, '＠', '．' and other compatibility forms become ASCII; only in
+-- a UTF8 database, the others hold no such characters), invisible
+-- characters removed (soft hyphen, zero-width and word-joiner characters,
+-- Hangul fillers, variation selectors, tag characters, the byte order
+-- mark), every Unicode hyphen and dash written '-', the ideographic full
+-- stop written '.', and the decimal digits of the Arabic-Indic, Extended
+-- Arabic-Indic, Devanagari, Bengali, Thai, Myanmar and Khmer scripts
+-- written as ASCII digits. Only for screening: the text recorded is the
+-- text given. NULL in, NULL out. Takes no lock.
+CREATE OR REPLACE FUNCTION durable_jobs.screening_form(p_text text)
+RETURNS text
+LANGUAGE sql
+IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT CASE WHEN s.t ~ '[\u0660-\u0669\u06f0-\u06f9\u0966-\u096f\u09e6-\u09ef\u0e50-\u0e59\u1040-\u1049\u17e0-\u17e9]'
+           THEN (SELECT pg_catalog.string_agg(CASE
+                     WHEN c.ch ~ '[\u0660-\u0669]' THEN pg_catalog.chr(pg_catalog.ascii(c.ch) - 1584)
+                     WHEN c.ch ~ '[\u06f0-\u06f9]' THEN pg_catalog.chr(pg_catalog.ascii(c.ch) - 1728)
+                     WHEN c.ch ~ '[\u0966-\u096f]' THEN pg_catalog.chr(pg_catalog.ascii(c.ch) - 2358)
+                     WHEN c.ch ~ '[\u09e6-\u09ef]' THEN pg_catalog.chr(pg_catalog.ascii(c.ch) - 2486)
+                     WHEN c.ch ~ '[\u0e50-\u0e59]' THEN pg_catalog.chr(pg_catalog.ascii(c.ch) - 3616)
+                     WHEN c.ch ~ '[\u1040-\u1049]' THEN pg_catalog.chr(pg_catalog.ascii(c.ch) - 4112)
+                     WHEN c.ch ~ '[\u17e0-\u17e9]' THEN pg_catalog.chr(pg_catalog.ascii(c.ch) - 6064)
+                     ELSE c.ch END, '' ORDER BY c.n)
+                 FROM pg_catalog.regexp_split_to_table(s.t, '') WITH ORDINALITY AS c(ch, n))
+           ELSE s.t END
+    FROM (SELECT pg_catalog.regexp_replace(pg_catalog.regexp_replace(pg_catalog.regexp_replace(
+              CASE WHEN pg_catalog.getdatabaseencoding() = 'UTF8' THEN normalize(p_text, NFKC) ELSE p_text END,
+              '[\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U000e0000-\U000e007f]', '', 'g'),
+              '[\u2010-\u2015\u2212\ufe58\ufe63\uff0d]', '-', 'g'),
+              '[\u3002\uff61]', '.', 'g') AS t) s;
+END;
+
+REVOKE ALL ON FUNCTION durable_jobs.screening_form(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.screening_form(text) TO durable_job_policy_owner, durable_job_retention_owner;
+
 -- looks_personal_or_secret: true when free text given for append-only
--- evidence looks like personal data or a secret: a Korean resident
--- registration number (\d{6}-?[1-4]\d{6}), a run of 13 to 19 digits (spaces
--- or hyphens between them allowed) that passes the Luhn check, an e-mail
--- address, a phone number (0 followed by 9 to 10 more digits in the usual
--- groups, or + and 8 or more digits), or a credential assignment
--- (password=, passwd=, pwd=, pw=, secret=, token=, api_key=, also with ':').
--- NULL in, NULL out. A heuristic: it refuses what looks like such data and
--- cannot prove its absence. Takes no lock.
+-- evidence looks like personal data or a secret, read in its screening
+-- form (screening_form, since migration 024: full-width, other-script and
+-- dotted forms are caught as the ASCII ones): a Korean resident
+-- registration number (6 digits, up to three spaces, dots, underscores or
+-- hyphens, then [1-4] and 6 digits), a run of 13 to 19 digits (a space,
+-- dot, underscore or hyphen between any two allowed) that passes the Luhn
+-- check, an e-mail address, a phone number (0 followed by 9 to 10 more
+-- digits in the usual groups, the area code in parentheses or not, up to
+-- three separators between groups; or + and 8 or more digits), or a
+-- credential (password=, passwd=, pass=, pwd=, pw=, secret=, token=,
+-- api_key=, also with ':'; "password is ..."). NULL in, NULL out. A
+-- heuristic: it refuses what looks like such data and cannot prove its
+-- absence; change control's reason pattern (set_change_control) can forbid
+-- free text altogether. Takes no lock.
 CREATE OR REPLACE FUNCTION durable_jobs.looks_personal_or_secret(p_text text)
 RETURNS boolean
 LANGUAGE sql
 IMMUTABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
-RETURN p_text ~ '(^|[^0-9])[0-9]{6}-?[1-4][0-9]{6}([^0-9]|$)'
-    OR p_text ~ '[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}'
-    OR p_text ~ '(^|[^0-9])0[0-9]{1,2}[ .-]?[0-9]{3,4}[ .-]?[0-9]{4}([^0-9]|$)'
-    OR p_text ~ '\+[0-9][0-9 .-]{7,}[0-9]'
-    OR p_text ~* '(password|passwd|pwd|pw|secret|token|api[_-]?key)[[:space:]]*[=:]'
-    OR EXISTS (SELECT 1
-               FROM pg_catalog.regexp_matches(p_text, '[0-9](?:[ -]?[0-9]){12,18}', 'g') AS m(candidate)
-               WHERE durable_jobs.passes_luhn(pg_catalog.regexp_replace(m.candidate[1], '[ -]', '', 'g')));
+BEGIN ATOMIC
+    SELECT s.n ~ '(^|[^0-9])[0-9]{6}[[:space:]._-]{0,3}[1-4][0-9]{6}([^0-9]|$)'
+        OR s.n ~ '[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}'
+        OR s.n ~ '(^|[^0-9])[(]?0[0-9]{1,2}[)]?[[:space:]._-]{0,3}[0-9]{3,4}[[:space:]._-]{0,3}[0-9]{4}([^0-9]|$)'
+        OR s.n ~ '\+[0-9][0-9[:space:]()._-]{7,}[0-9]'
+        OR s.n ~* '(password|passwd|pwd|pw|secret|token|api[_-]?key)[[:space:]]*[=:]'
+        OR s.n ~* '\mpass[[:space:]]*[=:]'
+        OR s.n ~* '\m(password|passwd|passphrase)[[:space:]]+is[[:space:]]+[^[:space:]]'
+        OR EXISTS (SELECT 1
+                   FROM pg_catalog.regexp_matches(s.n, '[0-9](?:[[:space:]._-]?[0-9]){12,18}', 'g') AS m(candidate)
+                   WHERE durable_jobs.passes_luhn(pg_catalog.regexp_replace(m.candidate[1], '[^0-9]', '', 'g')))
+    FROM (SELECT durable_jobs.screening_form(p_text) AS n) s;
+END;
 
 REVOKE ALL ON FUNCTION durable_jobs.looks_personal_or_secret(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION durable_jobs.looks_personal_or_secret(text) TO durable_job_policy_owner, durable_job_retention_owner;
@@ -177,8 +250,13 @@ GRANT EXECUTE ON FUNCTION durable_jobs.passes_luhn(text) TO durable_job_policy_o
 -- characters, not blank, and has no control character (C0, DEL, C1: ESC,
 -- newlines and tabs included) and no bidirectional-control or line/paragraph
 -- separator character (U+061C, U+200E, U+200F, U+2028 to U+202E, U+2066 to
--- U+2069) that could make evidence read differently from what it holds.
--- NULL in, NULL out. Takes no lock.
+-- U+2069) that could make evidence read differently from what it holds,
+-- and (since migration 024) no invisible character: soft hyphen (U+00AD),
+-- combining grapheme joiner, Hangul fillers (U+115F, U+1160, U+3164,
+-- U+FFA0), Khmer and Mongolian invisible signs, zero-width and
+-- word-joiner characters (U+200B to U+200F, U+2060 to U+206F), variation
+-- selectors, the byte order mark (U+FEFF), U+FFF0 to U+FFF8 and tag
+-- characters (U+E0000 to U+E007F). NULL in, NULL out. Takes no lock.
 CREATE OR REPLACE FUNCTION durable_jobs.is_plain_change_reason(p_change_reason text)
 RETURNS boolean
 LANGUAGE sql
@@ -186,7 +264,7 @@ IMMUTABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 RETURN p_change_reason ~ '[^[:space:]]'
    AND pg_catalog.length(p_change_reason) <= 500
-   AND p_change_reason !~ '[\x01-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]';
+   AND p_change_reason !~ '[\x01-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U000e0000-\U000e007f]';
 
 REVOKE ALL ON FUNCTION durable_jobs.is_plain_change_reason(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION durable_jobs.is_plain_change_reason(text) TO durable_job_policy_owner, durable_job_retention_owner;
@@ -230,12 +308,20 @@ REVOKE ALL ON FUNCTION durable_jobs.require_valid_change_reason(text, text) FROM
 -- 'direct table change without a reason'. Raises LF002
 -- (require_structured_change) when a given setting is not acceptable, so
 -- the change is refused. Takes the evidence-order lock (lock_timeout 10 s).
+-- The durations are written as IntervalStyle postgres gives them
+-- ('00:00:10'), whatever the session's IntervalStyle, DateStyle, TimeZone
+-- or extra_float_digits (since migration 024; before, a change made under
+-- IntervalStyle postgres_verbose recorded '@ 10 secs').
 CREATE OR REPLACE FUNCTION durable_jobs.record_policy_change()
 RETURNS trigger
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '10s'
+SET IntervalStyle = 'postgres'
+SET DateStyle = 'ISO, MDY'
+SET TimeZone = 'UTC'
+SET extra_float_digits = '1'
 AS $function$
 DECLARE
     v_reason text := COALESCE(NULLIF(pg_catalog.current_setting('leasefence.change_reason', true), ''),

@@ -108,4 +108,4 @@ RETURN CASE
 END;
 
 REVOKE ALL ON FUNCTION durable_jobs.absolute_duration(interval) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION durable_jobs.absolute_duration(interval) TO durable_job_terminal_owner, durable_job_policy_owner;
+GRANT EXECUTE ON FUNCTION durable_jobs.absolute_duration(interval) TO durable_job_terminal_owner, durable_job_policy_owner, durable_job_retention_owner;

@@ -182,7 +182,6 @@ DECLARE
     v_renewal_interval interval := durable_jobs.absolute_duration(p_renewal_interval);
     v_max_claim_lifetime interval := durable_jobs.absolute_duration(p_max_claim_lifetime);
     v_ticket text := COALESCE(p_change_ticket, pg_catalog.substring(p_change_reason, '^([A-Z][A-Z0-9]+-[0-9]+):'));
-    v_idle_timeout_ms bigint;
 BEGIN
     IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
         RAISE EXCEPTION 'set_queue_lease_policy must run in a READ COMMITTED transaction' USING
@@ -212,14 +211,10 @@ BEGIN
     END IF;
     PERFORM durable_jobs.require_structured_change(p_change_reason, v_ticket, p_change_approver);
 
+    -- Taken again (a no-op) after require_structured_change took it, so the
+    -- order does not depend on that helper; it also bounds how long the
+    -- caller's transaction may now sit idle holding it.
     PERFORM durable_jobs.lock_evidence_order();
-    -- Bound how long the caller's transaction may now sit idle holding the
-    -- lock: 60 s, unless the session already has a shorter bound.
-    SELECT s.setting::bigint INTO STRICT v_idle_timeout_ms
-    FROM pg_catalog.pg_settings s WHERE s.name = 'idle_in_transaction_session_timeout';
-    IF v_idle_timeout_ms = 0 OR v_idle_timeout_ms > 60000 THEN
-        PERFORM pg_catalog.set_config('idle_in_transaction_session_timeout', '60s', true);
-    END IF;
 
     -- What the trigger record_policy_change records with the change.
     PERFORM pg_catalog.set_config('leasefence.change_reason', p_change_reason, true);

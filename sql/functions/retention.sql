@@ -46,14 +46,20 @@
 -- (SUCCEEDED, FAILED, CANCELLED, aged by status_changed_at) keep their
 -- payload and result documents, and how long their row and outcome ledger
 -- are kept ('*' is the default for queues without their own). Valid only
--- when every value is non-NULL, 1 hour <= payload_retention <=
--- record_retention <= 3650 days, the reason is valid (see
--- require_valid_change_reason), does not look like personal data or a
--- secret (require_structured_change) and the queue name is '*' or
--- well-formed. Otherwise LF002 and nothing changes. Appends retention_policy_changed
--- control evidence (old and new values, reason, session_user, database
--- time). Locks the queue's policy row (and the default's) and takes the
--- evidence-order advisory lock.
+-- when every value is non-NULL and a plain duration (absolute_duration: no
+-- month or year part, day and time parts of one sign; since migration 024,
+-- so that no interval whose parts cancel out passes a bound it does not
+-- meet), 1 hour <= payload_retention <= record_retention <= 3650 days, the
+-- reason is valid (see require_valid_change_reason), does not look like
+-- personal data or a secret (require_structured_change) and the queue name
+-- is '*' or well-formed. Otherwise LF002 and nothing changes. The policy
+-- stores the durations as absolute_duration gives them ('30 days' is kept
+-- as '720:00:00'), as the lease policy does. Appends
+-- retention_policy_changed control evidence (old and new values, reason,
+-- session_user, database time), written the same whatever the session's
+-- IntervalStyle, DateStyle, TimeZone or extra_float_digits. Takes the
+-- evidence-order lock (lock_evidence_order), then locks the queue's policy
+-- row (and the default's).
 CREATE OR REPLACE FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval,
     p_record_retention interval, p_change_reason text)
 RETURNS void
@@ -61,26 +67,31 @@ LANGUAGE plpgsql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET IntervalStyle = 'postgres'
+SET DateStyle = 'ISO, MDY'
+SET TimeZone = 'UTC'
+SET extra_float_digits = '1'
 AS $function$
 DECLARE
     v_previous jsonb;
+    v_payload_retention interval := durable_jobs.absolute_duration(p_payload_retention);
+    v_record_retention interval := durable_jobs.absolute_duration(p_record_retention);
 BEGIN
     IF p_queue_name IS DISTINCT FROM '*' THEN
         PERFORM durable_jobs.require_well_formed('queue_name', p_queue_name, 'LF002');
     END IF;
-    IF p_payload_retention IS NULL OR p_record_retention IS NULL
-       OR p_payload_retention < interval '1 hour' OR p_record_retention < p_payload_retention
-       OR p_record_retention > interval '3650 days' THEN
+    IF v_payload_retention IS NULL OR v_record_retention IS NULL
+       OR v_payload_retention < interval '1 hour' OR v_record_retention < v_payload_retention
+       OR v_record_retention > interval '3650 days' THEN
         RAISE EXCEPTION 'invalid retention policy' USING
             ERRCODE = 'LF002',
-            DETAIL = 'Need 1 hour <= payload_retention <= record_retention <= 3650 days.';
+            DETAIL = 'Need plain durations (no month or year part, day and time parts of one sign) with '
+                  || '1 hour <= payload_retention <= record_retention <= 3650 days.';
     END IF;
     PERFORM durable_jobs.require_valid_change_reason(p_change_reason, 'LF002');
+    -- Takes the evidence-order lock first and checks the record against the
+    -- change control in force once it holds it.
     PERFORM durable_jobs.require_structured_change(p_change_reason, NULL, NULL);
-    -- Evidence writers run one at a time, in commit order (the bundle's
-    -- evidence-order advisory key, taken inline so this family needs no
-    -- other migration's helper).
-    PERFORM pg_catalog.pg_advisory_xact_lock(1279655936, 1);
 
     SELECT pg_catalog.jsonb_build_object('policy_queue_name', p.queue_name,
                'payload_retention', p.payload_retention, 'record_retention', p.record_retention)
@@ -93,7 +104,7 @@ BEGIN
 
     INSERT INTO durable_jobs.queue_retention_policy AS p
         (queue_name, payload_retention, record_retention, changed_at, changed_by_role)
-    VALUES (p_queue_name, p_payload_retention, p_record_retention, pg_catalog.clock_timestamp(), SESSION_USER)
+    VALUES (p_queue_name, v_payload_retention, v_record_retention, pg_catalog.clock_timestamp(), SESSION_USER)
     ON CONFLICT (queue_name) DO UPDATE
     SET payload_retention = EXCLUDED.payload_retention, record_retention = EXCLUDED.record_retention,
         changed_at = EXCLUDED.changed_at, changed_by_role = EXCLUDED.changed_by_role;
@@ -101,7 +112,7 @@ BEGIN
     INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
     VALUES ('retention_policy_changed', p_queue_name, v_previous,
             pg_catalog.jsonb_build_object('policy_queue_name', p_queue_name,
-                'payload_retention', p_payload_retention, 'record_retention', p_record_retention),
+                'payload_retention', v_payload_retention, 'record_retention', v_record_retention),
             p_change_reason);
 END;
 $function$;
@@ -143,8 +154,12 @@ GRANT EXECUTE ON FUNCTION durable_jobs.queue_retention_policies() TO durable_job
 -- wins and the job is left alone), so it never waits on or changes a live
 -- claim and may run from several places at once. Call it until it returns
 -- no row. When it removed anything, it appends one job_data_purged control
--- evidence record with the counts per queue and kind (never a job id).
--- Control evidence itself is never purged.
+-- evidence record with the counts per queue and kind (never a job id),
+-- under the evidence-order lock. Control evidence itself is never purged.
+-- A job is never removed less than 1 hour after it finished, whatever a
+-- policy row holds (since migration 024: a row written before it could
+-- hold an interval whose parts cancel out, such as '-1 year 361 days',
+-- which made the cutoff lie in the future).
 CREATE OR REPLACE FUNCTION durable_jobs.purge_expired_job_data(p_batch_size integer)
 RETURNS TABLE (queue_name text, purge_kind text, purged_count bigint)
 LANGUAGE plpgsql
@@ -168,7 +183,8 @@ BEGIN
         LEFT JOIN durable_jobs.queue_retention_policy q ON q.queue_name = j.queue_name
         LEFT JOIN durable_jobs.queue_retention_policy d ON d.queue_name = '*'
         WHERE j.job_status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
-          AND j.status_changed_at < v_now - COALESCE(q.record_retention, d.record_retention)
+          AND j.status_changed_at < LEAST(v_now - COALESCE(q.record_retention, d.record_retention),
+                                          v_now - interval '1 hour')
         ORDER BY j.status_changed_at
         LIMIT p_batch_size
         FOR UPDATE OF j SKIP LOCKED
@@ -203,7 +219,8 @@ BEGIN
             LEFT JOIN durable_jobs.queue_retention_policy q ON q.queue_name = j.queue_name
             LEFT JOIN durable_jobs.queue_retention_policy d ON d.queue_name = '*'
             WHERE j.job_status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
-              AND j.status_changed_at < v_now - COALESCE(q.payload_retention, d.payload_retention)
+              AND j.status_changed_at < LEAST(v_now - COALESCE(q.payload_retention, d.payload_retention),
+                                              v_now - interval '1 hour')
               AND EXISTS (SELECT 1 FROM durable_jobs.job_payload_record pr WHERE pr.job_record_id = j.job_record_id)
             ORDER BY j.status_changed_at
             LIMIT v_left
@@ -230,7 +247,7 @@ BEGIN
     END IF;
 
     IF pg_catalog.jsonb_array_length(v_rows) > 0 THEN
-        PERFORM pg_catalog.pg_advisory_xact_lock(1279655936, 1);
+        PERFORM durable_jobs.lock_evidence_order();
         INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
         VALUES ('job_data_purged', NULL, NULL,
                 pg_catalog.jsonb_build_object('batch_size', p_batch_size, 'purged', v_rows),
@@ -277,13 +294,18 @@ BEGIN
         RAISE EXCEPTION 'job id is required' USING ERRCODE = 'LF003';
     END IF;
     PERFORM durable_jobs.require_valid_change_reason(p_change_reason, 'LF003');
-    PERFORM durable_jobs.require_structured_change(p_change_reason, NULL, NULL);
 
     SELECT j.job_status, j.queue_name INTO v_status, v_queue
     FROM durable_jobs.job_record j
     WHERE j.job_record_id = p_job_record_id
     FOR UPDATE;
-    IF NOT FOUND THEN
+    -- Then the evidence-order lock (taken by require_structured_change), so
+    -- the record is checked against the change control in force once no
+    -- other change can commit first; the job row is locked before it, as
+    -- before migration 024, so an erasure that waits for a worker's
+    -- terminal write holds no evidence writer up meanwhile.
+    PERFORM durable_jobs.require_structured_change(p_change_reason, NULL, NULL);
+    IF v_status IS NULL THEN
         RETURN false;
     END IF;
     IF v_status NOT IN ('SUCCEEDED', 'FAILED', 'CANCELLED') THEN
@@ -299,7 +321,6 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
-    PERFORM pg_catalog.pg_advisory_xact_lock(1279655936, 1);
     INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
     VALUES ('job_payload_erased', v_queue, NULL,
             pg_catalog.jsonb_build_object('job_status', v_status::text, 'payload_erased', true,

@@ -4,7 +4,7 @@
 -- writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(190);
+SELECT plan(191);
 
 -- Schema, type, tables -------------------------------------------------------
 
@@ -22,8 +22,9 @@ SELECT types_are('durable_jobs', ARRAY['job_status_kind'],
 
 SELECT tables_are('durable_jobs',
     ARRAY['job_record', 'job_payload_record', 'job_outcome_ledger', 'queue_lease_policy',
-          'control_evidence_record', 'lease_outcome_tally', 'queue_retention_policy', 'change_control_setting'],
-    'the schema holds exactly the eight private tables of the bundle (change_control_setting from migration 015)');
+          'control_evidence_record', 'lease_outcome_tally', 'queue_retention_policy', 'change_control_setting',
+          'evidence_order_lock'],
+    'the schema holds exactly the nine private tables of the bundle (change_control_setting from migration 015, evidence_order_lock from 024)');
 SELECT views_are('durable_jobs', ARRAY[]::name[], 'the schema has no views');
 SELECT sequences_are('durable_jobs',
     ARRAY['job_record_job_record_id_seq', 'job_outcome_ledger_job_outcome_record_id_seq',
@@ -82,8 +83,8 @@ SELECT col_default_is('durable_jobs', 'job_record', 'lease_fencing_generation', 
 
 SELECT indexes_are('durable_jobs', 'job_record',
     ARRAY['job_record_pkey', 'job_record_idempotency_key_unique', 'job_record_claimable_queue_order',
-          'job_record_running_by_queue', 'job_record_finished_by_age', 'job_record_reclaim_order'],
-    'job_record has exactly its primary key, the idempotency index, the three claim-path indexes and the purge index');
+          'job_record_finished_by_age', 'job_record_reclaim_order'],
+    'job_record has exactly its primary key, the idempotency index, the two claim-path indexes and the purge index (migration 025 dropped job_record_running_by_queue, which stale statistics made every claim read whole)');
 SELECT indexes_are('durable_jobs', 'job_payload_record', ARRAY['job_payload_record_pkey'],
     'job_payload_record has only its primary key');
 SELECT indexes_are('durable_jobs', 'job_outcome_ledger', ARRAY['job_outcome_ledger_pkey', 'job_outcome_ledger_job_lookup'],
@@ -112,13 +113,11 @@ SELECT ok((SELECT pg_get_expr(i.indpred, i.indrelid) FROM pg_index i
           ~ 'QUEUED' AND (SELECT pg_get_expr(i.indpred, i.indrelid) FROM pg_index i
            WHERE i.indexrelid = 'durable_jobs.job_record_claimable_queue_order'::regclass) ~ 'RETRY_SCHEDULED',
           'the claimable-order index is partial on QUEUED and RETRY_SCHEDULED jobs');
-SELECT has_index('durable_jobs', 'job_record', 'job_record_running_by_queue',
-    ARRAY['queue_name'],
-    'running jobs are indexed by queue for reclaim, without lease_expires_at so renewals can be HOT updates');
-SELECT is((SELECT pg_get_expr(i.indpred, i.indrelid) FROM pg_index i
-           WHERE i.indexrelid = 'durable_jobs.job_record_running_by_queue'::regclass),
-          '(job_status = ''RUNNING''::durable_jobs.job_status_kind)',
-          'the running-jobs index is partial on RUNNING jobs');
+SELECT hasnt_index('durable_jobs', 'job_record', 'job_record_running_by_queue',
+    'no index of running jobs by queue alone (migration 025): under statistics taken before a burst of claims the planner read it whole for every claim');
+SELECT ok(NOT EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+                      WHERE i.indrelid = 'durable_jobs.job_record'::regclass AND a.attname = 'lease_expires_at'),
+          'no index holds lease_expires_at, so a renewal changes no indexed column and can be a HOT update');
 SELECT has_index('durable_jobs', 'job_record', 'job_record_reclaim_order',
     ARRAY['queue_name', 'lease_expiry_floor', 'job_record_id'],
     'running jobs are indexed by queue and expiry floor for the bounded reclaim probe (migration 008), without lease_expires_at');
@@ -156,7 +155,10 @@ SELECT set_eq(
              ('durable_jobs.queue_retention_policy', 'queue_retention_policy_bounds', 'c'),
              ('durable_jobs.change_control_setting', 'change_control_setting_pkey', 'p'),
              ('durable_jobs.change_control_setting', 'change_control_setting_single', 'c'),
-             ('durable_jobs.change_control_setting', 'change_control_setting_pattern', 'c')$$,
+             ('durable_jobs.change_control_setting', 'change_control_setting_pattern', 'c'),
+             ('durable_jobs.change_control_setting', 'change_control_setting_reason_pattern', 'c'),
+             ('durable_jobs.evidence_order_lock', 'evidence_order_lock_pkey', 'p'),
+             ('durable_jobs.evidence_order_lock', 'evidence_order_lock_single', 'c')$$,
     'every constraint of the bundle has its chosen name, and there are no unnamed extras');
 SELECT col_is_pk('durable_jobs', 'lease_outcome_tally', ARRAY['tally_minute', 'queue_name', 'outcome_kind', 'tally_backend_pid', 'counted_by_role'],
     'a tally row is one UTC minute, queue, outcome kind and backend: no two live sessions share a row');
@@ -233,10 +235,10 @@ SELECT functions_are('durable_jobs',
           'set_queue_retention_policy', 'queue_retention_policies', 'purge_expired_job_data', 'erase_job_payload',
           'require_valid_change_reason',
           'record_deployment', 'control_evidence_chain', 'control_evidence_records', 'policy_evidence_mismatches',
-          'change_queue_lease_policy', 'passes_luhn', 'looks_personal_or_secret', 'require_structured_change',
+          'change_queue_lease_policy', 'passes_luhn', 'looks_personal_or_secret', 'screening_form', 'require_structured_change',
           'evidence_content_digest', 'chain_evidence_record', 'stamp_policy_change', 'record_policy_change',
           'refuse_policy_truncate', 'record_stale_call', 'record_stale_calls',
-          'change_control', 'set_change_control', 'update_queue_lease_policy',
+          'change_control', 'set_change_control', 'set_change_reason_pattern', 'update_queue_lease_policy',
           'queue_name_pattern', 'queue_name_is_well_formed', 'worker_owner_id_pattern',
           'worker_owner_id_is_well_formed', 'effective_lease_policy_queue',
           'failure_reason_code_pattern', 'failure_reason_code_is_well_formed'],
@@ -347,13 +349,20 @@ FROM (VALUES ('require_well_formed'::name, '{text,text,text}'::name[]), ('claim_
              ('record_lease_outcome', '{text,text,bigint}'), ('lock_fenced_claim', '{bigint,uuid,text}'),
              ('raise_stale_claim', '{}'), ('refuse_evidence_change', '{}'),
              ('absolute_duration', '{interval}'),
-             ('is_plain_change_reason', '{text}'), ('lock_evidence_order', '{}'),
+             ('is_plain_change_reason', '{text}'),
              ('record_stale_call', '{bigint,text}'),
              ('record_stale_calls', '{bigint[],text}'),
              ('queue_name_pattern', '{}'), ('queue_name_is_well_formed', '{text}'),
              ('worker_owner_id_pattern', '{}'), ('worker_owner_id_is_well_formed', '{text}'),
              ('failure_reason_code_pattern', '{}'), ('failure_reason_code_is_well_formed', '{text}'),
              ('effective_lease_policy_queue', '{text}')) AS h(function_name, argument_types);
+
+-- Migration 024: lock_evidence_order runs as durable_job_policy_owner, the one
+-- role (with superusers) that may lock the evidence-order lock's row.
+SELECT is_definer('durable_jobs', 'lock_evidence_order', '{}'::name[],
+    'durable_jobs.lock_evidence_order is SECURITY DEFINER (migration 024): it locks a row no caller may lock itself');
+SELECT function_owner_is('durable_jobs', 'lock_evidence_order', '{}'::name[], 'durable_job_policy_owner',
+    'durable_jobs.lock_evidence_order is owned by durable_job_policy_owner, the one role granted the evidence-order lock''s row');
 
 -- Migration 004: functions that do time arithmetic also pin TimeZone = UTC,
 -- and the evidence writers bound their wait for the evidence-order lock.
@@ -382,15 +391,20 @@ SELECT is_empty(
                 THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC', 'lock_timeout=10s']
             WHEN 'durable_jobs.record_deployment_version(text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.record_deployment(text,text,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
-            WHEN 'durable_jobs.record_policy_change()' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
+            WHEN 'durable_jobs.record_policy_change()' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s',
+                'IntervalStyle=postgres', 'DateStyle=ISO, MDY', 'TimeZone=UTC', 'extra_float_digits=1']
+            WHEN 'durable_jobs.set_queue_retention_policy(text,interval,interval,text)' THEN ARRAY['search_path=pg_catalog, pg_temp',
+                'IntervalStyle=postgres', 'DateStyle=ISO, MDY', 'TimeZone=UTC', 'extra_float_digits=1']
+            WHEN 'durable_jobs.lock_evidence_order()' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
+            WHEN 'durable_jobs.set_change_reason_pattern(text,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.set_change_control(text,boolean,boolean,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.update_queue_lease_policy(text,interval,interval,interval,boolean,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.enqueue_jobs(text,jsonb[],text[],timestamp with time zone[],integer[])' THEN ARRAY['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_custom_plan']
             WHEN 'durable_jobs.claim_next_jobs(text,text,integer)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']
             ELSE ARRAY['search_path=pg_catalog, pg_temp'] END$$,
-    'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic and lock_timeout where it takes the evidence lock; only the seven inlined rule functions of migrations 016 and 021 set nothing');
+    'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic, lock_timeout where it takes the evidence lock and (migration 024) the four output settings where it renders durations into evidence; only the seven inlined rule functions of migrations 016 and 021 set nothing');
 SELECT is((SELECT count(*)::integer FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef),
-          38, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), release_job_claims (migration 023), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
+          40, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), release_job_claims (migration 023), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) and lock_evidence_order and set_change_reason_pattern (migration 024) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef

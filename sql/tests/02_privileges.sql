@@ -4,7 +4,7 @@
 -- renewal owner none on payloads; no bundle role can log in or escalate.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(523);
+SELECT plan(528);
 
 -- Which runtime role may execute which function. record_deployment_version
 -- is not a runtime function: only the role that applied the bundle runs it.
@@ -74,6 +74,7 @@ INSERT INTO expected_execute VALUES
  -- migration 015: change control
  ('change_control', '{}', '{durable_job_auditor,durable_job_operator}'),
  ('set_change_control', '{text,boolean,boolean,text,text,text}', '{durable_job_operator}'),
+ ('set_change_reason_pattern', '{text,text,text,text}', '{durable_job_operator}'),
  -- migration 016: the partial policy change
  ('update_queue_lease_policy', '{text,interval,interval,interval,boolean,text,text,text}', '{durable_job_operator}'),
  -- migration 016: the rule functions, executed only by the definer roles (25_rules.sql)

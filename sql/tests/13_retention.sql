@@ -92,13 +92,13 @@ SELECT results_eq(
       FROM durable_jobs.control_evidence_record WHERE queue_name = 't13.upper' ORDER BY evidence_record_id$$,
     $$VALUES ('retention_policy_changed'::text, 't13.upper'::text,
               '{"policy_queue_name": "*", "payload_retention": "30 days", "record_retention": "365 days"}'::jsonb,
-              '{"policy_queue_name": "t13.upper", "payload_retention": "3650 days", "record_retention": "3650 days"}'::jsonb,
+              '{"policy_queue_name": "t13.upper", "payload_retention": "87600:00:00", "record_retention": "87600:00:00"}'::jsonb,
               repeat('r', 500)),
              ('retention_policy_changed', 't13.upper',
-              '{"policy_queue_name": "t13.upper", "payload_retention": "3650 days", "record_retention": "3650 days"}',
-              '{"policy_queue_name": "t13.upper", "payload_retention": "2 days", "record_retention": "10 days"}',
+              '{"policy_queue_name": "t13.upper", "payload_retention": "87600:00:00", "record_retention": "87600:00:00"}',
+              '{"policy_queue_name": "t13.upper", "payload_retention": "48:00:00", "record_retention": "240:00:00"}',
               'CHG-13 shorter')$$,
-    'each accepted change appends retention_policy_changed evidence with the old (or default) and new values and the reason');
+    'each accepted change appends retention_policy_changed evidence with the old (or default) and new values and the reason (since migration 024 as plain durations: 3650 days are 87600:00:00)');
 
 -- Rejected values: LF002 and nothing changed ------------------------------------
 
@@ -330,8 +330,11 @@ SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.proowner = 'durable_job_retention_owner'::regrole
         AND (p.prosecdef IS DISTINCT FROM (p.proname <> 'require_valid_change_reason')
-             OR p.proconfig IS DISTINCT FROM ARRAY['search_path=pg_catalog, pg_temp'])$$,
-    'every public retention function is SECURITY DEFINER and every one pins search_path');
+             OR p.proconfig IS DISTINCT FROM CASE WHEN p.proname = 'set_queue_retention_policy'
+                 THEN ARRAY['search_path=pg_catalog, pg_temp', 'IntervalStyle=postgres', 'DateStyle=ISO, MDY',
+                            'TimeZone=UTC', 'extra_float_digits=1']
+                 ELSE ARRAY['search_path=pg_catalog, pg_temp'] END)$$,
+    'every public retention function is SECURITY DEFINER and every one pins search_path (and, migration 024, set_queue_retention_policy the settings its evidence is rendered under)');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -8,7 +8,7 @@
 -- control) is then checked against the new setting with LF002.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(31);
+SELECT plan(43);
 
 CREATE ROLE t23_approver LOGIN;
 CREATE ROLE t23_nologin NOLOGIN;
@@ -123,6 +123,44 @@ SELECT is((SELECT count(*)::integer FROM durable_jobs.control_evidence_record WH
     'each accepted change-control change wrote exactly one record, each refused one none');
 SELECT ok((SELECT s.ticket_pattern = '^CHG[0-9]{7}$' AND s.require_approver AND NOT s.approver_must_differ
            FROM durable_jobs.change_control_setting s), 'the table holds the last accepted setting');
+
+-- The reason pattern (migration 024) ------------------------------------------------
+
+SET LOCAL ROLE durable_job_auditor;
+SELECT throws_ok($$SELECT durable_jobs.set_change_reason_pattern('^x$', 'CHG0000030: pattern', 'CHG0000030', 't23_approver')$$,
+    '42501', NULL, 'an auditor cannot set the reason pattern');
+RESET ROLE;
+SET LOCAL ROLE durable_job_operator;
+SELECT is((SELECT reason_pattern FROM durable_jobs.change_control()), NULL,
+    'reasons are free text until a pattern is set (change_control() shows NULL)');
+SELECT throws_ok(format('SELECT durable_jobs.set_change_reason_pattern(%L, %L, %L, %L)',
+        repeat('x', 201), 'CHG0000031: pattern', 'CHG0000031', 't23_approver'),
+    'LF003', 'invalid change control', 'a reason pattern over 200 characters is refused');
+SELECT throws_ok($$SELECT durable_jobs.set_change_reason_pattern('(unclosed', 'CHG0000032: pattern', 'CHG0000032', 't23_approver')$$,
+    'LF003', 'invalid change control', 'a reason pattern that is not a regular expression is refused');
+SELECT throws_ok($$SELECT durable_jobs.set_change_reason_pattern('^CHG[0-9]{7}: (rollout|rollback)$', 'pattern', 'CHG0000033')$$,
+    'LF002', 'invalid change record', 'setting it is a change record like any other (an approver is required here)');
+SELECT lives_ok($$SELECT durable_jobs.set_change_reason_pattern('^CHG[0-9]{7}: (rollout|rollback|pattern)$',
+        'CHG0000034: pattern', 'CHG0000034', 't23_approver')$$,
+    'an operator limits reasons to a ticket and a fixed vocabulary');
+SELECT is((SELECT reason_pattern FROM durable_jobs.change_control()), '^CHG[0-9]{7}: (rollout|rollback|pattern)$',
+    'change_control() shows the pattern in force');
+SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t23.q', '30 s', '10 s', '1 h', true,
+        'CHG0000035: the customer asked by phone', 'CHG0000035', 't23_approver')$$,
+    'LF002', 'invalid change record', 'free text outside the pattern is refused from then on');
+SELECT lives_ok($$SELECT durable_jobs.set_queue_lease_policy('t23.q', '35 s', '10 s', '1 h', true,
+        'CHG0000036: rollout', 'CHG0000036', 't23_approver')$$,
+    'a reason of the pattern is accepted');
+SELECT lives_ok($$SELECT durable_jobs.set_change_reason_pattern('', 'CHG0000037: pattern', 'CHG0000037', 't23_approver')$$,
+    'an empty pattern makes reasons free text again');
+RESET ROLE;
+SELECT results_eq(
+    $$SELECT previous_values, new_values FROM durable_jobs.control_evidence_record
+      WHERE evidence_kind = 'change_control_changed' AND new_values ? 'reason_pattern' ORDER BY evidence_record_id$$,
+    $$VALUES ('{"reason_pattern": null}'::jsonb, '{"reason_pattern": "^CHG[0-9]{7}: (rollout|rollback|pattern)$"}'::jsonb),
+             ('{"reason_pattern": "^CHG[0-9]{7}: (rollout|rollback|pattern)$"}', '{"reason_pattern": null}')$$,
+    'each accepted pattern change is change_control_changed evidence with the pattern before and after');
+SELECT is((SELECT reason_pattern FROM durable_jobs.change_control_setting), NULL, 'the table holds no pattern now');
 
 SELECT * FROM finish();
 ROLLBACK;
