@@ -91,7 +91,7 @@ func TestCallsOnOneJobUseThePrimaryKeyUnderStaleStatistics(t *testing.T) {
 // statistics than under fresh ones.
 func TestClaimsReadAsMuchUnderStaleStatistics(t *testing.T) {
 	t.Parallel()
-	f := setup(t)
+	f := setupOwnCluster(t)
 	f.setPolicy(t, f.queue, time.Hour, 20*time.Minute, 2*time.Hour, true) // every claim stays live
 	const live = 20000
 	for left := live + 40; left > 0; left -= 10000 {
