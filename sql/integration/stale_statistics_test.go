@@ -139,7 +139,9 @@ func TestClaimsReadAsMuchUnderStaleStatistics(t *testing.T) {
 		require.LessOrEqual(t, n, max(fresh, 20), "claim %d under stale statistics read %d index entries, under fresh ones %d (%d live leases)",
 			i+1, n, fresh, live)
 	}
-	require.LessOrEqual(t, staleBatch, freshBatch+5, "a batch claim under stale statistics read %d index entries, under fresh ones %d",
+	// Twice the fresh count and a few more: a plan that reads the live
+	// leases reads thousands.
+	require.LessOrEqual(t, staleBatch, 2*freshBatch+10, "a batch claim under stale statistics read %d index entries, under fresh ones %d",
 		staleBatch, freshBatch)
 	require.Less(t, fresh, int64(50), "a claim reads a few index entries, not the live leases")
 }
