@@ -49,6 +49,13 @@ GRANT INSERT (job_record_id, action_kind, change_reason, change_ticket, change_a
 GRANT SELECT (job_action_record_id, job_record_id, action_kind, acted_by_role, acted_at, change_reason, change_ticket,
               change_approver)
     ON durable_jobs.job_action_record TO durable_job_audit_owner;
+-- Erasures, reasoned job actions and retention changes record a ticket and
+-- an approver.
+GRANT INSERT (change_ticket, change_approver) ON durable_jobs.control_evidence_record TO durable_job_retention_owner;
+-- control_evidence_mismatches compares the control tables with their records.
+GRANT SELECT (queue_name, payload_retention, record_retention) ON durable_jobs.queue_retention_policy TO durable_job_audit_owner;
+GRANT SELECT (ticket_pattern, require_approver, approver_must_differ, reason_pattern) ON durable_jobs.change_control_setting
+    TO durable_job_audit_owner;
 -- job_status_mismatches reads which outcome each job has, never a result.
 GRANT SELECT (job_record_id, lease_fencing_generation, outcome_status) ON durable_jobs.job_outcome_ledger
     TO durable_job_audit_owner;
@@ -131,6 +138,10 @@ DROP FUNCTION durable_jobs.check_change_record(durable_jobs.change_control_setti
 DROP FUNCTION durable_jobs.set_change_record(text, text, text);
 DROP TABLE durable_jobs.job_action_record;
 REVOKE SELECT (job_record_id, lease_fencing_generation, outcome_status) ON durable_jobs.job_outcome_ledger
+    FROM durable_job_audit_owner;
+REVOKE INSERT (change_ticket, change_approver) ON durable_jobs.control_evidence_record FROM durable_job_retention_owner;
+REVOKE SELECT (queue_name, payload_retention, record_retention) ON durable_jobs.queue_retention_policy FROM durable_job_audit_owner;
+REVOKE SELECT (ticket_pattern, require_approver, approver_must_differ, reason_pattern) ON durable_jobs.change_control_setting
     FROM durable_job_audit_owner;
 
 -- The six families as migration 025 left them.
