@@ -10,7 +10,7 @@ import (
 func TestTablesAreConsistent(t *testing.T) {
 	require.NoError(t, Validate())
 	require.NotEmpty(t, Controls())
-	require.Len(t, AuditChecks(), 21)
+	require.Len(t, AuditChecks(), 23)
 	require.NotEmpty(t, EvidenceSections())
 }
 
@@ -57,7 +57,7 @@ func TestEveryAuditCheckAndSectionIsNamedByConstant(t *testing.T) {
 		CheckRenewalPayload, CheckSchemaCreate, CheckEvidenceAppendOnly, CheckMigrationVersion,
 		CheckObjectDependencies, CheckDefinerOwners, CheckEvidenceTrigger, CheckFunctionDrift,
 		CheckServerLogSecrets, CheckUnencryptedSessions, CheckLoginTimeouts,
-		CheckPolicyEvidence, CheckEvidenceChain, CheckAccessReview, CheckGenerationFloor, CheckSecondPrimary,
+		CheckPolicyEvidence, CheckControlEvidence, CheckJobStatuses, CheckEvidenceChain, CheckAccessReview, CheckGenerationFloor, CheckSecondPrimary,
 		CheckSynchronousReplication}
 	require.Len(t, AuditChecks(), len(checks))
 	for i, a := range AuditChecks() {
