@@ -380,6 +380,10 @@ BEGIN ATOMIC
        OR (c.new_values ->> 'require_approver')::boolean IS DISTINCT FROM s.require_approver
        OR (c.new_values ->> 'approver_must_differ')::boolean IS DISTINCT FROM s.approver_must_differ
        OR (c.new_values ->> 'reason_pattern') IS DISTINCT FROM s.reason_pattern
+       OR (c.new_values ? 'require_second_operator'
+           AND (c.new_values ->> 'require_second_operator')::boolean IS DISTINCT FROM s.require_second_operator)
+       OR (c.new_values ? 'proposal_lifetime'
+           AND (c.new_values ->> 'proposal_lifetime')::interval IS DISTINCT FROM s.proposal_lifetime)
     ORDER BY 1, 2;
 END;
 

@@ -595,7 +595,8 @@ REVOKE ALL ON FUNCTION durable_jobs.record_retention_policy_change() FROM PUBLIC
 -- superuser's UPDATE left no evidence and change-control show still named
 -- the last operator). Appends a change_control_changed record with every
 -- setting before and after (ticket_pattern, require_approver,
--- approver_must_differ, reason_pattern). The reason, ticket and approver
+-- approver_must_differ, reason_pattern, require_second_operator,
+-- proposal_lifetime). The reason, ticket and approver
 -- come from the transaction-local settings that set_change_control and
 -- set_change_reason_pattern set, else 'direct table change without a
 -- reason'; they are checked (require_structured_change) against the
@@ -608,6 +609,7 @@ LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '10s'
+SET IntervalStyle = 'postgres'
 AS $function$
 DECLARE
     v_reason text := COALESCE(NULLIF(pg_catalog.current_setting('leasefence.change_reason', true), ''),
@@ -621,9 +623,11 @@ BEGIN
         (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
     VALUES ('change_control_changed', NULL,
             pg_catalog.jsonb_build_object('ticket_pattern', OLD.ticket_pattern, 'require_approver', OLD.require_approver,
-                'approver_must_differ', OLD.approver_must_differ, 'reason_pattern', OLD.reason_pattern),
+                'approver_must_differ', OLD.approver_must_differ, 'reason_pattern', OLD.reason_pattern,
+                'require_second_operator', OLD.require_second_operator, 'proposal_lifetime', OLD.proposal_lifetime),
             pg_catalog.jsonb_build_object('ticket_pattern', NEW.ticket_pattern, 'require_approver', NEW.require_approver,
-                'approver_must_differ', NEW.approver_must_differ, 'reason_pattern', NEW.reason_pattern),
+                'approver_must_differ', NEW.approver_must_differ, 'reason_pattern', NEW.reason_pattern,
+                'require_second_operator', NEW.require_second_operator, 'proposal_lifetime', NEW.proposal_lifetime),
             v_reason, v_ticket, v_approver);
     RETURN NULL;
 END;
