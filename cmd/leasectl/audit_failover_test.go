@@ -40,7 +40,7 @@ func TestAuditFindsASecondPrimaryOnTheURLsOtherHosts(t *testing.T) {
 	require.Equal(t, []string{controls.CheckSecondPrimary}, findingIDs(text.stdout))
 	require.Contains(t, text.stdout, "AUDIT-SECOND-PRIMARY: host 127.0.0.1:"+strconv.Itoa(standby.Port())+
 		" is also a primary (timeline 2) of this cluster")
-	require.Contains(t, text.stdout, "audit failed: 1 finding(s) in 1 of 21 checks, 1 warning(s)\n")
+	require.Contains(t, text.stdout, "audit failed: 1 finding(s) in 1 of 23 checks, 1 warning(s)\n")
 	require.Equal(t, 1, report.Findings)
 	require.Equal(t, 1, report.Warnings)
 }
