@@ -15,7 +15,7 @@
 -- write explains (job_status_mismatches).
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(84);
+SELECT plan(85);
 \ir fixture/fixture.sql
 
 -- Fixtures -------------------------------------------------------------------------
@@ -111,6 +111,16 @@ BEGIN
     PERFORM durable_jobs.set_queue_lease_policy('t27.s_exhausted', interval '1 second', interval '200 milliseconds',
                                                 interval '1 hour', true, 'pgTAP 27: 1 s leases for attempts used up');
     PERFORM pg_temp.t27_job('s_exhausted', 'running', 1);
+    -- Finished by the other fenced writes: a batch completion, and a
+    -- completion at the second generation after a replay.
+    PERFORM pg_temp.t27_job('s_batch', 'running');
+    PERFORM durable_jobs.complete_jobs('worker-t27', ARRAY[c.job_record_id], ARRAY[c.lease_claim_token])
+    FROM claims c WHERE c.label = 's_batch';
+    PERFORM pg_temp.t27_job('s_replayed', 'failed');
+    PERFORM durable_jobs.replay_job(pg_temp.t27_id('s_replayed'), 'CHG-2700: replay in the fixture');
+    PERFORM pg_temp.claim_job('s_replayed_again', 't27.s_replayed', 'worker-t27');
+    PERFORM durable_jobs.complete_job(c.job_record_id, c.lease_claim_token, 'worker-t27')
+    FROM claims c WHERE c.label = 's_replayed_again';
     PERFORM pg_temp.t27_mark('start');
 END
 $setup$;
@@ -505,9 +515,14 @@ SELECT results_eq(
     $$SELECT job_status::text, failure_reason_code FROM durable_jobs.job_record WHERE job_record_id = pg_temp.t27_id('s_exhausted')$$,
     $$VALUES ('FAILED'::text, 'attempts_exhausted'::text)$$,
     'the claim failed it (attempts_exhausted) without an outcome');
+SELECT results_eq(
+    $$SELECT job_status::text, lease_fencing_generation FROM durable_jobs.job_record
+      WHERE job_record_id IN (pg_temp.t27_id('s_batch'), pg_temp.t27_id('s_replayed')) ORDER BY job_record_id$$,
+    $$VALUES ('SUCCEEDED'::text, 1::bigint), ('SUCCEEDED', 2)$$,
+    'the batch-completed job and the job completed after its replay (at generation 2) are SUCCEEDED');
 SET LOCAL ROLE durable_job_auditor;
 SELECT is_empty($$SELECT * FROM durable_jobs.job_status_mismatches()$$,
-    'every status the bundle''s functions wrote is explained: completions, failures, cancels, replays and attempts used up');
+    'every status the bundle''s functions wrote is explained: completions (one by batch, one at the second generation after a replay), failures, cancels, replays and attempts used up');
 RESET ROLE;
 UPDATE durable_jobs.job_record SET job_status = 'SUCCEEDED' WHERE job_record_id = pg_temp.t27_id('s_forged');
 UPDATE durable_jobs.job_record SET job_status = 'FAILED' WHERE job_record_id = pg_temp.t27_id('s_forged_fail');
