@@ -308,3 +308,36 @@ func TestMakerCheckerNeedsASecondOperatorInItsOwnSession(t *testing.T) {
 	_, err = maker.Exec(f.ctx, `SELECT durable_jobs.set_queue_lease_policy($1, '10 seconds', '1 second', '1 minute', true, 'OPS-54: alone again')`, f.queue)
 	require.NoError(t, err, "one login changes policies alone again")
 }
+
+// A retention row removed without evidence before migration 026 is in no
+// baseline and nothing can clear it: it is not reported for ever after the
+// baseline (only records after the newest baseline are compared).
+func TestControlMismatchesStartAtTheNewestBaseline(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	operator := f.connect(t, f.db.LoginURL(t, "durable_job_operator"))
+	_, err := operator.Exec(f.ctx, `SELECT durable_jobs.set_queue_retention_policy($1, '2 hours', '3 hours', 'OPS-39: retention')`, f.queue)
+	require.NoError(t, err)
+	tx, err := f.admin.Begin(f.ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(f.ctx, `ALTER TABLE durable_jobs.queue_retention_policy DISABLE TRIGGER queue_retention_policy_evidence`)
+	require.NoError(t, err)
+	_, err = tx.Exec(f.ctx, `DELETE FROM durable_jobs.queue_retention_policy WHERE queue_name = $1`, f.queue)
+	require.NoError(t, err)
+	_, err = tx.Exec(f.ctx, `ALTER TABLE durable_jobs.queue_retention_policy ENABLE TRIGGER queue_retention_policy_evidence`)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(f.ctx))
+	var n int
+	require.NoError(t, f.admin.QueryRow(f.ctx, `SELECT count(*) FROM durable_jobs.control_evidence_mismatches() WHERE queue_name = $1`, f.queue).Scan(&n))
+	require.Equal(t, 1, n, "a row removed around its evidence is a finding")
+
+	// A later install of 026 (down and up again) takes a new baseline.
+	_, err = f.admin.Exec(f.ctx, `SELECT durable_jobs.lock_evidence_order();
+		INSERT INTO durable_jobs.control_evidence_record (evidence_kind, new_values, change_reason)
+		SELECT 'migration_applied', jsonb_build_object('migration_version', 26, 'retention_baseline',
+			(SELECT jsonb_agg(jsonb_build_object('policy_queue_name', p.queue_name, 'payload_retention', p.payload_retention,
+			 'record_retention', p.record_retention)) FROM durable_jobs.queue_retention_policy p)), 'a new baseline'`)
+	require.NoError(t, err)
+	require.NoError(t, f.admin.QueryRow(f.ctx, `SELECT count(*) FROM durable_jobs.control_evidence_mismatches()`).Scan(&n))
+	require.Zero(t, n, "records before the newest baseline are not compared")
+}
