@@ -927,19 +927,26 @@ CREATE FUNCTION durable_jobs.control_evidence_mismatches() RETURNS TABLE(control
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     BEGIN ATOMIC
- WITH retention_records AS (
+ WITH baseline AS (
+          SELECT e.evidence_record_id,
+             e.new_values
+            FROM durable_jobs.control_evidence_record e
+           WHERE ((e.evidence_kind = 'migration_applied'::text) AND (e.new_values ? 'retention_baseline'::text))
+           ORDER BY e.evidence_record_id DESC
+          LIMIT 1
+         ), retention_records AS (
           SELECT e.evidence_record_id,
              e.queue_name,
              e.new_values
             FROM durable_jobs.control_evidence_record e
-           WHERE ((e.evidence_kind = 'retention_policy_changed'::text) AND (e.queue_name IS NOT NULL))
+           WHERE ((e.evidence_kind = 'retention_policy_changed'::text) AND (e.queue_name IS NOT NULL) AND (e.evidence_record_id > COALESCE(( SELECT b.evidence_record_id
+                    FROM baseline b), (0)::bigint)))
          UNION ALL
-          SELECT e.evidence_record_id,
-             (b.row_values ->> 'policy_queue_name'::text),
-             b.row_values
-            FROM durable_jobs.control_evidence_record e,
-             LATERAL jsonb_array_elements((e.new_values -> 'retention_baseline'::text)) b(row_values)
-           WHERE ((e.evidence_kind = 'migration_applied'::text) AND (e.new_values ? 'retention_baseline'::text))
+          SELECT b.evidence_record_id,
+             (r.row_values ->> 'policy_queue_name'::text),
+             r.row_values
+            FROM baseline b,
+             LATERAL jsonb_array_elements((b.new_values -> 'retention_baseline'::text)) r(row_values)
          ), last_retention AS (
           SELECT DISTINCT ON (r.queue_name) r.queue_name,
              r.new_values,
