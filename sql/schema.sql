@@ -275,6 +275,7 @@ CREATE FUNCTION durable_jobs.chain_evidence_record() RETURNS trigger
 DECLARE
     v_last_id bigint;
     v_last_hash bytea;
+    v_setting durable_jobs.change_control_setting;
 BEGIN
     IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
         RAISE EXCEPTION 'control evidence must be written in a READ COMMITTED transaction' USING ERRCODE = 'LF003',
@@ -288,6 +289,18 @@ BEGIN
     IF v_last_id >= NEW.evidence_record_id THEN
         RAISE EXCEPTION 'control evidence record written out of order' USING ERRCODE = 'LF003',
             HINT = 'Take durable_jobs.lock_evidence_order() before inserting, so ids follow commit order.';
+    END IF;
+    IF NEW.evidence_kind IN ('migration_applied', 'migration_reverted') AND NEW.change_ticket IS NULL
+       AND NEW.change_approver IS NULL THEN
+        -- A migration's own record (its frozen SQL names neither): the ticket
+        -- and approver leasectl migrate --ticket/--approver set, checked
+        -- against the change control in force (maker-checker aside: a
+        -- migration is applied by the installer, not proposed).
+        NEW.change_ticket := NULLIF(pg_catalog.current_setting('leasefence.migration_ticket', true), '');
+        NEW.change_approver := NULLIF(pg_catalog.current_setting('leasefence.migration_approver', true), '');
+        SELECT s.* INTO STRICT v_setting FROM durable_jobs.change_control_setting s;
+        v_setting.require_second_operator := false;
+        PERFORM durable_jobs.check_change_record(v_setting, NEW.change_reason, NEW.change_ticket, NEW.change_approver);
     END IF;
     NEW.previous_record_hash := COALESCE(v_last_hash, pg_catalog.decode(pg_catalog.repeat('00', 32), 'hex'));
     NEW.record_hash := pg_catalog.sha256(NEW.previous_record_hash || durable_jobs.evidence_content_digest(

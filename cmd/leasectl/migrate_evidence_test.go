@@ -132,7 +132,6 @@ func TestMigrateRecordsTicketAndApproverChangeControlAsksFor(t *testing.T) {
 	db := testdb.New(t)
 	pool := db.Pool(t)
 	ctx := context.Background()
-	newest := sqlbundle.NewestVersion()
 	operator := db.LoginURL(t, "durable_job_operator")
 	approver := loginOf(t, db.LoginURL(t, "durable_job_operator"))
 	r := leasectl(t, "change-control", "set", "--require-approver=true", "--reason", "OPS-70: approvals",
