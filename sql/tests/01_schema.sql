@@ -4,7 +4,7 @@
 -- writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(202);
+SELECT plan(208);
 
 -- Schema, type, tables -------------------------------------------------------
 
@@ -23,13 +23,14 @@ SELECT types_are('durable_jobs', ARRAY['job_status_kind'],
 SELECT tables_are('durable_jobs',
     ARRAY['job_record', 'job_payload_record', 'job_outcome_ledger', 'queue_lease_policy',
           'control_evidence_record', 'lease_outcome_tally', 'queue_retention_policy', 'change_control_setting',
-          'evidence_order_lock', 'job_action_record'],
-    'the schema holds exactly the ten private tables of the bundle (change_control_setting from migration 015, evidence_order_lock from 024, job_action_record from 026)');
+          'evidence_order_lock', 'job_action_record', 'pending_change'],
+    'the schema holds exactly the eleven private tables of the bundle (change_control_setting from migration 015, evidence_order_lock from 024, job_action_record and pending_change from 026)');
 SELECT views_are('durable_jobs', ARRAY[]::name[], 'the schema has no views');
 SELECT sequences_are('durable_jobs',
     ARRAY['job_record_job_record_id_seq', 'job_outcome_ledger_job_outcome_record_id_seq',
-          'control_evidence_record_evidence_record_id_seq', 'job_action_record_job_action_record_id_seq'],
-    'the only sequences are the identity sequences of the four id columns (job_action_record''s from migration 026)');
+          'control_evidence_record_evidence_record_id_seq', 'job_action_record_job_action_record_id_seq',
+          'pending_change_change_id_seq'],
+    'the only sequences are the identity sequences of the five id columns (job_action_record''s and pending_change''s from migration 026)');
 -- Migration 014: the evidence table and its sequence have an owner of their
 -- own; every other table and sequence is the installer's (the schema's owner).
 SELECT is_empty(
@@ -67,6 +68,15 @@ SELECT columns_are('durable_jobs', 'job_action_record',
     ARRAY['job_action_record_id', 'job_record_id', 'action_kind', 'acted_by_role', 'acted_at', 'change_reason',
           'change_ticket', 'change_approver'],
     'job_action_record (migration 026) has exactly the columns of a job''s action trail: which job, what, who, when, why, ticket, approver');
+SELECT columns_are('durable_jobs', 'change_control_setting',
+    ARRAY['change_control_row', 'ticket_pattern', 'require_approver', 'approver_must_differ', 'changed_at', 'changed_by_role',
+          'reason_pattern', 'require_second_operator', 'proposal_lifetime'],
+    'change_control_setting has exactly its settings (reason_pattern from migration 024, require_second_operator and proposal_lifetime from 026)');
+SELECT columns_are('durable_jobs', 'pending_change',
+    ARRAY['change_id', 'change_kind', 'queue_name', 'proposed_values', 'change_reason', 'change_ticket',
+          'proposed_by_role', 'proposed_at', 'expires_at', 'change_decision', 'decided_by_role', 'decided_at',
+          'decided_in_transaction'],
+    'pending_change (migration 026) has exactly the columns of a maker-checker proposal: what, why, who proposed it and when, until when, and who decided it, when and in which transaction');
 
 SELECT col_type_is('durable_jobs', 'job_record', 'lease_claim_digest', 'bytea',
     'the claim token is stored as a bytea digest');
@@ -101,6 +111,8 @@ SELECT indexes_are('durable_jobs', 'lease_outcome_tally', ARRAY['lease_outcome_t
     'lease_outcome_tally has its primary key and an index on the tally minute for recent-window reads');
 SELECT indexes_are('durable_jobs', 'job_action_record', ARRAY['job_action_record_pkey', 'job_action_record_job_lookup'],
     'job_action_record has its primary key and a lookup by job (the trail of one job, and the cascade when a job is purged)');
+SELECT indexes_are('durable_jobs', 'pending_change', ARRAY['pending_change_pkey'],
+    'pending_change (migration 026) has only its primary key');
 
 SELECT has_index('durable_jobs', 'job_record', 'job_record_idempotency_key_unique',
     ARRAY['queue_name', 'idempotency_key_digest'],
@@ -163,11 +175,15 @@ SELECT set_eq(
              ('durable_jobs.change_control_setting', 'change_control_setting_single', 'c'),
              ('durable_jobs.change_control_setting', 'change_control_setting_pattern', 'c'),
              ('durable_jobs.change_control_setting', 'change_control_setting_reason_pattern', 'c'),
+             ('durable_jobs.change_control_setting', 'change_control_setting_proposal_lifetime', 'c'),
              ('durable_jobs.evidence_order_lock', 'evidence_order_lock_pkey', 'p'),
              ('durable_jobs.evidence_order_lock', 'evidence_order_lock_single', 'c'),
              ('durable_jobs.job_action_record', 'job_action_record_pkey', 'p'),
              ('durable_jobs.job_action_record', 'job_action_record_kind', 'c'),
-             ('durable_jobs.job_action_record', 'job_action_record_job', 'f')$$,
+             ('durable_jobs.job_action_record', 'job_action_record_job', 'f'),
+             ('durable_jobs.pending_change', 'pending_change_pkey', 'p'),
+             ('durable_jobs.pending_change', 'pending_change_kind', 'c'),
+             ('durable_jobs.pending_change', 'pending_change_decision', 'c')$$,
     'every constraint of the bundle has its chosen name, and there are no unnamed extras');
 SELECT col_is_pk('durable_jobs', 'lease_outcome_tally', ARRAY['tally_minute', 'queue_name', 'outcome_kind', 'tally_backend_pid', 'counted_by_role'],
     'a tally row is one UTC minute, queue, outcome kind and backend: no two live sessions share a row');
@@ -210,7 +226,7 @@ SELECT triggers_are('durable_jobs', 'job_record', ARRAY[]::name[],
 SELECT ok(obj_description(('durable_jobs.' || t)::regclass, 'pg_class') IS NOT NULL,
           'table durable_jobs.' || t || ' carries a comment')
 FROM unnest(ARRAY['job_record', 'job_payload_record', 'job_outcome_ledger', 'queue_lease_policy',
-                  'control_evidence_record', 'lease_outcome_tally']) AS t;
+                  'control_evidence_record', 'lease_outcome_tally', 'pending_change']) AS t;
 
 SELECT ok(col_description('durable_jobs.job_record'::regclass,
               (SELECT attnum FROM pg_attribute WHERE attrelid = 'durable_jobs.job_record'::regclass AND attname = c))
@@ -261,8 +277,9 @@ SELECT functions_are('durable_jobs',
           'continue_evidence_chain', 'stamp_control_change', 'refuse_control_removal', 'record_retention_policy_change',
           'record_change_control_change', 'set_change_record', 'check_change_record', 'cancel_job_recorded',
           'replay_job_recorded', 'record_job_action', 'operator_job_actions', 'control_evidence_mismatches',
-          'job_status_mismatches'],
-    'the schema holds exactly the contract functions, the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue, change control (015), the partial policy change and the rule functions (016), the control-table evidence, operator action trail and audit functions (026) and the private helpers');
+          'job_status_mismatches', 'require_valid_change_control', 'set_maker_checker', 'approved_proposer',
+          'propose_change', 'decide_change', 'approve_change', 'reject_change', 'pending_changes'],
+    'the schema holds exactly the contract functions, the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue, change control (015), the partial policy change and the rule functions (016), the control-table evidence, operator action trail, audit and maker-checker functions (026) and the private helpers');
 
 CREATE TEMP TABLE expected_signature (
     function_name   name PRIMARY KEY,
@@ -379,7 +396,9 @@ FROM (VALUES ('require_well_formed'::name, '{text,text,text}'::name[]), ('claim_
              ('cancel_job_recorded', '{bigint,text,text,text}'), ('replay_job_recorded', '{bigint,text,text,text}'),
              ('check_change_record', '{durable_jobs.change_control_setting,text,text,text}'),
              ('set_change_record', '{text,text,text}'), ('stamp_control_change', '{}'),
-             ('refuse_control_removal', '{}')) AS h(function_name, argument_types);
+             ('refuse_control_removal', '{}'),
+             ('require_valid_change_control', '{text,boolean,boolean,text,boolean,interval}'),
+             ('decide_change', '{bigint,text,text}')) AS h(function_name, argument_types);
 
 -- Migration 026: the new functions' parameters, results, owners and
 -- SECURITY DEFINER (the private bodies of cancel_job and replay_job run as
@@ -423,13 +442,34 @@ INSERT INTO expected_026 VALUES
  ('durable_jobs.control_evidence_mismatches()', ' -> TABLE(control_table text, queue_name text, mismatch text)',
   'durable_job_audit_owner', true),
  ('durable_jobs.job_status_mismatches()', ' -> TABLE(queue_name text, job_status text, job_count bigint)',
-  'durable_job_audit_owner', true);
+  'durable_job_audit_owner', true),
+ ('durable_jobs.change_control()',
+  ' -> TABLE(ticket_pattern text, require_approver boolean, approver_must_differ boolean, changed_at timestamp with time zone, changed_by_role text, reason_pattern text, require_second_operator boolean, proposal_lifetime interval)',
+  'durable_job_policy_owner', true),
+ ('durable_jobs.require_valid_change_control(text,boolean,boolean,text,boolean,interval)',
+  'p_ticket_pattern text, p_require_approver boolean, p_approver_must_differ boolean, p_reason_pattern text, p_require_second_operator boolean, p_proposal_lifetime interval -> void',
+  (SELECT n.nspowner::regrole::name FROM pg_namespace n WHERE n.nspname = 'durable_jobs'), false),
+ ('durable_jobs.set_maker_checker(boolean,interval,text,text,text)',
+  'p_require_second_operator boolean, p_proposal_lifetime interval, p_change_reason text, p_change_ticket text, p_change_approver text DEFAULT NULL::text -> void',
+  'durable_job_policy_owner', true),
+ ('durable_jobs.approved_proposer()', ' -> text', 'durable_job_policy_owner', true),
+ ('durable_jobs.propose_change(text,text,jsonb,text,text)',
+  'p_change_kind text, p_queue_name text, p_proposed_values jsonb, p_change_reason text, p_change_ticket text DEFAULT NULL::text -> bigint',
+  'durable_job_policy_owner', true),
+ ('durable_jobs.decide_change(bigint,text,text)',
+  'p_change_id bigint, p_decision text, p_change_reason text -> durable_jobs.pending_change',
+  'durable_job_policy_owner', false),
+ ('durable_jobs.approve_change(bigint)', 'p_change_id bigint -> void', 'durable_job_policy_owner', true),
+ ('durable_jobs.reject_change(bigint,text)', 'p_change_id bigint, p_change_reason text -> void', 'durable_job_policy_owner', true),
+ ('durable_jobs.pending_changes(boolean)',
+  'p_include_decided boolean DEFAULT false -> TABLE(change_id bigint, change_kind text, queue_name text, proposed_values jsonb, change_reason text, change_ticket text, proposed_by_role text, proposed_at timestamp with time zone, expires_at timestamp with time zone, change_state text, decided_by_role text, decided_at timestamp with time zone)',
+  'durable_job_policy_owner', true);
 SELECT results_eq(
     $$SELECT e.signature, pg_get_function_arguments(p.oid) || ' -> ' || pg_get_function_result(p.oid),
              p.proowner::regrole::name, p.prosecdef
       FROM expected_026 e LEFT JOIN pg_proc p ON p.oid = to_regprocedure(e.signature) ORDER BY e.signature$$,
     $$SELECT e.signature, e.arguments, e.owner_role, e.is_definer FROM expected_026 e ORDER BY e.signature$$,
-    'the functions of migration 026 have exactly their parameters and results, are owned by their family''s definer role and are SECURITY DEFINER but for the private bodies of cancel_job and replay_job');
+    'the functions of migration 026 (change_control() with its two new columns) have exactly their parameters and results, are owned by their family''s definer role and are SECURITY DEFINER but for the private bodies of cancel_job and replay_job and the private maker-checker helpers decide_change (owned by its definer callers'' owner) and require_valid_change_control (the installer''s, like the other private helpers)');
 
 -- Migration 024: lock_evidence_order runs as durable_job_policy_owner, the one
 -- role (with superusers) that may lock the evidence-order lock's row.
@@ -471,7 +511,12 @@ SELECT is_empty(
                 'IntervalStyle=postgres', 'DateStyle=ISO, MDY', 'TimeZone=UTC', 'extra_float_digits=1']
             WHEN 'durable_jobs.record_retention_policy_change()' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s',
                 'IntervalStyle=postgres', 'DateStyle=ISO, MDY', 'TimeZone=UTC', 'extra_float_digits=1']
-            WHEN 'durable_jobs.record_change_control_change()' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
+            WHEN 'durable_jobs.record_change_control_change()' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s', 'IntervalStyle=postgres']
+            WHEN 'durable_jobs.set_maker_checker(boolean,interval,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s', 'IntervalStyle=postgres']
+            WHEN 'durable_jobs.propose_change(text,text,jsonb,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s',
+                'IntervalStyle=postgres', 'DateStyle=ISO, MDY', 'TimeZone=UTC']
+            WHEN 'durable_jobs.approve_change(bigint)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
+            WHEN 'durable_jobs.reject_change(bigint,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.continue_evidence_chain(bigint,bytea,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.cancel_job(bigint,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.replay_job(bigint)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
@@ -485,7 +530,7 @@ SELECT is_empty(
             ELSE ARRAY['search_path=pg_catalog, pg_temp'] END$$,
     'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic, lock_timeout where it takes the evidence lock and (migration 024) the four output settings where it renders durations into evidence; only the seven inlined rule functions of migrations 016 and 021 set nothing');
 SELECT is((SELECT count(*)::integer FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef),
-          51, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), release_job_claims (migration 023), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) and lock_evidence_order and set_change_reason_pattern (migration 024) and the eleven of migration 026 (the cancel_job, replay_job, set_queue_retention_policy and erase_job_payload overloads with a change record, continue_evidence_chain, the two control-table evidence triggers, record_job_action, operator_job_actions, control_evidence_mismatches and job_status_mismatches) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
+          57, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), release_job_claims (migration 023), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) and lock_evidence_order and set_change_reason_pattern (migration 024) and the eleven of migration 026 (the cancel_job, replay_job, set_queue_retention_policy and erase_job_payload overloads with a change record, continue_evidence_chain, the two control-table evidence triggers, record_job_action, operator_job_actions, control_evidence_mismatches and job_status_mismatches) and the six maker-checker functions of 026 (set_maker_checker, approved_proposer, propose_change, approve_change, reject_change, pending_changes) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef

@@ -4,7 +4,7 @@
 -- renewal owner none on payloads; no bundle role can log in or escalate.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(629);
+SELECT plan(699);
 
 -- Which runtime role may execute which function. record_deployment_version
 -- is not a runtime function: only the role that applied the bundle runs it.
@@ -101,7 +101,16 @@ INSERT INTO expected_execute VALUES
  ('stamp_control_change', '{}', '{}'),
  ('refuse_control_removal', '{}', '{}'),
  ('record_retention_policy_change', '{}', '{}'),
- ('record_change_control_change', '{}', '{}');
+ ('record_change_control_change', '{}', '{}'),
+ -- migration 026: maker-checker (one operator login proposes, another approves)
+ ('set_maker_checker', '{boolean,interval,text,text,text}', '{durable_job_operator}'),
+ ('propose_change', '{text,text,jsonb,text,text}', '{durable_job_operator}'),
+ ('approve_change', '{bigint}', '{durable_job_operator}'),
+ ('reject_change', '{bigint,text}', '{durable_job_operator}'),
+ ('pending_changes', '{boolean}', '{durable_job_auditor,durable_job_operator}'),
+ ('approved_proposer', '{}', '{}'),
+ ('decide_change', '{bigint,text,text}', '{}'),
+ ('require_valid_change_control', '{text,boolean,boolean,text,boolean,interval}', '{}');
 
 CREATE TEMP TABLE runtime_role (role_name name PRIMARY KEY) ON COMMIT DROP;
 INSERT INTO runtime_role VALUES
@@ -113,10 +122,11 @@ INSERT INTO definer_role VALUES
 CREATE TEMP TABLE private_table (table_name name PRIMARY KEY) ON COMMIT DROP;
 INSERT INTO private_table VALUES
  ('job_record'), ('job_payload_record'), ('job_outcome_ledger'), ('queue_lease_policy'),
- ('control_evidence_record'), ('lease_outcome_tally'), ('queue_retention_policy'), ('job_action_record');
+ ('control_evidence_record'), ('lease_outcome_tally'), ('queue_retention_policy'), ('job_action_record'),
+ ('pending_change');
 GRANT SELECT ON expected_execute, runtime_role, definer_role, private_table TO PUBLIC;
 
--- EXECUTE, function by function and role by role (81 x 4 + 81 for PUBLIC) ------------
+-- EXECUTE, function by function and role by role (89 x 4 + 89 for PUBLIC) ------------
 
 SELECT function_privs_are('durable_jobs', e.function_name, e.argument_types, r.role_name,
     CASE WHEN r.role_name = ANY (e.runtime_roles) THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
@@ -339,8 +349,26 @@ SELECT is_empty(
       WHERE c.relnamespace = 'durable_jobs'::regnamespace AND c.relkind = 'r'
         AND has_table_privilege(d.role_name, c.oid, p.privilege)
         AND NOT (c.relname = 'lease_outcome_tally' AND p.privilege = 'DELETE'
-                 AND d.role_name IN ('durable_job_claim_owner', 'durable_job_renewal_owner', 'durable_job_terminal_owner'))$$,
-    'no definer owner holds a table-level privilege: each holds only the column privileges its family needs (but DELETE on the tally, below)');
+                 AND d.role_name IN ('durable_job_claim_owner', 'durable_job_renewal_owner', 'durable_job_terminal_owner'))
+        -- Migration 026 grants the policy owner SELECT on pending_change at
+        -- table level (it reads every column; a column added later would be
+        -- readable too): the one exception, recorded here as it stands.
+        AND NOT (c.relname = 'pending_change' AND p.privilege = 'SELECT' AND d.role_name = 'durable_job_policy_owner')$$,
+    'no definer owner holds a table-level privilege: each holds only the column privileges its family needs (but DELETE on the tally, below, and since migration 026 the policy owner''s SELECT on pending_change)');
+SELECT set_eq(
+    $$SELECT d.role_name::text, p.privilege FROM definer_role d
+      CROSS JOIN unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'REFERENCES']) AS p(privilege)
+      WHERE has_any_column_privilege(d.role_name, 'durable_jobs.pending_change', p.privilege)
+         OR has_table_privilege(d.role_name, 'durable_jobs.pending_change', p.privilege)$$,
+    $$VALUES ('durable_job_policy_owner', 'SELECT'), ('durable_job_policy_owner', 'INSERT'), ('durable_job_policy_owner', 'UPDATE')$$,
+    'of the definer owners only the policy owner, whose functions propose and decide changes, touches pending_change (migration 026)');
+SELECT ok(has_column_privilege('durable_job_policy_owner', 'durable_jobs.pending_change', c, 'UPDATE')
+          = (c IN ('change_decision', 'decided_by_role', 'decided_at', 'decided_in_transaction')),
+          'the policy owner ' || CASE WHEN c IN ('change_decision', 'decided_by_role', 'decided_at', 'decided_in_transaction')
+              THEN 'may' ELSE 'may not' END || ' UPDATE pending_change.' || c || ' (a proposal is decided, never rewritten)')
+FROM unnest(ARRAY['change_id', 'change_kind', 'queue_name', 'proposed_values', 'change_reason', 'change_ticket',
+                  'proposed_by_role', 'proposed_at', 'expires_at', 'change_decision', 'decided_by_role', 'decided_at',
+                  'decided_in_transaction']) AS c;
 -- Migration 004: the tally writers delete tally rows older than 30 days
 -- (DELETE has no column form); no other owner may. Migration 012 made the
 -- terminal owner one (release_job_claim counts a stale release).

@@ -29,9 +29,10 @@ INSERT INTO t23_mark VALUES (pg_temp.t23_state());
 -- Defaults and who may read and change the setting -------------------------------
 
 SET LOCAL ROLE durable_job_auditor;
-SELECT results_eq($$SELECT ticket_pattern, require_approver, approver_must_differ FROM durable_jobs.change_control()$$,
-    $$VALUES ('^[A-Z][A-Z0-9]+-[0-9]+$'::text, false, true)$$,
-    'the defaults are the rules fixed before migration 015: the ticket pattern, no approver required, self-approval refused');
+SELECT results_eq($$SELECT ticket_pattern, require_approver, approver_must_differ, require_second_operator, proposal_lifetime
+                     FROM durable_jobs.change_control()$$,
+    $$VALUES ('^[A-Z][A-Z0-9]+-[0-9]+$'::text, false, true, false, interval '24 hours')$$,
+    'the defaults are the rules fixed before migration 015: the ticket pattern, no approver required, self-approval refused; and (migration 026) no maker-checker, a proposal lifetime of 24 hours');
 SELECT throws_ok($$SELECT durable_jobs.set_change_control('^X-[0-9]+$', false, true, 'CHG-1 auditor', NULL)$$,
     '42501', NULL, 'an auditor cannot change the setting');
 RESET ROLE;
@@ -76,10 +77,10 @@ SELECT results_eq(
     $$SELECT evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver, changed_by_role = session_user
       FROM durable_jobs.control_evidence_record ORDER BY evidence_record_id DESC LIMIT 1$$,
     $$VALUES ('change_control_changed'::text, NULL::text,
-              '{"ticket_pattern": "^[A-Z][A-Z0-9]+-[0-9]+$", "require_approver": false, "approver_must_differ": true, "reason_pattern": null}'::jsonb,
-              '{"ticket_pattern": "^CHG[0-9]{7}$", "require_approver": true, "approver_must_differ": true, "reason_pattern": null}'::jsonb,
+              '{"ticket_pattern": "^[A-Z][A-Z0-9]+-[0-9]+$", "require_approver": false, "approver_must_differ": true, "reason_pattern": null, "require_second_operator": false, "proposal_lifetime": "24:00:00"}'::jsonb,
+              '{"ticket_pattern": "^CHG[0-9]{7}$", "require_approver": true, "approver_must_differ": true, "reason_pattern": null, "require_second_operator": false, "proposal_lifetime": "24:00:00"}'::jsonb,
               'tighter change control'::text, 'SEC-23'::text, 't23_approver'::text, true)$$,
-    'the change is one change_control_changed record with every setting before and after (since migration 026 all four, written by the table''s trigger), reason, ticket, approver and login');
+    'the change is one change_control_changed record with every setting before and after (since migration 026 all six, the maker-checker pair included, written by the table''s trigger), reason, ticket, approver and login');
 SELECT results_eq($$SELECT ticket_pattern, require_approver, approver_must_differ, changed_by_role = session_user FROM durable_jobs.change_control()$$,
     $$VALUES ('^CHG[0-9]{7}$'::text, true, true, true)$$, 'the setting holds the new values and who set them');
 
@@ -165,10 +166,10 @@ SELECT results_eq(
     $$SELECT previous_values, new_values FROM durable_jobs.control_evidence_record
       WHERE evidence_kind = 'change_control_changed'
         AND previous_values -> 'reason_pattern' IS DISTINCT FROM new_values -> 'reason_pattern' ORDER BY evidence_record_id$$,
-    $$VALUES ('{"ticket_pattern": "^CHG[0-9]{7}$", "require_approver": true, "approver_must_differ": false, "reason_pattern": null}'::jsonb,
-              '{"ticket_pattern": "^CHG[0-9]{7}$", "require_approver": true, "approver_must_differ": false, "reason_pattern": "^CHG[0-9]{7}: (rollout|rollback|pattern)$"}'::jsonb),
-             ('{"ticket_pattern": "^CHG[0-9]{7}$", "require_approver": true, "approver_must_differ": false, "reason_pattern": "^CHG[0-9]{7}: (rollout|rollback|pattern)$"}',
-              '{"ticket_pattern": "^CHG[0-9]{7}$", "require_approver": true, "approver_must_differ": false, "reason_pattern": null}')$$,
+    $$VALUES ('{"ticket_pattern": "^CHG[0-9]{7}$", "require_approver": true, "approver_must_differ": false, "reason_pattern": null, "require_second_operator": false, "proposal_lifetime": "24:00:00"}'::jsonb,
+              '{"ticket_pattern": "^CHG[0-9]{7}$", "require_approver": true, "approver_must_differ": false, "reason_pattern": "^CHG[0-9]{7}: (rollout|rollback|pattern)$", "require_second_operator": false, "proposal_lifetime": "24:00:00"}'::jsonb),
+             ('{"ticket_pattern": "^CHG[0-9]{7}$", "require_approver": true, "approver_must_differ": false, "reason_pattern": "^CHG[0-9]{7}: (rollout|rollback|pattern)$", "require_second_operator": false, "proposal_lifetime": "24:00:00"}',
+              '{"ticket_pattern": "^CHG[0-9]{7}$", "require_approver": true, "approver_must_differ": false, "reason_pattern": null, "require_second_operator": false, "proposal_lifetime": "24:00:00"}')$$,
     'each accepted pattern change is change_control_changed evidence with the pattern, and every other setting, before and after');
 SELECT is((SELECT reason_pattern FROM durable_jobs.change_control_setting), NULL, 'the table holds no pattern now');
 

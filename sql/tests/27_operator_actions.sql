@@ -420,8 +420,8 @@ SELECT results_eq(
              changed_by_role = session_user
       FROM pg_temp.t27_since('change_control')$$,
     $$VALUES ('change_control_changed'::text,
-              '{"ticket_pattern": "^[A-Z][A-Z0-9]+-[0-9]+$", "require_approver": false, "approver_must_differ": true, "reason_pattern": null}'::jsonb,
-              '{"ticket_pattern": "^[A-Z]+-[0-9]+$", "require_approver": false, "approver_must_differ": true, "reason_pattern": null}'::jsonb,
+              '{"ticket_pattern": "^[A-Z][A-Z0-9]+-[0-9]+$", "require_approver": false, "approver_must_differ": true, "reason_pattern": null, "require_second_operator": false, "proposal_lifetime": "24:00:00"}'::jsonb,
+              '{"ticket_pattern": "^[A-Z]+-[0-9]+$", "require_approver": false, "approver_must_differ": true, "reason_pattern": null, "require_second_operator": false, "proposal_lifetime": "24:00:00"}'::jsonb,
               'direct table change without a reason'::text, NULL::text, NULL::text, true)$$,
     'a superuser''s direct UPDATE of the change control is one record with every setting before and after, by session_user');
 SELECT ok((SELECT changed_by_role = session_user FROM durable_jobs.change_control()),
@@ -477,7 +477,7 @@ SELECT results_eq(
     $$VALUES ('job_cancelled'::text, 't27.ca_queued2'::text, '{"job_status": "CANCELLED"}'::jsonb, 'CHG-2712: stop'::text,
               'CHG-2712'::text, 't27_approver'::text),
              ('change_control_changed', NULL,
-              '{"ticket_pattern": "^[A-Z]+-[0-9]+$", "require_approver": false, "approver_must_differ": true, "reason_pattern": null}',
+              '{"ticket_pattern": "^[A-Z]+-[0-9]+$", "require_approver": false, "approver_must_differ": true, "reason_pattern": null, "require_second_operator": false, "proposal_lifetime": "24:00:00"}',
               'CHG-2713: approvals no longer required', 'CHG-2713', 't27_approver')$$,
     'the approved cancel and a direct change with an approver are recorded with it; the producer''s cancel is not evidence');
 
