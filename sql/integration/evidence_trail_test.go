@@ -281,6 +281,22 @@ func TestMakerCheckerNeedsASecondOperatorInItsOwnSession(t *testing.T) {
 	_, err = checker.Exec(f.ctx, `SELECT durable_jobs.approve_change($1)`, id)
 	requireSQLState(t, err, "LF002", "a decided proposal is not approved twice")
 
+	// An approval vouches for its own change only: in the transaction that
+	// approved a harmless proposal, the approver cannot name it again to
+	// make another change alone (found by the pgTAP review of 026).
+	var harmless int64
+	require.NoError(t, maker.QueryRow(f.ctx, `SELECT durable_jobs.propose_change('lease_policy', $1, '{"renewal_enabled": true}',
+		'OPS-55: no change')`, f.queue).Scan(&harmless))
+	tx, err = checker.Begin(f.ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(f.ctx, `SELECT durable_jobs.approve_change($1)`, harmless)
+	require.NoError(t, err)
+	_, err = tx.Exec(f.ctx, fmt.Sprintf(`SET LOCAL leasefence.change_proposal = '%d'`, harmless))
+	require.NoError(t, err)
+	_, err = tx.Exec(f.ctx, `SELECT durable_jobs.set_maker_checker(false, '1 hour', 'OPS-55: alone', 'OPS-55', $1)`, checkerName)
+	requireSQLState(t, err, "LF002", "an approval already applied vouches for nothing else")
+	require.NoError(t, tx.Rollback(f.ctx))
+
 	// An expired proposal is not approved; a rejection needs a reason.
 	require.NoError(t, maker.QueryRow(f.ctx, `SELECT durable_jobs.propose_change('retention_policy', $1,
 		'{"payload_retention": "2 hours", "record_retention": "3 hours"}', 'OPS-52: shorter')`, f.queue).Scan(&id))
