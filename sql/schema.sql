@@ -96,6 +96,9 @@ BEGIN
             proposal_lifetime = durable_jobs.absolute_duration((v_values ->> 'proposal_lifetime')::interval);
         PERFORM durable_jobs.set_change_record('', '', '');
     END IF;
+    -- The approval vouches for this change only: a setting forged after
+    -- this call names no proposal being applied.
+    UPDATE durable_jobs.pending_change c SET decided_in_transaction = NULL WHERE c.change_id = v_change.change_id;
     PERFORM pg_catalog.set_config('leasefence.change_proposal', '', true);
 END;
 $$;
@@ -107,7 +110,7 @@ ALTER FUNCTION durable_jobs.approve_change(p_change_id bigint) OWNER TO durable_
 --
 
 CREATE FUNCTION durable_jobs.approved_proposer() RETURNS text
-    LANGUAGE plpgsql SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $_$
 DECLARE
@@ -3127,7 +3130,7 @@ ALTER FUNCTION durable_jobs.require_structured_change(p_change_reason text, p_ch
 --
 
 CREATE FUNCTION durable_jobs.require_valid_change_control(p_ticket_pattern text, p_require_approver boolean, p_approver_must_differ boolean, p_reason_pattern text, p_require_second_operator boolean, p_proposal_lifetime interval) RETURNS void
-    LANGUAGE plpgsql STABLE
+    LANGUAGE plpgsql IMMUTABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 DECLARE

@@ -1029,7 +1029,7 @@ CREATE OR REPLACE FUNCTION durable_jobs.require_valid_change_control(p_ticket_pa
     p_approver_must_differ boolean, p_reason_pattern text, p_require_second_operator boolean, p_proposal_lifetime interval)
 RETURNS void
 LANGUAGE plpgsql
-STABLE
+IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $function$
 DECLARE
@@ -1096,16 +1096,17 @@ ALTER FUNCTION durable_jobs.set_maker_checker(boolean, interval, text, text, tex
 REVOKE ALL ON FUNCTION durable_jobs.set_maker_checker(boolean, interval, text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION durable_jobs.set_maker_checker(boolean, interval, text, text, text) TO durable_job_operator;
 
--- approved_proposer: the login that proposed the change this transaction
--- applies, when approve_change approved it in this very transaction and
--- session (the transaction-local setting leasefence.change_proposal names
--- it, and the proposal row holds this transaction's id, which only
--- approve_change writes); NULL otherwise, a forged setting included.
+-- approved_proposer: the login that proposed the change approve_change is
+-- applying, while it applies it (the transaction-local setting
+-- leasefence.change_proposal names the proposal, and its row holds this
+-- transaction's id from the approval until approve_change has applied the
+-- change, written by nothing else); NULL otherwise: a forged setting, or
+-- one naming a proposal this transaction approved earlier, included.
 -- Takes no lock.
 CREATE OR REPLACE FUNCTION durable_jobs.approved_proposer()
 RETURNS text
 LANGUAGE plpgsql
-VOLATILE
+STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $function$
@@ -1323,6 +1324,9 @@ BEGIN
             proposal_lifetime = durable_jobs.absolute_duration((v_values ->> 'proposal_lifetime')::interval);
         PERFORM durable_jobs.set_change_record('', '', '');
     END IF;
+    -- The approval vouches for this change only: a setting forged after
+    -- this call names no proposal being applied.
+    UPDATE durable_jobs.pending_change c SET decided_in_transaction = NULL WHERE c.change_id = v_change.change_id;
     PERFORM pg_catalog.set_config('leasefence.change_proposal', '', true);
 END;
 $function$;
