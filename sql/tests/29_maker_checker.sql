@@ -314,10 +314,10 @@ SELECT ok((SELECT (e.new_values ->> 'proposed_at')::timestamptz = c.proposed_at
            WHERE e.evidence_kind = 'change_approved'),
     'the approval record names when the change was proposed');
 SELECT results_eq(
-    $$SELECT c.change_decision, c.decided_by_role, c.decided_at IS NOT NULL, c.decided_in_transaction = pg_current_xact_id()
+    $$SELECT c.change_decision, c.decided_by_role, c.decided_at IS NOT NULL, c.decided_in_transaction IS NULL
       FROM durable_jobs.pending_change c WHERE c.change_id = pg_temp.t29_id('lease')$$,
     $$VALUES ('approved'::text, 't29_checker'::text, true, true)$$,
-    'the proposal is approved, by the approver, now, in this transaction');
+    'the proposal is approved, by the approver, now; once applied it vouches for nothing more');
 SELECT is(current_setting('leasefence.change_proposal', true), '', 'approve_change leaves no proposal setting behind');
 
 DO $$ BEGIN PERFORM pg_temp.t29_mark('decided_refused'); END $$;
