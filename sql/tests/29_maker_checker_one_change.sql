@@ -5,11 +5,9 @@
 -- transaction) to make another change alone, such as switching
 -- maker-checker off or changing another queue's policy.
 --
--- FAILS on migration 026 as it stands: approved_proposer() accepts any
--- approved proposal decided by session_user in this transaction, so every
--- later change of the approver's transaction passes for an approved
--- proposal (and, the proposer being another login, for one with an
--- approver who differs). See the helper report of branch evtap2.
+-- It failed on the first draft of 026, where approved_proposer() accepted
+-- any proposal this login approved in the transaction; approve_change now
+-- clears the proposal's transaction mark once it has applied the change.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 SELECT plan(5);
