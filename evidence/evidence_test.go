@@ -82,6 +82,8 @@ func TestBuildReportsPoliciesAsOfUntilAndOnlyRecordsBeforeIt(t *testing.T) {
 	require.Equal(t, int64(1), *report.Chain.FirstID)
 	require.Equal(t, last, *report.Chain.LastID)
 	require.Equal(t, head, *report.Chain.Head)
+	require.Len(t, report.Chain.Links, count, "every record of the period is a link")
+	require.Equal(t, ChainLink{ID: last, Hash: head}, report.Chain.Links[count-1])
 	encoded, err := json.Marshal(report)
 	require.NoError(t, err)
 	digest, err := BodyDigest(encoded)
@@ -185,7 +187,7 @@ func TestReportDisposalSumsPurgesAndErasuresAndRefusesAMalformedPurgeRecord(t *t
 	require.Equal(t, 6, c.RecordCount)
 	require.Equal(t, int64(7), *c.FirstID)
 	require.Equal(t, int64(12), *c.LastID)
-	require.Equal(t, Chain{RecordCount: 0}, chainOf(nil))
+	require.Equal(t, Chain{RecordCount: 0, Links: []ChainLink{}}, chainOf(nil))
 }
 
 // A period with a job and a stale renewal in it: the outcome and job status
