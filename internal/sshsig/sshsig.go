@@ -134,4 +134,3 @@ func WriteSignature(path string, signer ssh.Signer, namespace string, message []
 	}
 	return f.Close()
 }
-

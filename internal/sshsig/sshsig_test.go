@@ -90,7 +90,9 @@ type onlySigner struct{ ssh.Signer }
 // failingSigner fails to sign.
 type failingSigner struct{ ssh.Signer }
 
-func (failingSigner) Sign(io.Reader, []byte) (*ssh.Signature, error) { return nil, errors.New("token removed") }
+func (failingSigner) Sign(io.Reader, []byte) (*ssh.Signature, error) {
+	return nil, errors.New("token removed")
+}
 
 func TestSignRefusesWhatOpenSSHWouldNotAccept(t *testing.T) {
 	t.Parallel()
