@@ -1,21 +1,28 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"os"
 	"strings"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/mightyetl/leasefence/audit"
 	"github.com/mightyetl/leasefence/evidence"
+	"github.com/mightyetl/leasefence/internal/sshsig"
 	"github.com/mightyetl/leasefence/internal/textfmt"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
 const evidenceUsage = `Usage:
-  leasectl evidence [--format markdown|json] [--since TIME] [--until TIME] [--database-url URL]
+  leasectl evidence [--format markdown|json] [--since TIME] [--until TIME]
+                    [--out FILE [--sign-key KEY]] [--database-url URL]
+  leasectl evidence verify --anchor FILE [--output text|json] [--database-url URL]
+  leasectl evidence continue --anchor FILE --reason TEXT [--ticket T] [--approver A] [--database-url URL]
 
 Writes a control-evidence report for auditors to stdout. Every section names
 the leasefence control identifiers (LF-...) it supports, the same ones
@@ -57,18 +64,52 @@ and bidirectional characters (ESC, newlines, U+202E, ...) are shown as escapes
 like \u202e; role and queue names and audit findings likewise. JSON output
 holds the values as they are, as JSON strings. --output json is the
 same as --format json. Needs a login granted durable_job_auditor.
+
+The JSON lists every record of the period with its record_hash
+(evidence_chain.links): kept outside the database, it is an anchor that
+"leasectl evidence verify --anchor FILE" compares the live chain with,
+naming the first record that differs or is missing.
+
+--out FILE writes the report to FILE, which must not exist yet, instead of
+stdout. --sign-key KEY (with --out) also writes FILE.sig, a detached SSH
+signature by the private key KEY (OpenSSH, PKCS#1, PKCS#8 or SEC 1; mode 600;
+no passphrase) in namespace ` + evidenceSignatureNamespace + `, which an auditor checks
+with OpenSSH's own tool and an allowed_signers file holding the public key:
+
+  ssh-keygen -Y verify -f allowed_signers -I IDENTITY -n ` + evidenceSignatureNamespace + ` -s FILE.sig < FILE
+
+"leasectl evidence verify" and "leasectl evidence continue": run them with
+--help.
 `
+
+// evidenceSignatureNamespace is the SSH signature namespace of signed
+// evidence exports: a signature made for another purpose (a git commit, a
+// file) does not verify as one.
+const evidenceSignatureNamespace = "leasefence-evidence"
 
 // runEvidence is "leasectl evidence".
 func runEvidence(ctx context.Context, env *cliEnv, args []string) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "verify":
+			return runEvidenceVerify(ctx, env, args[1:])
+		case "continue":
+			return runEvidenceContinue(ctx, env, args[1:])
+		}
+	}
 	fs := newFlagSet("evidence")
 	common := addCommonFlags(fs, true)
 	common.output = ""
 	format := fs.String("format", "markdown", "report format: markdown or json")
 	since := fs.String("since", "", "only records from this time on: RFC 3339 time or a duration back (720h)")
 	until := fs.String("until", "", "only records before this time: RFC 3339 time or a duration back (24h)")
+	out := fs.String("out", "", "write the report to this new `file` instead of stdout")
+	signKey := fs.String("sign-key", "", "with --out: sign the report with this SSH private `key`, into FILE.sig")
 	if done, code := parseFlags(env, fs, evidenceUsage, args); done {
 		return code
+	}
+	if *signKey != "" && *out == "" {
+		return env.usageError("evidence: --sign-key needs --out FILE: the signature is written next to the export, to FILE.sig")
 	}
 	switch common.output {
 	case "":
@@ -91,6 +132,13 @@ func runEvidence(ctx context.Context, env *cliEnv, args []string) int {
 		return env.usageError("evidence: --until must be an RFC 3339 time or a positive duration, not %q", *until)
 	}
 
+	var signer ssh.Signer
+	if *signKey != "" {
+		var err error
+		if signer, err = sshsig.LoadSigner(*signKey); err != nil {
+			return env.fail("read --sign-key", err)
+		}
+	}
 	pool, err := connectPool(ctx, common.databaseURL)
 	if err != nil {
 		return env.fail("connect to database", err)
@@ -108,12 +156,40 @@ func runEvidence(ctx context.Context, env *cliEnv, args []string) int {
 	case err != nil:
 		return env.failAudit(err)
 	}
+	var body bytes.Buffer
 	if *format == "json" {
-		_ = writeJSON(env.stdout, report)
+		_ = writeJSON(&body, report)
+	} else {
+		// Written as it is: every value in it went through printf.
+		body.WriteString(renderEvidenceMarkdown(report))
+	}
+	if *out == "" {
+		_, _ = env.stdout.Write(body.Bytes())
 		return exitOK
 	}
-	// Written as it is: every value in it went through printf.
-	_, _ = io.WriteString(env.stdout, renderEvidenceMarkdown(report))
+	return writeExport(env, *out, body.Bytes(), signer)
+}
+
+// writeExport writes an export to path, which must not exist yet, and,
+// with a signer, its detached SSH signature to path.sig.
+func writeExport(env *cliEnv, path string, body []byte, signer ssh.Signer) int {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return env.fail("write --out", err)
+	}
+	_, err = f.Write(body)
+	if err = errors.Join(err, f.Sync(), f.Close()); err != nil {
+		return env.fail("write --out", err)
+	}
+	printf(env.stdout, "wrote %s\n", path)
+	if signer == nil {
+		return exitOK
+	}
+	if err := sshsig.WriteSignature(path+".sig", signer, evidenceSignatureNamespace, body); err != nil {
+		return env.fail("sign --out", err)
+	}
+	printf(env.stdout, "wrote %s.sig (%s signature, namespace %s, key %s)\n", path, signer.PublicKey().Type(),
+		evidenceSignatureNamespace, ssh.FingerprintSHA256(signer.PublicKey()))
 	return exitOK
 }
 
