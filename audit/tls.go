@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -77,8 +78,12 @@ func checkTLSConfiguration(ctx context.Context, pool DB, o *options) ([]string, 
 			continue
 		}
 		from := r.Address
-		if r.Mask != "" {
-			from += "/" + r.Mask
+		if mask := net.ParseIP(r.Mask); mask != nil {
+			if v4 := mask.To4(); v4 != nil {
+				mask = v4
+			}
+			ones, _ := net.IPMask(mask).Size()
+			from += "/" + strconv.Itoa(ones)
 		}
 		findings = append(findings, fmt.Sprintf("pg_hba.conf line %d (%s %s %s %s %s) lets a login of a runtime role connect over TCP "+
 			"without TLS from beyond loopback: use hostssl (and hostnossl ... reject before it)", r.Line, r.Type, r.Databases, r.Users, from, r.Method))
