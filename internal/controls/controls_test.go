@@ -10,7 +10,7 @@ import (
 func TestTablesAreConsistent(t *testing.T) {
 	require.NoError(t, Validate())
 	require.NotEmpty(t, Controls())
-	require.Len(t, AuditChecks(), 21)
+	require.Len(t, AuditChecks(), 24)
 	require.NotEmpty(t, EvidenceSections())
 }
 
@@ -56,9 +56,9 @@ func TestEveryAuditCheckAndSectionIsNamedByConstant(t *testing.T) {
 	checks := []string{CheckSearchPath, CheckPublicExecute, CheckRuntimePrivileges, CheckDefinerAttributes,
 		CheckRenewalPayload, CheckSchemaCreate, CheckEvidenceAppendOnly, CheckMigrationVersion,
 		CheckObjectDependencies, CheckDefinerOwners, CheckEvidenceTrigger, CheckFunctionDrift,
-		CheckServerLogSecrets, CheckUnencryptedSessions, CheckLoginTimeouts,
-		CheckPolicyEvidence, CheckEvidenceChain, CheckAccessReview, CheckGenerationFloor, CheckSecondPrimary,
-		CheckSynchronousReplication}
+		CheckServerLogSecrets, CheckUnencryptedSessions, CheckTLSConfiguration, CheckLoginTimeouts,
+		CheckPolicyEvidence, CheckEvidenceChain, CheckEvidenceAnchor, CheckAccessReview, CheckGenerationFloor,
+		CheckServerIsPrimary, CheckSecondPrimary, CheckSynchronousReplication}
 	require.Len(t, AuditChecks(), len(checks))
 	for i, a := range AuditChecks() {
 		require.Equal(t, checks[i], a.ID)
