@@ -163,9 +163,9 @@ func parseExportAnchor(data []byte) (Anchor, error) {
 // AnchorResult is how the live evidence chain stands against an anchor.
 type AnchorResult struct {
 	// Held is true when the live chain holds every record of the anchor
-	// with its hash and continues from the last one, or holds them up to a
-	// record that a continuation record follows, naming the anchor's last
-	// record and hash.
+	// with its hash and continues from the last one, or holds them up to
+	// some record (perhaps none) and a continuation record after it names
+	// the anchor's last record and hash.
 	Held bool `json:"held"`
 	// AnchorLastID is the anchor's last record, its chain head.
 	AnchorLastID int64 `json:"anchor_last_id"`
@@ -176,6 +176,10 @@ type AnchorResult struct {
 	// followed across (0 when none): the anchor's records after
 	// AgreedThrough are kept outside the database, in the export.
 	ContinuedAt int64 `json:"continued_at"`
+	// Between are the live records between the last that agrees and the
+	// continuation (empty when none): written after the chain broke and
+	// before the continuation, such as the migrations of a reinstall.
+	Between []int64 `json:"between"`
 	// FirstDiffering is the first record of the anchor that the live chain
 	// lacks or holds with another hash (0 when none).
 	FirstDiffering int64 `json:"first_differing"`
@@ -253,7 +257,7 @@ func VerifyAnchor(ctx context.Context, db DB, a Anchor) (AnchorResult, error) {
 // order, each hash recomputed from the chain's start.
 func compareAnchor(live []liveLink, a Anchor) AnchorResult {
 	last := a.Last()
-	result := AnchorResult{AnchorLastID: last.ID}
+	result := AnchorResult{AnchorLastID: last.ID, Between: []int64{}}
 	byID := map[int64]int{}
 	for i, l := range live {
 		byID[l.ID] = i
@@ -280,28 +284,31 @@ func compareAnchor(live []liveLink, a Anchor) AnchorResult {
 		result.Summary = fmt.Sprintf("the live chain holds every record of the anchor up to record %d with the same hashes and continues from it", last.ID)
 		return result
 	}
-	// A continuation naming the anchor's head, right after the records
-	// that agree or first in the chain (a chain begun anew), carries the
-	// chain across the records the export keeps.
-	continues := func(i int) bool {
-		l := live[i]
-		return l.continuation && l.ContinuesID == last.ID && bytes.Equal(l.ContinuesHash, last.Hash)
-	}
-	at := -1
-	switch {
-	case next < len(live) && continues(next):
-		at = next
-	case len(live) > 0 && continues(0):
-		at, result.AgreedThrough = 0, 0
-	}
-	if at >= 0 {
-		result.Held, result.ContinuedAt, result.FirstDiffering, result.Missing = true, live[at].ID, 0, false
+	// A continuation naming the anchor's head, after the records that
+	// agree (or anywhere when none does: a chain begun anew), carries the
+	// chain across the records the export keeps. Records between them (the
+	// migrations of a reinstall, a change made after a restore before the
+	// continuation was recorded) are named: like every record after an
+	// anchor, nothing anchors them.
+	for at := next; at < len(live); at++ {
+		l := live[at]
+		if !l.continuation || l.ContinuesID != last.ID || !bytes.Equal(l.ContinuesHash, last.Hash) {
+			continue
+		}
+		result.Held, result.ContinuedAt, result.FirstDiffering, result.Missing = true, l.ID, 0, false
+		for _, between := range live[next:at] {
+			result.Between = append(result.Between, between.ID)
+		}
 		kept := fmt.Sprintf("records up to %d", last.ID)
 		if result.AgreedThrough > 0 {
 			kept = fmt.Sprintf("records after %d up to %d", result.AgreedThrough, last.ID)
 		}
 		result.Summary = fmt.Sprintf("record %d (%s) continues the live chain from record %d, the anchor's last, after the anchor's records up to %d that the live chain holds with the same hashes: the anchor's %s are kept outside the database, in the export",
-			live[at].ID, ContinuationKind, last.ID, result.AgreedThrough, kept)
+			l.ID, ContinuationKind, last.ID, result.AgreedThrough, kept)
+		if n := len(result.Between); n > 0 {
+			result.Summary += fmt.Sprintf("; live records %d to %d (%d) come between, written after the chain broke and before the continuation",
+				result.Between[0], result.Between[n-1], n)
+		}
 		return result
 	}
 	if result.Missing {

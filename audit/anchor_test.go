@@ -117,7 +117,7 @@ func TestCompareAnchorFollowsTheChainAndNamesTheFirstDifference(t *testing.T) {
 
 	r := compareAnchor(live, anchor)
 	require.True(t, r.Held)
-	require.Equal(t, AnchorResult{Held: true, AnchorLastID: 4, AgreedThrough: 4,
+	require.Equal(t, AnchorResult{Held: true, AnchorLastID: 4, AgreedThrough: 4, Between: []int64{},
 		Summary: "the live chain holds every record of the anchor up to record 4 with the same hashes and continues from it"}, r)
 	require.True(t, compareAnchor(live[:4], anchor).Held, "a chain that ends at the anchor holds it")
 
@@ -132,7 +132,7 @@ func TestCompareAnchorFollowsTheChainAndNamesTheFirstDifference(t *testing.T) {
 	// Record 3 rewritten and every later hash recomputed: 3 differs.
 	rewritten := liveChain("a", "b", "C", "d", "e")
 	r = compareAnchor(rewritten, anchor)
-	require.Equal(t, AnchorResult{AnchorLastID: 4, AgreedThrough: 2, FirstDiffering: 3,
+	require.Equal(t, AnchorResult{AnchorLastID: 4, AgreedThrough: 2, FirstDiffering: 3, Between: []int64{},
 		Finding: "record 3 differs from the anchor: it, or a record before it, was altered, removed or inserted, and no evidence_chain_continued record naming record 4 follows the records that agree",
 		Summary: "record 3 differs from the anchor: it, or a record before it, was altered, removed or inserted, and no evidence_chain_continued record naming record 4 follows the records that agree"}, r)
 
@@ -167,12 +167,19 @@ func TestCompareAnchorFollowsTheChainAndNamesTheFirstDifference(t *testing.T) {
 	require.Equal(t, int64(1), r.ContinuedAt)
 	require.Contains(t, r.Summary, "the anchor's records up to 4 are kept outside the database")
 
-	// A chain begun anew whose continuation comes after other records is
-	// no continuation of the anchor: record 1 differs.
-	late := liveChain("x", "continue:4:"+head)
+	// A chain begun anew whose continuation comes after other records (the
+	// migrations of a reinstall): held, with those records named.
+	late := liveChain("x", "y", "continue:4:"+head)
 	r = compareAnchor(late, anchor)
-	require.False(t, r.Held)
-	require.Equal(t, int64(1), r.FirstDiffering)
+	require.True(t, r.Held, r.Finding)
+	require.Equal(t, int64(3), r.ContinuedAt)
+	require.Equal(t, []int64{1, 2}, r.Between)
+	require.True(t, strings.HasSuffix(r.Summary, "; live records 1 to 2 (2) come between, written after the chain broke and before the continuation"), r.Summary)
+	// A restore whose next change came before the continuation.
+	r = compareAnchor(liveChain("a", "b", "z", "continue:4:"+head), anchor)
+	require.True(t, r.Held, r.Finding)
+	require.Equal(t, int64(2), r.AgreedThrough)
+	require.Equal(t, []int64{3}, r.Between)
 
 	// A continuation naming another head, or another id, carries nothing.
 	for _, name := range []string{"continue:3:" + head, "continue:4:" + hex.EncodeToString(hashOf("other"))} {

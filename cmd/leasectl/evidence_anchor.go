@@ -18,11 +18,12 @@ write-once storage) or the file of "leasectl migrate down --evidence-export".
 Each live record's hash is recomputed from its content as stored now.
 
 Exit 0 when the live chain still holds every record of the anchor, up to its
-last one, with the same hashes and continues from it; or holds them up to a
-record that an evidence_chain_continued record follows (or that record begins
-the chain), naming exactly the anchor's last id and hash (see "leasectl
+last one, with the same hashes and continues from it; or holds them up to
+some record (or none, after a reinstall) and an evidence_chain_continued
+record after it names exactly the anchor's last id and hash (see "leasectl
 evidence continue"): the anchor's later records are then kept outside the
-database, in the export. Exit 2 (a finding, AUDIT-EVIDENCE-ANCHOR) otherwise,
+database, in the export, and the live records between (written after the
+break, before the continuation) are named. Exit 2 (a finding, AUDIT-EVIDENCE-ANCHOR) otherwise,
 naming the first record of the anchor that differs or is missing: a record
 rewritten with every later hash recomputed, the newest records deleted, an
 older backup restored, or a chain begun anew without a continuation.
