@@ -79,6 +79,7 @@ var checkFuncs = map[string]checkFunc{
 	controls.CheckTLSConfiguration:       checkTLSConfiguration,
 	controls.CheckEvidenceAnchor:         checkEvidenceAnchor,
 	controls.CheckServerIsPrimary:        checkServerIsPrimary,
+	controls.CheckRoleChangeLogging:      checkRoleChangeLogging,
 }
 
 // CheckResult is the outcome of one check.

@@ -23,6 +23,9 @@ type Option func(*options)
 type options struct {
 	hosts  []*pgx.ConnConfig
 	anchor *Anchor
+	// requireRoleLogging makes AUDIT-ROLE-CHANGE-LOGGING's problem a
+	// finding (RequireRoleChangeLogging).
+	requireRoleLogging bool
 	// warnings collects the warnings of the check running now (see warn).
 	warnings []string
 }

@@ -13,7 +13,7 @@ import (
 // written from audit.Checks (internal/controls), the one place they are
 // named.
 var auditUsage = `Usage:
-  leasectl audit [--output text|json] [--evidence-anchor FILE] [--database-url URL]
+  leasectl audit [--output text|json] [--evidence-anchor FILE] [--require-pgaudit] [--database-url URL]
 
 Checks the live database against leasefence's contract and prints one line
 per finding, each starting with the check's stable identifier:
@@ -34,6 +34,11 @@ neither does AUDIT-TLS-CONFIGURATION's warning that a login which cannot read
 pg_hba_file_rules (only superusers can, unless granted) did not check them.
 Against a standby, AUDIT-SERVER-IS-PRIMARY is a finding: audit the primary
 (add target_session_attrs=read-write to a multi-host URL).
+
+AUDIT-ROLE-CHANGE-LOGGING warns when pgaudit is not loaded or its
+pgaudit.log lacks the role class (so a GRANT, REVOKE or DROP ROLE of a bundle
+role leaves no trace); --require-pgaudit makes that a finding, for
+deployments under audit. A plain local install still audits clean.
 
 --evidence-anchor FILE compares the live evidence chain with an earlier
 export (AUDIT-EVIDENCE-ANCHOR), as "leasectl evidence verify --anchor FILE"
@@ -82,6 +87,7 @@ func runAudit(ctx context.Context, env *cliEnv, args []string) int {
 	fs := newFlagSet("audit")
 	common := addCommonFlags(fs, true)
 	anchorPath := fs.String("evidence-anchor", "", "compare the evidence chain with this earlier export (`file`)")
+	requirePgaudit := fs.Bool("require-pgaudit", false, "report a server whose pgaudit does not log role changes as a finding, not a warning")
 	if done, code := parseFlags(env, fs, auditUsage, args); done {
 		return code
 	}
@@ -89,6 +95,9 @@ func runAudit(ctx context.Context, env *cliEnv, args []string) int {
 		return env.usageError("audit: %s", err)
 	}
 	var opts []audit.Option
+	if *requirePgaudit {
+		opts = append(opts, audit.RequireRoleChangeLogging())
+	}
 	if *anchorPath != "" {
 		anchor, done, code := readAnchor(env, "audit", *anchorPath)
 		if done {

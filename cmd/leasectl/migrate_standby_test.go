@@ -46,7 +46,7 @@ func TestMigrateAndAuditAgainstAStandbySayItIsOne(t *testing.T) {
 	require.Equal(t, []string{controls.CheckServerIsPrimary}, findingIDs(text.stdout), text.stdout)
 	require.Contains(t, text.stdout, "AUDIT-SERVER-IS-PRIMARY: "+audit.StandbyFinding+"\n")
 	require.NotContains(t, text.stdout, "synchronous_standby_names is empty")
-	require.Zero(t, report.Warnings)
+	require.Equal(t, 1, report.Warnings, "only AUDIT-ROLE-CHANGE-LOGGING's (no pgaudit)")
 
 	// Both hosts with target_session_attrs=read-write: the primary.
 	first := "127.0.0.1:" + itoa(int64(primary.Port()))
@@ -57,4 +57,17 @@ func TestMigrateAndAuditAgainstAStandbySayItIsOne(t *testing.T) {
 	r = leasectl(t, "migrate", "up", "--database-url", both)
 	requireCode(t, exitOK, r)
 	require.Contains(t, r.stdout, "nothing to do")
+}
+
+// Issue 39, item 5: without pgaudit logging role changes the audit warns;
+// --require-pgaudit makes it a finding (exit 2).
+func TestAuditRequirePgauditTurnsTheWarningIntoAFinding(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	r := leasectl(t, "audit", "--database-url", db.URL)
+	requireCode(t, exitOK, r)
+	require.Contains(t, r.stdout, "warning: AUDIT-ROLE-CHANGE-LOGGING: pgaudit is not loaded")
+	r = leasectl(t, "audit", "--require-pgaudit", "--database-url", db.URL)
+	requireCode(t, exitFindings, r)
+	require.Equal(t, []string{controls.CheckRoleChangeLogging}, findingIDs(r.stdout), r.stdout)
 }

@@ -137,6 +137,8 @@ const (
 	CheckEvidenceAnchor = "AUDIT-EVIDENCE-ANCHOR"
 	// CheckServerIsPrimary: the audited server is a primary, not a standby.
 	CheckServerIsPrimary = "AUDIT-SERVER-IS-PRIMARY"
+	// CheckRoleChangeLogging: pgaudit logs role changes (a warning unless the audit requires it).
+	CheckRoleChangeLogging = "AUDIT-ROLE-CHANGE-LOGGING"
 )
 
 // Evidence section identifiers. Each names one entry of EvidenceSections.
@@ -278,6 +280,9 @@ var auditCheckTable = []AuditCheck{
 	{CheckAccessReview, "Logins hold only the access their job needs",
 		"No login (superusers aside) or PUBLIC holds a table, column or sequence privilege in schema durable_jobs; no login holds a definer owner role, directly or inherited; no login holds both durable_job_worker and durable_job_operator unless its role comment says 'leasefence: separation of duties accepted: <TICKET-1>'.",
 		[]string{AccessReview, AccessLeastPrivilege, PrivacyPayloadApart, AuditConfiguration}},
+	{CheckRoleChangeLogging, "Role changes are logged",
+		"pgaudit is loaded (shared_preload_libraries) and pgaudit.log, as in force for the auditing session, includes the role class, so every GRANT, REVOKE, CREATE, ALTER and DROP ROLE (of a bundle role too) is written to the server log with the login that ran it. Otherwise a warning, which never fails the audit (a plain local install audits clean); with `--require-pgaudit` (audit.RequireRoleChangeLogging), for deployments under audit, a finding. A login that cannot read shared_preload_libraries (superusers and pg_read_all_settings can) is told it cannot tell.",
+		[]string{AccessReview, AuditConfiguration}},
 	{CheckGenerationFloor, "Fencing generations survive promotion",
 		"Every claim's generation is at least its WAL timeline's floor. From bundle version 17 the floor is in durable_jobs.claim_next_jobs: its installed source computes the floor and claims with GREATEST(generation + 1, floor) (any other change to it is AUDIT-FUNCTION-DRIFT's). At versions 11 to 16 the trigger job_record_generation_floor of migration 011 exists on durable_jobs.job_record, fires in every session (enabled O or A), executes durable_jobs.raise_generation_to_floor() and is defined exactly as 011 defines it (the function's body is compared by AUDIT-FUNCTION-DRIFT). It reports nothing on a bundle older than 011 (AUDIT-MIGRATION-VERSION does).",
 		[]string{IntegrityFencing, AuditConfiguration}},
