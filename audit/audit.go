@@ -71,6 +71,8 @@ var checkFuncs = map[string]checkFunc{
 	controls.CheckUnencryptedSessions:    plain(checkUnencryptedSessions),
 	controls.CheckLoginTimeouts:          plain(checkRuntimeLoginTimeouts),
 	controls.CheckPolicyEvidence:         plain(checkPolicyEvidence),
+	controls.CheckControlEvidence:        plain(checkControlEvidence),
+	controls.CheckJobStatuses:            plain(checkJobStatuses),
 	controls.CheckEvidenceChain:          plain(checkEvidenceChain),
 	controls.CheckAccessReview:           plain(checkAccessReview),
 	controls.CheckGenerationFloor:        checkGenerationFloor,

@@ -85,25 +85,9 @@ func checkEvidenceChain(ctx context.Context, pool DB) ([]string, error) {
 	if err != nil || !callable {
 		return optionalFinding(finding), err
 	}
-	var findings []string
-	for _, tr := range chainTriggers {
-		var enabled string
-		err := pool.QueryRow(ctx, `
-			SELECT COALESCE((SELECT g.tgenabled::text FROM pg_catalog.pg_trigger g
-			                 JOIN pg_catalog.pg_class c ON c.oid = g.tgrelid
-			                 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-			                 WHERE n.nspname = 'durable_jobs' AND c.relname = $1 AND g.tgname = $2), '')`,
-			tr[0], tr[1]).Scan(&enabled)
-		if err != nil {
-			return nil, err
-		}
-		switch enabled {
-		case "O", "A":
-		case "":
-			findings = append(findings, fmt.Sprintf("trigger %s on durable_jobs.%s is missing", tr[1], tr[0]))
-		default:
-			findings = append(findings, fmt.Sprintf("trigger %s on durable_jobs.%s does not fire in every session (tgenabled %s)", tr[1], tr[0], enabled))
-		}
+	findings, err := triggerFindings(ctx, pool, chainTriggers)
+	if err != nil {
+		return nil, err
 	}
 	rows, _ := pool.Query(ctx, `
 		SELECT evidence_record_id, evidence_kind, content_digest, previous_record_hash, record_hash

@@ -116,3 +116,27 @@ func TestAuditFindsDeletedAlteredAndReorderedEvidence(t *testing.T) {
 // by a person and the operator role held by a worker login all passed the
 // audit, and monitoring read a payload. Role memberships are cluster-wide,
 // so this runs on a cluster of its own.
+
+// A retention policy changed with its evidence trigger off, a trigger left
+// disabled and FAILED jobs set to SUCCEEDED by hand are findings (issue 39,
+// item 2); each passed the audit on version 25.
+func TestControlsChangedAroundTheirEvidenceAndStatusesSetByHandAreFindings(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	admin := db.Pool(t)
+	auditor := db.LoginURL(t, "durable_job_auditor")
+	text, _ := runAudit(t, auditor)
+	require.NotContains(t, text.ids, controls.CheckControlEvidence, "a fresh install's controls match the baseline")
+	require.NotContains(t, text.ids, controls.CheckJobStatuses)
+
+	execSQL(t, admin, `ALTER TABLE durable_jobs.queue_retention_policy DISABLE TRIGGER queue_retention_policy_evidence`)
+	execSQL(t, admin, `UPDATE durable_jobs.queue_retention_policy SET payload_retention = '2 hours' WHERE queue_name = '*'`)
+	execSQL(t, admin, `SELECT durable_jobs.enqueue_job('t39.status', '{}'), durable_jobs.enqueue_job('t39.status', '{}')`)
+	execSQL(t, admin, `UPDATE durable_jobs.job_record SET job_status = 'SUCCEEDED' WHERE queue_name = 't39.status'`)
+	text, report := runAudit(t, auditor)
+	require.Equal(t, []string{controls.CheckControlEvidence, controls.CheckJobStatuses}, text.ids)
+	require.Contains(t, text.stdout, "trigger queue_retention_policy_evidence on durable_jobs.queue_retention_policy does not fire in every session (tgenabled D)")
+	require.Contains(t, text.stdout, "queue_retention_policy queue '*': retention differs from what its last evidence record says")
+	require.Contains(t, text.stdout, "queue 't39.status': 2 SUCCEEDED job(s) whose status no fenced write or recorded action explains")
+	require.Equal(t, 3, report.Findings)
+}

@@ -121,13 +121,15 @@ func TestRunWithoutTheAuditorRoleCannotReadTheVersion(t *testing.T) {
 	db := testdb.New(t)
 	text, report := runAudit(t, plainLoginURL(t, db, "lf_plain_"+randomSuffix(t)))
 	require.Equal(t, []string{controls.CheckMigrationVersion, controls.CheckFunctionDrift, controls.CheckPolicyEvidence,
-		controls.CheckEvidenceChain}, text.ids)
+		controls.CheckControlEvidence, controls.CheckJobStatuses, controls.CheckEvidenceChain}, text.ids)
+	require.Contains(t, text.stdout, "AUDIT-CONTROLS-MATCH-EVIDENCE: cannot tell: this login cannot execute durable_jobs.control_evidence_mismatches(); grant it durable_job_auditor")
+	require.Contains(t, text.stdout, "AUDIT-JOB-STATUSES-EXPLAINED: cannot tell: this login cannot execute durable_jobs.job_status_mismatches(); grant it durable_job_auditor")
 	require.Contains(t, text.stdout, "AUDIT-POLICY-MATCHES-EVIDENCE: cannot tell: this login cannot execute durable_jobs.policy_evidence_mismatches(); grant it durable_job_auditor")
 	require.Contains(t, text.stdout, "AUDIT-EVIDENCE-CHAIN: cannot tell: this login cannot execute durable_jobs.control_evidence_chain(); grant it durable_job_auditor")
 	require.Contains(t, text.stdout, "AUDIT-MIGRATION-VERSION: this login can read neither")
 	require.Contains(t, text.stdout, "AUDIT-FUNCTION-DRIFT: this login can read neither")
 	require.Contains(t, text.stdout, "grant it durable_job_auditor")
-	require.Equal(t, 4, report.Findings)
+	require.Equal(t, 6, report.Findings)
 }
 
 func TestAuditFindsEveryBrokenCheck(t *testing.T) {

@@ -1,5 +1,5 @@
 -- GENERATED: do not edit. The schema durable_jobs of a fresh install of
--- the bundle at version 25, as pg_dump --schema-only prints it: tables,
+-- the bundle at version 26, as pg_dump --schema-only prints it: tables,
 -- indexes, constraints, triggers, functions, owners and grants. The
 -- installing superuser is written postgres. The roles are in
 -- sql/roles/bundle_roles.sql, the function bodies with their comments in
@@ -80,7 +80,7 @@ CREATE TABLE durable_jobs.control_evidence_record (
     change_approver text,
     previous_record_hash bytea NOT NULL,
     record_hash bytea NOT NULL,
-    CONSTRAINT control_evidence_record_kind CHECK ((evidence_kind = ANY (ARRAY['migration_applied'::text, 'migration_reverted'::text, 'lease_policy_changed'::text, 'renewal_enablement_changed'::text, 'deployment_recorded'::text, 'retention_policy_changed'::text, 'job_data_purged'::text, 'job_payload_erased'::text, 'change_control_changed'::text]))),
+    CONSTRAINT control_evidence_record_kind CHECK ((evidence_kind = ANY (ARRAY['migration_applied'::text, 'migration_reverted'::text, 'lease_policy_changed'::text, 'renewal_enablement_changed'::text, 'deployment_recorded'::text, 'retention_policy_changed'::text, 'job_data_purged'::text, 'job_payload_erased'::text, 'change_control_changed'::text, 'evidence_chain_continued'::text, 'job_cancelled'::text, 'job_replayed'::text]))),
     CONSTRAINT control_evidence_record_ticket_format CHECK (((length(change_ticket) >= 1) AND (length(change_ticket) <= 100)))
 );
 
@@ -139,25 +139,64 @@ END;
 ALTER FUNCTION durable_jobs.bundle_migration_version() OWNER TO durable_job_audit_owner;
 
 --
--- Name: cancel_job(bigint); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_producer_owner
+-- Name: cancel_job_recorded(bigint, text, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_producer_owner
 --
 
-CREATE FUNCTION durable_jobs.cancel_job(p_job_record_id bigint) RETURNS boolean
-    LANGUAGE plpgsql SECURITY DEFINER
+CREATE FUNCTION durable_jobs.cancel_job_recorded(p_job_record_id bigint, p_change_reason text, p_change_ticket text, p_change_approver text) RETURNS boolean
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+DECLARE
+    v_queue text;
+    v_previous text;
 BEGIN
     IF p_job_record_id IS NULL THEN
         RAISE EXCEPTION 'job id is required' USING ERRCODE = 'LF003';
     END IF;
+    SELECT j.queue_name, j.job_status::text INTO v_queue, v_previous
+    FROM durable_jobs.job_record j
+    WHERE j.job_record_id = p_job_record_id AND j.job_status IN ('QUEUED', 'RETRY_SCHEDULED', 'RUNNING')
+    FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
     UPDATE durable_jobs.job_record j
     SET job_status = 'CANCELLED', status_changed_at = pg_catalog.clock_timestamp(), lease_expires_at = NULL
-    WHERE j.job_record_id = p_job_record_id AND j.job_status IN ('QUEUED', 'RETRY_SCHEDULED', 'RUNNING');
-    RETURN FOUND;
+    WHERE j.job_record_id = p_job_record_id;
+    PERFORM durable_jobs.record_job_action(p_job_record_id, v_queue, 'cancelled', v_previous, 'CANCELLED',
+        p_change_reason, p_change_ticket, p_change_approver);
+    RETURN true;
 END;
 $$;
 
+ALTER FUNCTION durable_jobs.cancel_job_recorded(p_job_record_id bigint, p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO durable_job_producer_owner;
+
+--
+-- Name: cancel_job(bigint); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_producer_owner
+--
+
+CREATE FUNCTION durable_jobs.cancel_job(p_job_record_id bigint) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT durable_jobs.cancel_job_recorded(p_job_record_id, NULL::text, NULL::text, NULL::text) AS cancel_job_recorded;
+END;
+
 ALTER FUNCTION durable_jobs.cancel_job(p_job_record_id bigint) OWNER TO durable_job_producer_owner;
+
+--
+-- Name: cancel_job(bigint, text, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_producer_owner
+--
+
+CREATE FUNCTION durable_jobs.cancel_job(p_job_record_id bigint, p_change_reason text, p_change_ticket text DEFAULT NULL::text, p_change_approver text DEFAULT NULL::text) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '10s'
+    BEGIN ATOMIC
+ SELECT durable_jobs.cancel_job_recorded(p_job_record_id, COALESCE(p_change_reason, ''::text), p_change_ticket, p_change_approver) AS cancel_job_recorded;
+END;
+
+ALTER FUNCTION durable_jobs.cancel_job(p_job_record_id bigint, p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO durable_job_producer_owner;
 
 --
 -- Name: chain_evidence_record(); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
@@ -306,6 +345,52 @@ END;
 $$;
 
 ALTER FUNCTION durable_jobs.change_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO durable_job_policy_owner;
+
+--
+-- Name: check_change_record(durable_jobs.change_control_setting, text, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.check_change_record(p_setting durable_jobs.change_control_setting, p_change_reason text, p_change_ticket text, p_change_approver text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_change_reason IS NULL OR NOT durable_jobs.is_plain_change_reason(p_change_reason) THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'The change reason must be 1 to 500 characters, not blank, without control or bidirectional-control characters.';
+    END IF;
+    IF p_setting.reason_pattern IS NOT NULL AND p_change_reason !~ p_setting.reason_pattern THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'The change reason must match the change-control reason pattern (durable_jobs.change_control()).';
+    END IF;
+    IF durable_jobs.looks_personal_or_secret(p_change_reason) THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'The change reason looks like it holds personal data or a secret (a resident registration, card or phone number, an e-mail address or a credential); evidence is append-only and kept, so give a ticket reference instead.';
+    END IF;
+    IF p_change_ticket IS NOT NULL AND (pg_catalog.length(p_change_ticket) > 100
+       OR NOT durable_jobs.is_plain_change_reason(p_change_ticket) OR p_change_ticket !~ p_setting.ticket_pattern) THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'The change ticket must be plain text of at most 100 characters matching the change-control ticket pattern (durable_jobs.change_control()).';
+    END IF;
+    IF p_change_approver IS NULL AND p_setting.require_approver THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'Change control requires an approver for every change.';
+    END IF;
+    IF p_change_approver IS NOT NULL AND NOT EXISTS (
+           SELECT 1 FROM pg_catalog.pg_roles r
+           WHERE r.rolname = p_change_approver AND r.rolcanlogin
+             AND pg_catalog.pg_has_role(r.oid, 'durable_job_operator', 'MEMBER')) THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'The approver must be an existing login role that holds durable_job_operator.';
+    END IF;
+    IF p_change_approver = SESSION_USER AND p_setting.approver_must_differ THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'Change control requires the approver to be another login than the one making the change.';
+    END IF;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.check_change_record(p_setting durable_jobs.change_control_setting, p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO postgres;
 
 --
 -- Name: claim_next_job(text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_claim_owner
@@ -650,6 +735,37 @@ $$;
 ALTER FUNCTION durable_jobs.complete_jobs(p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[], p_result_documents jsonb[]) OWNER TO durable_job_terminal_owner;
 
 --
+-- Name: continue_evidence_chain(bigint, bytea, text, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+CREATE FUNCTION durable_jobs.continue_evidence_chain(p_previous_head_id bigint, p_previous_head_hash bytea, p_change_reason text, p_change_ticket text DEFAULT NULL::text, p_change_approver text DEFAULT NULL::text) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '10s'
+    AS $$
+DECLARE
+    v_record_id bigint;
+BEGIN
+    IF p_previous_head_id IS NULL OR p_previous_head_id < 1
+       OR p_previous_head_hash IS NULL OR pg_catalog.length(p_previous_head_hash) <> 32 THEN
+        RAISE EXCEPTION 'invalid chain head' USING ERRCODE = 'LF003',
+            DETAIL = 'Need the id (1 or more) and the 32-byte record hash of the head an export ends with.';
+    END IF;
+    PERFORM durable_jobs.require_structured_change(p_change_reason, p_change_ticket, p_change_approver);
+    INSERT INTO durable_jobs.control_evidence_record
+        (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
+    VALUES ('evidence_chain_continued', NULL, NULL,
+            pg_catalog.jsonb_build_object('previous_head_id', p_previous_head_id,
+                'previous_head_hash', pg_catalog.encode(p_previous_head_hash, 'hex')),
+            p_change_reason, p_change_ticket, p_change_approver)
+    RETURNING evidence_record_id INTO v_record_id;
+    RETURN v_record_id;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.continue_evidence_chain(p_previous_head_id bigint, p_previous_head_hash bytea, p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO durable_job_policy_owner;
+
+--
 -- Name: evidence_content_digest(bigint, text, text, jsonb, jsonb, text, text, timestamp with time zone, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
 --
 
@@ -702,6 +818,92 @@ CREATE FUNCTION durable_jobs.control_evidence_history(p_since timestamp with tim
 END;
 
 ALTER FUNCTION durable_jobs.control_evidence_history(p_since timestamp with time zone) OWNER TO durable_job_audit_owner;
+
+--
+-- Name: queue_retention_policy; Type: TABLE; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE TABLE durable_jobs.queue_retention_policy (
+    queue_name text NOT NULL,
+    payload_retention interval NOT NULL,
+    record_retention interval NOT NULL,
+    changed_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    changed_by_role text DEFAULT SESSION_USER NOT NULL,
+    CONSTRAINT queue_retention_policy_bounds CHECK (((payload_retention >= '01:00:00'::interval) AND (record_retention >= payload_retention) AND (record_retention <= '3650 days'::interval))),
+    CONSTRAINT queue_retention_policy_queue_name_format CHECK (((queue_name = '*'::text) OR (queue_name ~ '^[a-z][a-z0-9_.:-]{0,62}$'::text)))
+);
+
+ALTER TABLE durable_jobs.queue_retention_policy OWNER TO postgres;
+
+--
+-- Name: TABLE queue_retention_policy; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON TABLE durable_jobs.queue_retention_policy IS 'Retention per queue (''*'' is the default): how long a finished job keeps its payload and result documents, and how long its row and outcome ledger are kept.';
+
+--
+-- Name: control_evidence_mismatches(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+CREATE FUNCTION durable_jobs.control_evidence_mismatches() RETURNS TABLE(control_table text, queue_name text, mismatch text)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ WITH retention_records AS (
+          SELECT e.evidence_record_id,
+             e.queue_name,
+             e.new_values
+            FROM durable_jobs.control_evidence_record e
+           WHERE ((e.evidence_kind = 'retention_policy_changed'::text) AND (e.queue_name IS NOT NULL))
+         UNION ALL
+          SELECT e.evidence_record_id,
+             (b.row_values ->> 'policy_queue_name'::text),
+             b.row_values
+            FROM durable_jobs.control_evidence_record e,
+             LATERAL jsonb_array_elements((e.new_values -> 'retention_baseline'::text)) b(row_values)
+           WHERE ((e.evidence_kind = 'migration_applied'::text) AND (e.new_values ? 'retention_baseline'::text))
+         ), last_retention AS (
+          SELECT DISTINCT ON (r.queue_name) r.queue_name,
+             r.new_values,
+             (COALESCE((r.new_values ->> 'policy_queue_name'::text), ''::text) = r.queue_name) AS has_row
+            FROM retention_records r
+           ORDER BY r.queue_name, r.evidence_record_id DESC
+         ), last_change_control AS (
+          SELECT c.new_values
+            FROM ( SELECT e.evidence_record_id,
+                     e.new_values
+                    FROM durable_jobs.control_evidence_record e
+                   WHERE ((e.evidence_kind = 'change_control_changed'::text) AND (e.new_values ?& ARRAY['ticket_pattern'::text, 'require_approver'::text, 'approver_must_differ'::text, 'reason_pattern'::text]))
+                 UNION ALL
+                  SELECT e.evidence_record_id,
+                     (e.new_values -> 'change_control_baseline'::text)
+                    FROM durable_jobs.control_evidence_record e
+                   WHERE ((e.evidence_kind = 'migration_applied'::text) AND (e.new_values ? 'change_control_baseline'::text))) c
+           ORDER BY c.evidence_record_id DESC
+          LIMIT 1
+         )
+  SELECT 'queue_retention_policy'::text,
+     COALESCE(p.queue_name, v.queue_name) AS "coalesce",
+         CASE
+             WHEN (v.queue_name IS NULL) THEN 'retention row has no evidence record'::text
+             WHEN (p.queue_name IS NULL) THEN 'retention row in the evidence is missing from the table'::text
+             WHEN (NOT v.has_row) THEN 'retention row exists but the evidence says it was removed'::text
+             ELSE 'retention differs from what its last evidence record says'::text
+         END AS "case"
+    FROM (durable_jobs.queue_retention_policy p
+      FULL JOIN last_retention v ON ((v.queue_name = p.queue_name)))
+   WHERE ((v.queue_name IS NULL) OR ((p.queue_name IS NULL) AND v.has_row) OR ((p.queue_name IS NOT NULL) AND (NOT v.has_row)) OR ((p.queue_name IS NOT NULL) AND ((((v.new_values ->> 'payload_retention'::text))::interval IS DISTINCT FROM p.payload_retention) OR (((v.new_values ->> 'record_retention'::text))::interval IS DISTINCT FROM p.record_retention))))
+ UNION ALL
+  SELECT 'change_control_setting'::text,
+     NULL::text,
+     'change control differs from what its last evidence record says'::text
+    FROM (durable_jobs.change_control_setting s
+      JOIN last_change_control c ON (true))
+   WHERE (((c.new_values ->> 'ticket_pattern'::text) IS DISTINCT FROM s.ticket_pattern) OR (((c.new_values ->> 'require_approver'::text))::boolean IS DISTINCT FROM s.require_approver) OR (((c.new_values ->> 'approver_must_differ'::text))::boolean IS DISTINCT FROM s.approver_must_differ) OR ((c.new_values ->> 'reason_pattern'::text) IS DISTINCT FROM s.reason_pattern))
+  ORDER BY 1, 2;
+END;
+
+ALTER FUNCTION durable_jobs.control_evidence_mismatches() OWNER TO durable_job_audit_owner;
 
 --
 -- Name: control_evidence_records(timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_audit_owner
@@ -963,10 +1165,10 @@ $$;
 ALTER FUNCTION durable_jobs.enqueue_jobs(p_queue_name text, p_job_payloads jsonb[], p_idempotency_keys text[], p_run_afters timestamp with time zone[], p_max_attempts integer[]) OWNER TO durable_job_producer_owner;
 
 --
--- Name: erase_job_payload(bigint, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_retention_owner
+-- Name: erase_job_payload(bigint, text, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_retention_owner
 --
 
-CREATE FUNCTION durable_jobs.erase_job_payload(p_job_record_id bigint, p_change_reason text) RETURNS boolean
+CREATE FUNCTION durable_jobs.erase_job_payload(p_job_record_id bigint, p_change_reason text, p_change_ticket text, p_change_approver text DEFAULT NULL::text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -988,7 +1190,7 @@ BEGIN
     -- other change can commit first; the job row is locked before it, as
     -- before migration 024, so an erasure that waits for a worker's
     -- terminal write holds no evidence writer up meanwhile.
-    PERFORM durable_jobs.require_structured_change(p_change_reason, NULL, NULL);
+    PERFORM durable_jobs.require_structured_change(p_change_reason, p_change_ticket, p_change_approver);
     IF v_status IS NULL THEN
         RETURN false;
     END IF;
@@ -1005,14 +1207,30 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
-    INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
+    INSERT INTO durable_jobs.job_action_record (job_record_id, action_kind, change_reason, change_ticket, change_approver)
+    VALUES (p_job_record_id, 'payload_erased', p_change_reason, p_change_ticket, p_change_approver);
+    INSERT INTO durable_jobs.control_evidence_record
+        (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
     VALUES ('job_payload_erased', v_queue, NULL,
             pg_catalog.jsonb_build_object('job_status', v_status::text, 'payload_erased', true,
                                           'result_documents_cleared', true),
-            p_change_reason);
+            p_change_reason, p_change_ticket, p_change_approver);
     RETURN true;
 END;
 $$;
+
+ALTER FUNCTION durable_jobs.erase_job_payload(p_job_record_id bigint, p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO durable_job_retention_owner;
+
+--
+-- Name: erase_job_payload(bigint, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_retention_owner
+--
+
+CREATE FUNCTION durable_jobs.erase_job_payload(p_job_record_id bigint, p_change_reason text) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT durable_jobs.erase_job_payload(p_job_record_id, p_change_reason, NULL::text, NULL::text) AS erase_job_payload;
+END;
 
 ALTER FUNCTION durable_jobs.erase_job_payload(p_job_record_id bigint, p_change_reason text) OWNER TO durable_job_retention_owner;
 
@@ -1095,6 +1313,28 @@ END;
 $$;
 
 ALTER FUNCTION durable_jobs.job_lifecycle_state(p_job_record_id bigint) OWNER TO durable_job_producer_owner;
+
+--
+-- Name: job_outcome_ledger; Type: TABLE; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE TABLE durable_jobs.job_outcome_ledger (
+    job_outcome_record_id bigint NOT NULL,
+    job_record_id bigint NOT NULL,
+    lease_fencing_generation bigint NOT NULL,
+    outcome_status durable_jobs.job_status_kind NOT NULL,
+    failure_reason_code text,
+    result_document jsonb,
+    recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL
+);
+
+ALTER TABLE durable_jobs.job_outcome_ledger OWNER TO postgres;
+
+--
+-- Name: TABLE job_outcome_ledger; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON TABLE durable_jobs.job_outcome_ledger IS 'Fenced terminal outcomes (success with its result, retry, failure), written in the worker''s own transaction.';
 
 --
 -- Name: job_record; Type: TABLE; Schema: durable_jobs; Owner: postgres
@@ -1190,6 +1430,27 @@ COMMENT ON COLUMN durable_jobs.job_record.lease_renewal_count IS 'Renewals of th
 --
 
 COMMENT ON COLUMN durable_jobs.job_record.lease_expiry_floor IS 'A lower bound of lease_expires_at while RUNNING, indexed for the reclaim probe. Set to the expiry by each claim; a renewal moves it up to the new expiry only when it is within a sixth of the lease duration of the clock, so most renewals change no indexed column.';
+
+--
+-- Name: job_status_mismatches(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+CREATE FUNCTION durable_jobs.job_status_mismatches() RETURNS TABLE(queue_name text, job_status text, job_count bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT j.queue_name,
+     (j.job_status)::text AS job_status,
+     count(*) AS count
+    FROM durable_jobs.job_record j
+   WHERE (((j.job_status)::text = ANY (ARRAY['SUCCEEDED'::text, 'FAILED'::text])) AND (NOT (((j.job_status)::text = 'FAILED'::text) AND (j.attempt_number >= j.max_attempts))) AND (NOT (EXISTS ( SELECT 1
+            FROM durable_jobs.job_outcome_ledger l
+           WHERE ((l.job_record_id = j.job_record_id) AND (l.lease_fencing_generation = j.lease_fencing_generation) AND (l.outcome_status = j.job_status))))))
+   GROUP BY j.queue_name, j.job_status
+   ORDER BY j.queue_name, j.job_status;
+END;
+
+ALTER FUNCTION durable_jobs.job_status_mismatches() OWNER TO durable_job_audit_owner;
 
 --
 -- Name: job_status_totals(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_audit_owner
@@ -1454,6 +1715,28 @@ END;
 ALTER FUNCTION durable_jobs.looks_personal_or_secret(p_text text) OWNER TO postgres;
 
 --
+-- Name: operator_job_actions(bigint); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+CREATE FUNCTION durable_jobs.operator_job_actions(p_job_record_id bigint) RETURNS TABLE(action_kind text, acted_at timestamp with time zone, acted_by_role text, change_reason text, change_ticket text, change_approver text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_job_record_id IS NULL THEN
+        RAISE EXCEPTION 'job id is required' USING ERRCODE = 'LF003';
+    END IF;
+    RETURN QUERY
+    SELECT a.action_kind, a.acted_at, a.acted_by_role, a.change_reason, a.change_ticket, a.change_approver
+    FROM durable_jobs.job_action_record a
+    WHERE a.job_record_id = p_job_record_id
+    ORDER BY a.job_action_record_id;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.operator_job_actions(p_job_record_id bigint) OWNER TO durable_job_audit_owner;
+
+--
 -- Name: operator_job_detail(bigint); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_audit_owner
 --
 
@@ -1695,28 +1978,6 @@ CREATE FUNCTION durable_jobs.queue_name_pattern() RETURNS text
 ALTER FUNCTION durable_jobs.queue_name_pattern() OWNER TO postgres;
 
 --
--- Name: queue_retention_policy; Type: TABLE; Schema: durable_jobs; Owner: postgres
---
-
-CREATE TABLE durable_jobs.queue_retention_policy (
-    queue_name text NOT NULL,
-    payload_retention interval NOT NULL,
-    record_retention interval NOT NULL,
-    changed_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
-    changed_by_role text DEFAULT SESSION_USER NOT NULL,
-    CONSTRAINT queue_retention_policy_bounds CHECK (((payload_retention >= '01:00:00'::interval) AND (record_retention >= payload_retention) AND (record_retention <= '3650 days'::interval))),
-    CONSTRAINT queue_retention_policy_queue_name_format CHECK (((queue_name = '*'::text) OR (queue_name ~ '^[a-z][a-z0-9_.:-]{0,62}$'::text)))
-);
-
-ALTER TABLE durable_jobs.queue_retention_policy OWNER TO postgres;
-
---
--- Name: TABLE queue_retention_policy; Type: COMMENT; Schema: durable_jobs; Owner: postgres
---
-
-COMMENT ON TABLE durable_jobs.queue_retention_policy IS 'Retention per queue (''*'' is the default): how long a finished job keeps its payload and result documents, and how long its row and outcome ledger are kept.';
-
---
 -- Name: queue_retention_policies(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_retention_owner
 --
 
@@ -1752,6 +2013,37 @@ END;
 $$;
 
 ALTER FUNCTION durable_jobs.raise_stale_claim() OWNER TO postgres;
+
+--
+-- Name: record_change_control_change(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+CREATE FUNCTION durable_jobs.record_change_control_change() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '10s'
+    AS $$
+DECLARE
+    v_reason text := COALESCE(NULLIF(pg_catalog.current_setting('leasefence.change_reason', true), ''),
+                              'direct table change without a reason');
+    v_ticket text := NULLIF(pg_catalog.current_setting('leasefence.change_ticket', true), '');
+    v_approver text := NULLIF(pg_catalog.current_setting('leasefence.change_approver', true), '');
+BEGIN
+    PERFORM durable_jobs.lock_evidence_order();
+    PERFORM durable_jobs.check_change_record(OLD, v_reason, v_ticket, v_approver);
+    INSERT INTO durable_jobs.control_evidence_record
+        (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
+    VALUES ('change_control_changed', NULL,
+            pg_catalog.jsonb_build_object('ticket_pattern', OLD.ticket_pattern, 'require_approver', OLD.require_approver,
+                'approver_must_differ', OLD.approver_must_differ, 'reason_pattern', OLD.reason_pattern),
+            pg_catalog.jsonb_build_object('ticket_pattern', NEW.ticket_pattern, 'require_approver', NEW.require_approver,
+                'approver_must_differ', NEW.approver_must_differ, 'reason_pattern', NEW.reason_pattern),
+            v_reason, v_ticket, v_approver);
+    RETURN NULL;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.record_change_control_change() OWNER TO durable_job_policy_owner;
 
 --
 -- Name: record_deployment(text, text, text, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
@@ -1811,6 +2103,30 @@ END;
 $_$;
 
 ALTER FUNCTION durable_jobs.record_deployment_version(p_deployment_version text, p_change_reason text) OWNER TO durable_job_policy_owner;
+
+--
+-- Name: record_job_action(bigint, text, text, text, text, text, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_retention_owner
+--
+
+CREATE FUNCTION durable_jobs.record_job_action(p_job_record_id bigint, p_queue_name text, p_action_kind text, p_previous_status text, p_new_status text, p_change_reason text, p_change_ticket text, p_change_approver text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF p_change_reason IS NOT NULL THEN
+        PERFORM durable_jobs.require_structured_change(p_change_reason, p_change_ticket, p_change_approver);
+        INSERT INTO durable_jobs.control_evidence_record
+            (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
+        VALUES ('job_' || p_action_kind, p_queue_name, pg_catalog.jsonb_build_object('job_status', p_previous_status),
+                pg_catalog.jsonb_build_object('job_status', p_new_status), p_change_reason, p_change_ticket,
+                p_change_approver);
+    END IF;
+    INSERT INTO durable_jobs.job_action_record (job_record_id, action_kind, change_reason, change_ticket, change_approver)
+    VALUES (p_job_record_id, p_action_kind, p_change_reason, p_change_ticket, p_change_approver);
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.record_job_action(p_job_record_id bigint, p_queue_name text, p_action_kind text, p_previous_status text, p_new_status text, p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO durable_job_retention_owner;
 
 --
 -- Name: record_lease_outcome(text, text, bigint); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
@@ -1916,6 +2232,61 @@ $$;
 ALTER FUNCTION durable_jobs.record_policy_change() OWNER TO durable_job_policy_owner;
 
 --
+-- Name: record_retention_policy_change(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_retention_owner
+--
+
+CREATE FUNCTION durable_jobs.record_retention_policy_change() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '10s'
+    SET "IntervalStyle" TO 'postgres'
+    SET "DateStyle" TO 'ISO, MDY'
+    SET "TimeZone" TO 'UTC'
+    SET extra_float_digits TO '1'
+    AS $$
+DECLARE
+    v_reason text := COALESCE(NULLIF(pg_catalog.current_setting('leasefence.change_reason', true), ''),
+                              'direct table change without a reason');
+    v_ticket text := NULLIF(pg_catalog.current_setting('leasefence.change_ticket', true), '');
+    v_approver text := NULLIF(pg_catalog.current_setting('leasefence.change_approver', true), '');
+    v_queue text;
+    v_previous jsonb;
+    v_new jsonb;
+BEGIN
+    PERFORM durable_jobs.require_structured_change(v_reason, v_ticket, v_approver);
+    IF TG_OP = 'INSERT' THEN
+        v_queue := NEW.queue_name;
+        SELECT pg_catalog.jsonb_build_object('policy_queue_name', p.queue_name,
+                   'payload_retention', p.payload_retention, 'record_retention', p.record_retention)
+        INTO v_previous
+        FROM durable_jobs.queue_retention_policy p
+        WHERE p.queue_name = '*' AND v_queue <> '*';
+    ELSE
+        v_queue := OLD.queue_name;
+        v_previous := pg_catalog.jsonb_build_object('policy_queue_name', OLD.queue_name,
+            'payload_retention', OLD.payload_retention, 'record_retention', OLD.record_retention);
+    END IF;
+    IF TG_OP = 'DELETE' THEN
+        SELECT pg_catalog.jsonb_build_object('policy_queue_name', p.queue_name,
+                   'payload_retention', p.payload_retention, 'record_retention', p.record_retention)
+        INTO v_new
+        FROM durable_jobs.queue_retention_policy p
+        WHERE p.queue_name = '*' AND v_queue <> '*';
+        v_new := COALESCE(v_new, pg_catalog.jsonb_build_object('policy_queue_name', NULL));
+    ELSE
+        v_new := pg_catalog.jsonb_build_object('policy_queue_name', NEW.queue_name,
+            'payload_retention', NEW.payload_retention, 'record_retention', NEW.record_retention);
+    END IF;
+    INSERT INTO durable_jobs.control_evidence_record
+        (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
+    VALUES ('retention_policy_changed', v_queue, v_previous, v_new, v_reason, v_ticket, v_approver);
+    RETURN NULL;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.record_retention_policy_change() OWNER TO durable_job_retention_owner;
+
+--
 -- Name: record_stale_call(bigint, text); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
 --
 
@@ -1955,6 +2326,24 @@ END;
 $$;
 
 ALTER FUNCTION durable_jobs.record_stale_calls(p_job_record_ids bigint[], p_outcome_kind text) OWNER TO postgres;
+
+--
+-- Name: refuse_control_removal(); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.refuse_control_removal() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    RAISE EXCEPTION USING
+        ERRCODE = 'LF002',
+        MESSAGE = pg_catalog.format('%s of %s is refused', TG_OP, TG_TABLE_NAME),
+        HINT = 'Change a control through its function (or row by row), so that each change is recorded as evidence.';
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.refuse_control_removal() OWNER TO postgres;
 
 --
 -- Name: refuse_evidence_change(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_evidence_owner
@@ -2344,28 +2733,68 @@ $$;
 ALTER FUNCTION durable_jobs.renew_job_leases(p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[]) OWNER TO durable_job_renewal_owner;
 
 --
--- Name: replay_job(bigint); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_producer_owner
+-- Name: replay_job_recorded(bigint, text, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_producer_owner
 --
 
-CREATE FUNCTION durable_jobs.replay_job(p_job_record_id bigint) RETURNS boolean
-    LANGUAGE plpgsql SECURITY DEFINER
+CREATE FUNCTION durable_jobs.replay_job_recorded(p_job_record_id bigint, p_change_reason text, p_change_ticket text, p_change_approver text) RETURNS boolean
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+DECLARE
+    v_queue text;
+    v_previous text;
 BEGIN
     IF p_job_record_id IS NULL THEN
         RAISE EXCEPTION 'job id is required' USING ERRCODE = 'LF003';
     END IF;
+    -- compared as text: statistics taken before the jobs finished must not
+    -- make the partial index of finished jobs look cheaper than the key
+    SELECT j.queue_name, j.job_status::text INTO v_queue, v_previous
+    FROM durable_jobs.job_record j
+    WHERE j.job_record_id = p_job_record_id AND j.job_status::text IN ('FAILED', 'CANCELLED')
+    FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
     UPDATE durable_jobs.job_record j
     SET job_status = 'QUEUED', status_changed_at = pg_catalog.clock_timestamp(),
         run_after = pg_catalog.clock_timestamp(), attempt_number = 0, failure_reason_code = NULL
-    -- compared as text: statistics taken before the jobs finished must not
-    -- make the partial index of finished jobs look cheaper than the key
-    WHERE j.job_record_id = p_job_record_id AND j.job_status::text IN ('FAILED', 'CANCELLED');
-    RETURN FOUND;
+    WHERE j.job_record_id = p_job_record_id;
+    PERFORM durable_jobs.record_job_action(p_job_record_id, v_queue, 'replayed', v_previous, 'QUEUED',
+        p_change_reason, p_change_ticket, p_change_approver);
+    RETURN true;
 END;
 $$;
 
+ALTER FUNCTION durable_jobs.replay_job_recorded(p_job_record_id bigint, p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO durable_job_producer_owner;
+
+--
+-- Name: replay_job(bigint); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_producer_owner
+--
+
+CREATE FUNCTION durable_jobs.replay_job(p_job_record_id bigint) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '10s'
+    BEGIN ATOMIC
+ SELECT durable_jobs.replay_job_recorded(p_job_record_id, 'replayed without a reason'::text, NULL::text, NULL::text) AS replay_job_recorded;
+END;
+
 ALTER FUNCTION durable_jobs.replay_job(p_job_record_id bigint) OWNER TO durable_job_producer_owner;
+
+--
+-- Name: replay_job(bigint, text, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_producer_owner
+--
+
+CREATE FUNCTION durable_jobs.replay_job(p_job_record_id bigint, p_change_reason text, p_change_ticket text DEFAULT NULL::text, p_change_approver text DEFAULT NULL::text) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '10s'
+    BEGIN ATOMIC
+ SELECT durable_jobs.replay_job_recorded(p_job_record_id, COALESCE(p_change_reason, ''::text), p_change_ticket, p_change_approver) AS replay_job_recorded;
+END;
+
+ALTER FUNCTION durable_jobs.replay_job(p_job_record_id bigint, p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO durable_job_producer_owner;
 
 --
 -- Name: require_structured_change(text, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
@@ -2380,36 +2809,7 @@ DECLARE
 BEGIN
     PERFORM durable_jobs.lock_evidence_order();
     SELECT s.* INTO STRICT v_setting FROM durable_jobs.change_control_setting s;
-    IF p_change_reason IS NULL OR NOT durable_jobs.is_plain_change_reason(p_change_reason) THEN
-        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
-            DETAIL = 'The change reason must be 1 to 500 characters, not blank, without control or bidirectional-control characters.';
-    END IF;
-    IF v_setting.reason_pattern IS NOT NULL AND p_change_reason !~ v_setting.reason_pattern THEN
-        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
-            DETAIL = 'The change reason must match the change-control reason pattern (durable_jobs.change_control()).';
-    END IF;
-    IF durable_jobs.looks_personal_or_secret(p_change_reason) THEN
-        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
-            DETAIL = 'The change reason looks like it holds personal data or a secret (a resident registration, card or phone number, an e-mail address or a credential); evidence is append-only and kept, so give a ticket reference instead.';
-    END IF;
-    IF p_change_ticket IS NOT NULL AND (pg_catalog.length(p_change_ticket) > 100
-       OR NOT durable_jobs.is_plain_change_reason(p_change_ticket) OR p_change_ticket !~ v_setting.ticket_pattern) THEN
-        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
-            DETAIL = 'The change ticket must be plain text of at most 100 characters matching the change-control ticket pattern (durable_jobs.change_control()).';
-    END IF;
-    IF p_change_approver IS NULL AND v_setting.require_approver THEN
-        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
-            DETAIL = 'Change control requires an approver for every change.';
-    END IF;
-    IF p_change_approver IS NOT NULL AND NOT EXISTS (
-           SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname = p_change_approver AND r.rolcanlogin) THEN
-        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
-            DETAIL = 'The approver must be an existing login role.';
-    END IF;
-    IF p_change_approver = SESSION_USER AND v_setting.approver_must_differ THEN
-        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
-            DETAIL = 'Change control requires the approver to be another login than the one making the change.';
-    END IF;
+    PERFORM durable_jobs.check_change_record(v_setting, p_change_reason, p_change_ticket, p_change_approver);
 END;
 $$;
 
@@ -2528,10 +2928,6 @@ CREATE FUNCTION durable_jobs.set_change_control(p_ticket_pattern text, p_require
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET lock_timeout TO '10s'
     AS $$
-DECLARE
-    v_previous jsonb;
-    v_new jsonb := pg_catalog.jsonb_build_object('ticket_pattern', p_ticket_pattern,
-        'require_approver', p_require_approver, 'approver_must_differ', p_approver_must_differ);
 BEGIN
     IF p_ticket_pattern IS NULL OR p_require_approver IS NULL OR p_approver_must_differ IS NULL
        OR pg_catalog.length(p_ticket_pattern) NOT BETWEEN 1 AND 200 THEN
@@ -2546,17 +2942,11 @@ BEGIN
     END;
     -- Takes the evidence-order lock, then checks against what is in force.
     PERFORM durable_jobs.require_structured_change(p_change_reason, p_change_ticket, p_change_approver);
-    SELECT pg_catalog.jsonb_build_object('ticket_pattern', s.ticket_pattern,
-               'require_approver', s.require_approver, 'approver_must_differ', s.approver_must_differ)
-    INTO STRICT v_previous
-    FROM durable_jobs.change_control_setting s FOR UPDATE;
+    PERFORM durable_jobs.set_change_record(p_change_reason, p_change_ticket, p_change_approver);
     UPDATE durable_jobs.change_control_setting
     SET ticket_pattern = p_ticket_pattern, require_approver = p_require_approver,
-        approver_must_differ = p_approver_must_differ, changed_at = pg_catalog.clock_timestamp(),
-        changed_by_role = SESSION_USER;
-    INSERT INTO durable_jobs.control_evidence_record
-        (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
-    VALUES ('change_control_changed', NULL, v_previous, v_new, p_change_reason, p_change_ticket, p_change_approver);
+        approver_must_differ = p_approver_must_differ;
+    PERFORM durable_jobs.set_change_record('', '', '');
 END;
 $$;
 
@@ -2573,7 +2963,6 @@ CREATE FUNCTION durable_jobs.set_change_reason_pattern(p_reason_pattern text, p_
     AS $$
 DECLARE
     v_pattern text := NULLIF(p_reason_pattern, '');
-    v_previous text;
 BEGIN
     IF pg_catalog.length(v_pattern) > 200 THEN
         RAISE EXCEPTION 'invalid change control' USING ERRCODE = 'LF003',
@@ -2586,17 +2975,28 @@ BEGIN
             DETAIL = 'The reason pattern is not a valid regular expression.';
     END;
     PERFORM durable_jobs.require_structured_change(p_change_reason, p_change_ticket, p_change_approver);
-    SELECT s.reason_pattern INTO STRICT v_previous FROM durable_jobs.change_control_setting s FOR UPDATE;
-    UPDATE durable_jobs.change_control_setting
-    SET reason_pattern = v_pattern, changed_at = pg_catalog.clock_timestamp(), changed_by_role = SESSION_USER;
-    INSERT INTO durable_jobs.control_evidence_record
-        (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
-    VALUES ('change_control_changed', NULL, pg_catalog.jsonb_build_object('reason_pattern', v_previous),
-            pg_catalog.jsonb_build_object('reason_pattern', v_pattern), p_change_reason, p_change_ticket, p_change_approver);
+    PERFORM durable_jobs.set_change_record(p_change_reason, p_change_ticket, p_change_approver);
+    UPDATE durable_jobs.change_control_setting SET reason_pattern = v_pattern;
+    PERFORM durable_jobs.set_change_record('', '', '');
 END;
 $$;
 
 ALTER FUNCTION durable_jobs.set_change_reason_pattern(p_reason_pattern text, p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO durable_job_policy_owner;
+
+--
+-- Name: set_change_record(text, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.set_change_record(p_change_reason text, p_change_ticket text, p_change_approver text) RETURNS void
+    LANGUAGE sql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT set_config('leasefence.change_reason'::text, COALESCE(p_change_reason, ''::text), true) AS set_config,
+     set_config('leasefence.change_ticket'::text, COALESCE(p_change_ticket, ''::text), true) AS set_config,
+     set_config('leasefence.change_approver'::text, COALESCE(p_change_approver, ''::text), true) AS set_config;
+END;
+
+ALTER FUNCTION durable_jobs.set_change_record(p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO postgres;
 
 --
 -- Name: set_queue_lease_policy(text, interval, interval, interval, boolean, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
@@ -2632,10 +3032,10 @@ $_$;
 ALTER FUNCTION durable_jobs.set_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO durable_job_policy_owner;
 
 --
--- Name: set_queue_retention_policy(text, interval, interval, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_retention_owner
+-- Name: set_queue_retention_policy(text, interval, interval, text, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_retention_owner
 --
 
-CREATE FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval, p_record_retention interval, p_change_reason text) RETURNS void
+CREATE FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval, p_record_retention interval, p_change_reason text, p_change_ticket text, p_change_approver text DEFAULT NULL::text) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET "IntervalStyle" TO 'postgres'
@@ -2644,7 +3044,6 @@ CREATE FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_pay
     SET extra_float_digits TO '1'
     AS $$
 DECLARE
-    v_previous jsonb;
     v_payload_retention interval := durable_jobs.absolute_duration(p_payload_retention);
     v_record_retention interval := durable_jobs.absolute_duration(p_record_retention);
 BEGIN
@@ -2662,33 +3061,54 @@ BEGIN
     PERFORM durable_jobs.require_valid_change_reason(p_change_reason, 'LF002');
     -- Takes the evidence-order lock first and checks the record against the
     -- change control in force once it holds it.
-    PERFORM durable_jobs.require_structured_change(p_change_reason, NULL, NULL);
+    PERFORM durable_jobs.require_structured_change(p_change_reason, p_change_ticket, p_change_approver);
 
-    SELECT pg_catalog.jsonb_build_object('policy_queue_name', p.queue_name,
-               'payload_retention', p.payload_retention, 'record_retention', p.record_retention)
-    INTO v_previous
-    FROM durable_jobs.queue_retention_policy p
-    WHERE p.queue_name IN (p_queue_name, '*')
-    ORDER BY p.queue_name = '*'
-    LIMIT 1
-    FOR UPDATE;
-
+    -- What the table's trigger (record_retention_policy_change) records.
+    PERFORM durable_jobs.set_change_record(p_change_reason, p_change_ticket, p_change_approver);
     INSERT INTO durable_jobs.queue_retention_policy AS p
         (queue_name, payload_retention, record_retention, changed_at, changed_by_role)
     VALUES (p_queue_name, v_payload_retention, v_record_retention, pg_catalog.clock_timestamp(), SESSION_USER)
     ON CONFLICT (queue_name) DO UPDATE
-    SET payload_retention = EXCLUDED.payload_retention, record_retention = EXCLUDED.record_retention,
-        changed_at = EXCLUDED.changed_at, changed_by_role = EXCLUDED.changed_by_role;
-
-    INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
-    VALUES ('retention_policy_changed', p_queue_name, v_previous,
-            pg_catalog.jsonb_build_object('policy_queue_name', p_queue_name,
-                'payload_retention', v_payload_retention, 'record_retention', v_record_retention),
-            p_change_reason);
+    SET payload_retention = EXCLUDED.payload_retention, record_retention = EXCLUDED.record_retention;
+    PERFORM durable_jobs.set_change_record('', '', '');
 END;
 $$;
 
+ALTER FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval, p_record_retention interval, p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO durable_job_retention_owner;
+
+--
+-- Name: set_queue_retention_policy(text, interval, interval, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_retention_owner
+--
+
+CREATE FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval, p_record_retention interval, p_change_reason text) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT durable_jobs.set_queue_retention_policy(p_queue_name, p_payload_retention, p_record_retention, p_change_reason, NULL::text, NULL::text) AS set_queue_retention_policy;
+END;
+
 ALTER FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval, p_record_retention interval, p_change_reason text) OWNER TO durable_job_retention_owner;
+
+--
+-- Name: stamp_control_change(); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.stamp_control_change() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    IF TG_OP = 'UPDATE' AND (pg_catalog.to_jsonb(NEW) -> 'queue_name') IS DISTINCT FROM (pg_catalog.to_jsonb(OLD) -> 'queue_name') THEN
+        RAISE EXCEPTION 'a queue''s retention policy row cannot be renamed' USING ERRCODE = 'LF002',
+            HINT = 'Delete the row and insert one for the new queue name.';
+    END IF;
+    NEW.changed_by_role := SESSION_USER::text;
+    NEW.changed_at := pg_catalog.clock_timestamp();
+    RETURN NEW;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.stamp_control_change() OWNER TO postgres;
 
 --
 -- Name: stamp_policy_change(); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
@@ -2814,26 +3234,41 @@ ALTER TABLE durable_jobs.evidence_order_lock OWNER TO postgres;
 COMMENT ON TABLE durable_jobs.evidence_order_lock IS 'leasefence: the evidence-order lock, one row locked FOR UPDATE by lock_evidence_order; private to its owner.';
 
 --
--- Name: job_outcome_ledger; Type: TABLE; Schema: durable_jobs; Owner: postgres
+-- Name: job_action_record; Type: TABLE; Schema: durable_jobs; Owner: postgres
 --
 
-CREATE TABLE durable_jobs.job_outcome_ledger (
-    job_outcome_record_id bigint NOT NULL,
+CREATE TABLE durable_jobs.job_action_record (
+    job_action_record_id bigint NOT NULL,
     job_record_id bigint NOT NULL,
-    lease_fencing_generation bigint NOT NULL,
-    outcome_status durable_jobs.job_status_kind NOT NULL,
-    failure_reason_code text,
-    result_document jsonb,
-    recorded_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL
+    action_kind text NOT NULL,
+    acted_by_role text DEFAULT SESSION_USER NOT NULL,
+    acted_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    change_reason text,
+    change_ticket text,
+    change_approver text,
+    CONSTRAINT job_action_record_kind CHECK ((action_kind = ANY (ARRAY['cancelled'::text, 'replayed'::text, 'payload_erased'::text])))
 );
 
-ALTER TABLE durable_jobs.job_outcome_ledger OWNER TO postgres;
+ALTER TABLE durable_jobs.job_action_record OWNER TO postgres;
 
 --
--- Name: TABLE job_outcome_ledger; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+-- Name: TABLE job_action_record; Type: COMMENT; Schema: durable_jobs; Owner: postgres
 --
 
-COMMENT ON TABLE durable_jobs.job_outcome_ledger IS 'Fenced terminal outcomes (success with its result, retry, failure), written in the worker''s own transaction.';
+COMMENT ON TABLE durable_jobs.job_action_record IS 'Each job''s action trail: cancels, replays and payload erasures, with who, when, why, ticket and approver. Removed with the job.';
+
+--
+-- Name: job_action_record_job_action_record_id_seq; Type: SEQUENCE; Schema: durable_jobs; Owner: postgres
+--
+
+ALTER TABLE durable_jobs.job_action_record ALTER COLUMN job_action_record_id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME durable_jobs.job_action_record_job_action_record_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 --
 -- Name: job_outcome_ledger_job_outcome_record_id_seq; Type: SEQUENCE; Schema: durable_jobs; Owner: postgres
@@ -2900,6 +3335,13 @@ ALTER TABLE ONLY durable_jobs.evidence_order_lock
     ADD CONSTRAINT evidence_order_lock_pkey PRIMARY KEY (lock_slot);
 
 --
+-- Name: job_action_record job_action_record_pkey; Type: CONSTRAINT; Schema: durable_jobs; Owner: postgres
+--
+
+ALTER TABLE ONLY durable_jobs.job_action_record
+    ADD CONSTRAINT job_action_record_pkey PRIMARY KEY (job_action_record_id);
+
+--
 -- Name: job_outcome_ledger job_outcome_ledger_pkey; Type: CONSTRAINT; Schema: durable_jobs; Owner: postgres
 --
 
@@ -2942,6 +3384,12 @@ ALTER TABLE ONLY durable_jobs.queue_retention_policy
     ADD CONSTRAINT queue_retention_policy_pkey PRIMARY KEY (queue_name);
 
 --
+-- Name: job_action_record_job_lookup; Type: INDEX; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE INDEX job_action_record_job_lookup ON durable_jobs.job_action_record USING btree (job_record_id);
+
+--
 -- Name: job_outcome_ledger_job_lookup; Type: INDEX; Schema: durable_jobs; Owner: postgres
 --
 
@@ -2978,6 +3426,30 @@ CREATE INDEX job_record_reclaim_order ON durable_jobs.job_record USING btree (qu
 CREATE INDEX lease_outcome_tally_recent ON durable_jobs.lease_outcome_tally USING btree (tally_minute);
 
 --
+-- Name: change_control_setting change_control_setting_evidence; Type: TRIGGER; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE TRIGGER change_control_setting_evidence AFTER UPDATE ON durable_jobs.change_control_setting FOR EACH ROW EXECUTE FUNCTION durable_jobs.record_change_control_change();
+
+--
+-- Name: change_control_setting change_control_setting_no_delete; Type: TRIGGER; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE TRIGGER change_control_setting_no_delete BEFORE DELETE ON durable_jobs.change_control_setting FOR EACH ROW EXECUTE FUNCTION durable_jobs.refuse_control_removal();
+
+--
+-- Name: change_control_setting change_control_setting_no_truncate; Type: TRIGGER; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE TRIGGER change_control_setting_no_truncate BEFORE TRUNCATE ON durable_jobs.change_control_setting FOR EACH STATEMENT EXECUTE FUNCTION durable_jobs.refuse_control_removal();
+
+--
+-- Name: change_control_setting change_control_setting_stamp; Type: TRIGGER; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE TRIGGER change_control_setting_stamp BEFORE UPDATE ON durable_jobs.change_control_setting FOR EACH ROW EXECUTE FUNCTION durable_jobs.stamp_control_change();
+
+--
 -- Name: control_evidence_record control_evidence_record_append_only; Type: TRIGGER; Schema: durable_jobs; Owner: durable_job_evidence_owner
 --
 
@@ -3012,6 +3484,31 @@ CREATE TRIGGER queue_lease_policy_no_truncate BEFORE TRUNCATE ON durable_jobs.qu
 --
 
 CREATE TRIGGER queue_lease_policy_stamp BEFORE INSERT OR UPDATE ON durable_jobs.queue_lease_policy FOR EACH ROW EXECUTE FUNCTION durable_jobs.stamp_policy_change();
+
+--
+-- Name: queue_retention_policy queue_retention_policy_evidence; Type: TRIGGER; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE TRIGGER queue_retention_policy_evidence AFTER INSERT OR DELETE OR UPDATE ON durable_jobs.queue_retention_policy FOR EACH ROW EXECUTE FUNCTION durable_jobs.record_retention_policy_change();
+
+--
+-- Name: queue_retention_policy queue_retention_policy_no_truncate; Type: TRIGGER; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE TRIGGER queue_retention_policy_no_truncate BEFORE TRUNCATE ON durable_jobs.queue_retention_policy FOR EACH STATEMENT EXECUTE FUNCTION durable_jobs.refuse_control_removal();
+
+--
+-- Name: queue_retention_policy queue_retention_policy_stamp; Type: TRIGGER; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE TRIGGER queue_retention_policy_stamp BEFORE INSERT OR UPDATE ON durable_jobs.queue_retention_policy FOR EACH ROW EXECUTE FUNCTION durable_jobs.stamp_control_change();
+
+--
+-- Name: job_action_record job_action_record_job; Type: FK CONSTRAINT; Schema: durable_jobs; Owner: postgres
+--
+
+ALTER TABLE ONLY durable_jobs.job_action_record
+    ADD CONSTRAINT job_action_record_job FOREIGN KEY (job_record_id) REFERENCES durable_jobs.job_record(job_record_id) ON DELETE CASCADE;
 
 --
 -- Name: SCHEMA durable_jobs; Type: ACL; Schema: -; Owner: postgres
@@ -3116,6 +3613,7 @@ GRANT SELECT(recorded_at) ON TABLE durable_jobs.control_evidence_record TO durab
 
 GRANT INSERT(change_ticket) ON TABLE durable_jobs.control_evidence_record TO durable_job_policy_owner;
 GRANT SELECT(change_ticket) ON TABLE durable_jobs.control_evidence_record TO durable_job_audit_owner;
+GRANT INSERT(change_ticket) ON TABLE durable_jobs.control_evidence_record TO durable_job_retention_owner;
 
 --
 -- Name: COLUMN control_evidence_record.change_approver; Type: ACL; Schema: durable_jobs; Owner: durable_job_evidence_owner
@@ -3123,6 +3621,7 @@ GRANT SELECT(change_ticket) ON TABLE durable_jobs.control_evidence_record TO dur
 
 GRANT INSERT(change_approver) ON TABLE durable_jobs.control_evidence_record TO durable_job_policy_owner;
 GRANT SELECT(change_approver) ON TABLE durable_jobs.control_evidence_record TO durable_job_audit_owner;
+GRANT INSERT(change_approver) ON TABLE durable_jobs.control_evidence_record TO durable_job_retention_owner;
 
 --
 -- Name: COLUMN control_evidence_record.previous_record_hash; Type: ACL; Schema: durable_jobs; Owner: durable_job_evidence_owner
@@ -3146,11 +3645,24 @@ REVOKE ALL ON FUNCTION durable_jobs.bundle_migration_version() FROM PUBLIC;
 GRANT ALL ON FUNCTION durable_jobs.bundle_migration_version() TO durable_job_auditor;
 
 --
+-- Name: FUNCTION cancel_job_recorded(p_job_record_id bigint, p_change_reason text, p_change_ticket text, p_change_approver text); Type: ACL; Schema: durable_jobs; Owner: durable_job_producer_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.cancel_job_recorded(p_job_record_id bigint, p_change_reason text, p_change_ticket text, p_change_approver text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION cancel_job(p_job_record_id bigint); Type: ACL; Schema: durable_jobs; Owner: durable_job_producer_owner
 --
 
 REVOKE ALL ON FUNCTION durable_jobs.cancel_job(p_job_record_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION durable_jobs.cancel_job(p_job_record_id bigint) TO durable_job_producer;
+
+--
+-- Name: FUNCTION cancel_job(p_job_record_id bigint, p_change_reason text, p_change_ticket text, p_change_approver text); Type: ACL; Schema: durable_jobs; Owner: durable_job_producer_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.cancel_job(p_job_record_id bigint, p_change_reason text, p_change_ticket text, p_change_approver text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.cancel_job(p_job_record_id bigint, p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_operator;
 
 --
 -- Name: FUNCTION chain_evidence_record(); Type: ACL; Schema: durable_jobs; Owner: postgres
@@ -3171,6 +3683,7 @@ GRANT SELECT(change_control_row) ON TABLE durable_jobs.change_control_setting TO
 
 GRANT SELECT(ticket_pattern),UPDATE(ticket_pattern) ON TABLE durable_jobs.change_control_setting TO durable_job_policy_owner;
 GRANT SELECT(ticket_pattern) ON TABLE durable_jobs.change_control_setting TO durable_job_retention_owner;
+GRANT SELECT(ticket_pattern) ON TABLE durable_jobs.change_control_setting TO durable_job_audit_owner;
 
 --
 -- Name: COLUMN change_control_setting.require_approver; Type: ACL; Schema: durable_jobs; Owner: postgres
@@ -3178,6 +3691,7 @@ GRANT SELECT(ticket_pattern) ON TABLE durable_jobs.change_control_setting TO dur
 
 GRANT SELECT(require_approver),UPDATE(require_approver) ON TABLE durable_jobs.change_control_setting TO durable_job_policy_owner;
 GRANT SELECT(require_approver) ON TABLE durable_jobs.change_control_setting TO durable_job_retention_owner;
+GRANT SELECT(require_approver) ON TABLE durable_jobs.change_control_setting TO durable_job_audit_owner;
 
 --
 -- Name: COLUMN change_control_setting.approver_must_differ; Type: ACL; Schema: durable_jobs; Owner: postgres
@@ -3185,6 +3699,7 @@ GRANT SELECT(require_approver) ON TABLE durable_jobs.change_control_setting TO d
 
 GRANT SELECT(approver_must_differ),UPDATE(approver_must_differ) ON TABLE durable_jobs.change_control_setting TO durable_job_policy_owner;
 GRANT SELECT(approver_must_differ) ON TABLE durable_jobs.change_control_setting TO durable_job_retention_owner;
+GRANT SELECT(approver_must_differ) ON TABLE durable_jobs.change_control_setting TO durable_job_audit_owner;
 
 --
 -- Name: COLUMN change_control_setting.changed_at; Type: ACL; Schema: durable_jobs; Owner: postgres
@@ -3206,6 +3721,7 @@ GRANT SELECT(changed_by_role) ON TABLE durable_jobs.change_control_setting TO du
 
 GRANT SELECT(reason_pattern),UPDATE(reason_pattern) ON TABLE durable_jobs.change_control_setting TO durable_job_policy_owner;
 GRANT SELECT(reason_pattern) ON TABLE durable_jobs.change_control_setting TO durable_job_retention_owner;
+GRANT SELECT(reason_pattern) ON TABLE durable_jobs.change_control_setting TO durable_job_audit_owner;
 
 --
 -- Name: FUNCTION change_control(); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
@@ -3220,6 +3736,14 @@ GRANT ALL ON FUNCTION durable_jobs.change_control() TO durable_job_operator;
 --
 
 REVOKE ALL ON FUNCTION durable_jobs.change_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text, p_change_ticket text, p_change_approver text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION check_change_record(p_setting durable_jobs.change_control_setting, p_change_reason text, p_change_ticket text, p_change_approver text); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.check_change_record(p_setting durable_jobs.change_control_setting, p_change_reason text, p_change_ticket text, p_change_approver text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.check_change_record(p_setting durable_jobs.change_control_setting, p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_policy_owner;
+GRANT ALL ON FUNCTION durable_jobs.check_change_record(p_setting durable_jobs.change_control_setting, p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_retention_owner;
 
 --
 -- Name: FUNCTION claim_next_job(p_queue_name text, p_worker_owner_id text); Type: ACL; Schema: durable_jobs; Owner: durable_job_claim_owner
@@ -3259,6 +3783,13 @@ REVOKE ALL ON FUNCTION durable_jobs.complete_jobs(p_worker_owner_id text, p_job_
 GRANT ALL ON FUNCTION durable_jobs.complete_jobs(p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[], p_result_documents jsonb[]) TO durable_job_worker;
 
 --
+-- Name: FUNCTION continue_evidence_chain(p_previous_head_id bigint, p_previous_head_hash bytea, p_change_reason text, p_change_ticket text, p_change_approver text); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.continue_evidence_chain(p_previous_head_id bigint, p_previous_head_hash bytea, p_change_reason text, p_change_ticket text, p_change_approver text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.continue_evidence_chain(p_previous_head_id bigint, p_previous_head_hash bytea, p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_operator;
+
+--
 -- Name: FUNCTION evidence_content_digest(p_evidence_record_id bigint, p_evidence_kind text, p_queue_name text, p_previous_values jsonb, p_new_values jsonb, p_change_reason text, p_changed_by_role text, p_recorded_at timestamp with time zone, p_change_ticket text, p_change_approver text); Type: ACL; Schema: durable_jobs; Owner: postgres
 --
 
@@ -3280,6 +3811,46 @@ GRANT ALL ON FUNCTION durable_jobs.control_evidence_chain() TO durable_job_audit
 
 REVOKE ALL ON FUNCTION durable_jobs.control_evidence_history(p_since timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION durable_jobs.control_evidence_history(p_since timestamp with time zone) TO durable_job_auditor;
+
+--
+-- Name: COLUMN queue_retention_policy.queue_name; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(queue_name),INSERT(queue_name) ON TABLE durable_jobs.queue_retention_policy TO durable_job_retention_owner;
+GRANT SELECT(queue_name) ON TABLE durable_jobs.queue_retention_policy TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN queue_retention_policy.payload_retention; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(payload_retention),INSERT(payload_retention),UPDATE(payload_retention) ON TABLE durable_jobs.queue_retention_policy TO durable_job_retention_owner;
+GRANT SELECT(payload_retention) ON TABLE durable_jobs.queue_retention_policy TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN queue_retention_policy.record_retention; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(record_retention),INSERT(record_retention),UPDATE(record_retention) ON TABLE durable_jobs.queue_retention_policy TO durable_job_retention_owner;
+GRANT SELECT(record_retention) ON TABLE durable_jobs.queue_retention_policy TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN queue_retention_policy.changed_at; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(changed_at),INSERT(changed_at),UPDATE(changed_at) ON TABLE durable_jobs.queue_retention_policy TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN queue_retention_policy.changed_by_role; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(changed_by_role),INSERT(changed_by_role),UPDATE(changed_by_role) ON TABLE durable_jobs.queue_retention_policy TO durable_job_retention_owner;
+
+--
+-- Name: FUNCTION control_evidence_mismatches(); Type: ACL; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.control_evidence_mismatches() FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.control_evidence_mismatches() TO durable_job_auditor;
 
 --
 -- Name: FUNCTION control_evidence_records(p_since timestamp with time zone, p_until timestamp with time zone); Type: ACL; Schema: durable_jobs; Owner: durable_job_audit_owner
@@ -3369,6 +3940,13 @@ REVOKE ALL ON FUNCTION durable_jobs.enqueue_jobs(p_queue_name text, p_job_payloa
 GRANT ALL ON FUNCTION durable_jobs.enqueue_jobs(p_queue_name text, p_job_payloads jsonb[], p_idempotency_keys text[], p_run_afters timestamp with time zone[], p_max_attempts integer[]) TO durable_job_producer;
 
 --
+-- Name: FUNCTION erase_job_payload(p_job_record_id bigint, p_change_reason text, p_change_ticket text, p_change_approver text); Type: ACL; Schema: durable_jobs; Owner: durable_job_retention_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.erase_job_payload(p_job_record_id bigint, p_change_reason text, p_change_ticket text, p_change_approver text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.erase_job_payload(p_job_record_id bigint, p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_operator;
+
+--
 -- Name: FUNCTION erase_job_payload(p_job_record_id bigint, p_change_reason text); Type: ACL; Schema: durable_jobs; Owner: durable_job_retention_owner
 --
 
@@ -3422,6 +4000,47 @@ GRANT ALL ON FUNCTION durable_jobs.is_plain_change_reason(p_change_reason text) 
 
 REVOKE ALL ON FUNCTION durable_jobs.job_lifecycle_state(p_job_record_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION durable_jobs.job_lifecycle_state(p_job_record_id bigint) TO durable_job_producer;
+
+--
+-- Name: TABLE job_outcome_ledger; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT DELETE ON TABLE durable_jobs.job_outcome_ledger TO durable_job_retention_owner;
+
+--
+-- Name: COLUMN job_outcome_ledger.job_record_id; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(job_record_id) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_terminal_owner;
+GRANT SELECT(job_record_id) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_retention_owner;
+GRANT SELECT(job_record_id) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN job_outcome_ledger.lease_fencing_generation; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(lease_fencing_generation) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_terminal_owner;
+GRANT SELECT(lease_fencing_generation) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN job_outcome_ledger.outcome_status; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(outcome_status) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_terminal_owner;
+GRANT SELECT(outcome_status) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN job_outcome_ledger.failure_reason_code; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(failure_reason_code) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_terminal_owner;
+
+--
+-- Name: COLUMN job_outcome_ledger.result_document; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(result_document) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_terminal_owner;
+GRANT UPDATE(result_document) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_retention_owner;
 
 --
 -- Name: TABLE job_record; Type: ACL; Schema: durable_jobs; Owner: postgres
@@ -3602,6 +4221,13 @@ GRANT SELECT(lease_expiry_floor),UPDATE(lease_expiry_floor) ON TABLE durable_job
 GRANT SELECT(lease_expiry_floor),UPDATE(lease_expiry_floor) ON TABLE durable_jobs.job_record TO durable_job_renewal_owner;
 
 --
+-- Name: FUNCTION job_status_mismatches(); Type: ACL; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.job_status_mismatches() FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.job_status_mismatches() TO durable_job_auditor;
+
+--
 -- Name: FUNCTION job_status_totals(); Type: ACL; Schema: durable_jobs; Owner: durable_job_audit_owner
 --
 
@@ -3722,6 +4348,13 @@ GRANT ALL ON FUNCTION durable_jobs.looks_personal_or_secret(p_text text) TO dura
 GRANT ALL ON FUNCTION durable_jobs.looks_personal_or_secret(p_text text) TO durable_job_retention_owner;
 
 --
+-- Name: FUNCTION operator_job_actions(p_job_record_id bigint); Type: ACL; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.operator_job_actions(p_job_record_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.operator_job_actions(p_job_record_id bigint) TO durable_job_operator;
+
+--
 -- Name: FUNCTION operator_job_detail(p_job_record_id bigint); Type: ACL; Schema: durable_jobs; Owner: durable_job_audit_owner
 --
 
@@ -3783,36 +4416,6 @@ GRANT ALL ON FUNCTION durable_jobs.queue_name_pattern() TO durable_job_retention
 GRANT ALL ON FUNCTION durable_jobs.queue_name_pattern() TO durable_job_audit_owner;
 
 --
--- Name: COLUMN queue_retention_policy.queue_name; Type: ACL; Schema: durable_jobs; Owner: postgres
---
-
-GRANT SELECT(queue_name),INSERT(queue_name) ON TABLE durable_jobs.queue_retention_policy TO durable_job_retention_owner;
-
---
--- Name: COLUMN queue_retention_policy.payload_retention; Type: ACL; Schema: durable_jobs; Owner: postgres
---
-
-GRANT SELECT(payload_retention),INSERT(payload_retention),UPDATE(payload_retention) ON TABLE durable_jobs.queue_retention_policy TO durable_job_retention_owner;
-
---
--- Name: COLUMN queue_retention_policy.record_retention; Type: ACL; Schema: durable_jobs; Owner: postgres
---
-
-GRANT SELECT(record_retention),INSERT(record_retention),UPDATE(record_retention) ON TABLE durable_jobs.queue_retention_policy TO durable_job_retention_owner;
-
---
--- Name: COLUMN queue_retention_policy.changed_at; Type: ACL; Schema: durable_jobs; Owner: postgres
---
-
-GRANT SELECT(changed_at),INSERT(changed_at),UPDATE(changed_at) ON TABLE durable_jobs.queue_retention_policy TO durable_job_retention_owner;
-
---
--- Name: COLUMN queue_retention_policy.changed_by_role; Type: ACL; Schema: durable_jobs; Owner: postgres
---
-
-GRANT SELECT(changed_by_role),INSERT(changed_by_role),UPDATE(changed_by_role) ON TABLE durable_jobs.queue_retention_policy TO durable_job_retention_owner;
-
---
 -- Name: FUNCTION queue_retention_policies(); Type: ACL; Schema: durable_jobs; Owner: durable_job_retention_owner
 --
 
@@ -3827,6 +4430,12 @@ REVOKE ALL ON FUNCTION durable_jobs.raise_stale_claim() FROM PUBLIC;
 GRANT ALL ON FUNCTION durable_jobs.raise_stale_claim() TO durable_job_terminal_owner;
 
 --
+-- Name: FUNCTION record_change_control_change(); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.record_change_control_change() FROM PUBLIC;
+
+--
 -- Name: FUNCTION record_deployment(p_deployment_version text, p_source_digest text, p_deployed_by text, p_change_ticket text, p_change_reason text); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
 --
 
@@ -3839,6 +4448,13 @@ GRANT ALL ON FUNCTION durable_jobs.record_deployment(p_deployment_version text, 
 
 REVOKE ALL ON FUNCTION durable_jobs.record_deployment_version(p_deployment_version text, p_change_reason text) FROM PUBLIC;
 GRANT ALL ON FUNCTION durable_jobs.record_deployment_version(p_deployment_version text, p_change_reason text) TO postgres;
+
+--
+-- Name: FUNCTION record_job_action(p_job_record_id bigint, p_queue_name text, p_action_kind text, p_previous_status text, p_new_status text, p_change_reason text, p_change_ticket text, p_change_approver text); Type: ACL; Schema: durable_jobs; Owner: durable_job_retention_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.record_job_action(p_job_record_id bigint, p_queue_name text, p_action_kind text, p_previous_status text, p_new_status text, p_change_reason text, p_change_ticket text, p_change_approver text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.record_job_action(p_job_record_id bigint, p_queue_name text, p_action_kind text, p_previous_status text, p_new_status text, p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_producer_owner;
 
 --
 -- Name: FUNCTION record_lease_outcome(p_queue_name text, p_outcome_kind text, p_outcome_count bigint); Type: ACL; Schema: durable_jobs; Owner: postgres
@@ -3856,6 +4472,12 @@ GRANT ALL ON FUNCTION durable_jobs.record_lease_outcome(p_queue_name text, p_out
 REVOKE ALL ON FUNCTION durable_jobs.record_policy_change() FROM PUBLIC;
 
 --
+-- Name: FUNCTION record_retention_policy_change(); Type: ACL; Schema: durable_jobs; Owner: durable_job_retention_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.record_retention_policy_change() FROM PUBLIC;
+
+--
 -- Name: FUNCTION record_stale_call(p_job_record_id bigint, p_outcome_kind text); Type: ACL; Schema: durable_jobs; Owner: postgres
 --
 
@@ -3870,6 +4492,12 @@ GRANT ALL ON FUNCTION durable_jobs.record_stale_call(p_job_record_id bigint, p_o
 REVOKE ALL ON FUNCTION durable_jobs.record_stale_calls(p_job_record_ids bigint[], p_outcome_kind text) FROM PUBLIC;
 GRANT ALL ON FUNCTION durable_jobs.record_stale_calls(p_job_record_ids bigint[], p_outcome_kind text) TO durable_job_renewal_owner;
 GRANT ALL ON FUNCTION durable_jobs.record_stale_calls(p_job_record_ids bigint[], p_outcome_kind text) TO durable_job_terminal_owner;
+
+--
+-- Name: FUNCTION refuse_control_removal(); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.refuse_control_removal() FROM PUBLIC;
 
 --
 -- Name: FUNCTION refuse_evidence_change(); Type: ACL; Schema: durable_jobs; Owner: durable_job_evidence_owner
@@ -3912,11 +4540,24 @@ REVOKE ALL ON FUNCTION durable_jobs.renew_job_leases(p_worker_owner_id text, p_j
 GRANT ALL ON FUNCTION durable_jobs.renew_job_leases(p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[]) TO durable_job_worker;
 
 --
+-- Name: FUNCTION replay_job_recorded(p_job_record_id bigint, p_change_reason text, p_change_ticket text, p_change_approver text); Type: ACL; Schema: durable_jobs; Owner: durable_job_producer_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.replay_job_recorded(p_job_record_id bigint, p_change_reason text, p_change_ticket text, p_change_approver text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION replay_job(p_job_record_id bigint); Type: ACL; Schema: durable_jobs; Owner: durable_job_producer_owner
 --
 
 REVOKE ALL ON FUNCTION durable_jobs.replay_job(p_job_record_id bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION durable_jobs.replay_job(p_job_record_id bigint) TO durable_job_operator;
+
+--
+-- Name: FUNCTION replay_job(p_job_record_id bigint, p_change_reason text, p_change_ticket text, p_change_approver text); Type: ACL; Schema: durable_jobs; Owner: durable_job_producer_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.replay_job(p_job_record_id bigint, p_change_reason text, p_change_ticket text, p_change_approver text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.replay_job(p_job_record_id bigint, p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_operator;
 
 --
 -- Name: FUNCTION require_structured_change(p_change_reason text, p_change_ticket text, p_change_approver text); Type: ACL; Schema: durable_jobs; Owner: postgres
@@ -3967,6 +4608,14 @@ REVOKE ALL ON FUNCTION durable_jobs.set_change_reason_pattern(p_reason_pattern t
 GRANT ALL ON FUNCTION durable_jobs.set_change_reason_pattern(p_reason_pattern text, p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_operator;
 
 --
+-- Name: FUNCTION set_change_record(p_change_reason text, p_change_ticket text, p_change_approver text); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.set_change_record(p_change_reason text, p_change_ticket text, p_change_approver text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.set_change_record(p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_policy_owner;
+GRANT ALL ON FUNCTION durable_jobs.set_change_record(p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_retention_owner;
+
+--
 -- Name: FUNCTION set_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
 --
 
@@ -3981,11 +4630,24 @@ REVOKE ALL ON FUNCTION durable_jobs.set_queue_lease_policy(p_queue_name text, p_
 GRANT ALL ON FUNCTION durable_jobs.set_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_operator;
 
 --
+-- Name: FUNCTION set_queue_retention_policy(p_queue_name text, p_payload_retention interval, p_record_retention interval, p_change_reason text, p_change_ticket text, p_change_approver text); Type: ACL; Schema: durable_jobs; Owner: durable_job_retention_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval, p_record_retention interval, p_change_reason text, p_change_ticket text, p_change_approver text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval, p_record_retention interval, p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_operator;
+
+--
 -- Name: FUNCTION set_queue_retention_policy(p_queue_name text, p_payload_retention interval, p_record_retention interval, p_change_reason text); Type: ACL; Schema: durable_jobs; Owner: durable_job_retention_owner
 --
 
 REVOKE ALL ON FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval, p_record_retention interval, p_change_reason text) FROM PUBLIC;
 GRANT ALL ON FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval, p_record_retention interval, p_change_reason text) TO durable_job_operator;
+
+--
+-- Name: FUNCTION stamp_control_change(); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.stamp_control_change() FROM PUBLIC;
 
 --
 -- Name: FUNCTION stamp_policy_change(); Type: ACL; Schema: durable_jobs; Owner: postgres
@@ -4033,42 +4695,57 @@ GRANT ALL ON FUNCTION durable_jobs.worker_owner_id_pattern() TO durable_job_audi
 GRANT SELECT(lock_slot),UPDATE(lock_slot) ON TABLE durable_jobs.evidence_order_lock TO durable_job_policy_owner;
 
 --
--- Name: TABLE job_outcome_ledger; Type: ACL; Schema: durable_jobs; Owner: postgres
+-- Name: COLUMN job_action_record.job_action_record_id; Type: ACL; Schema: durable_jobs; Owner: postgres
 --
 
-GRANT DELETE ON TABLE durable_jobs.job_outcome_ledger TO durable_job_retention_owner;
+GRANT SELECT(job_action_record_id) ON TABLE durable_jobs.job_action_record TO durable_job_audit_owner;
 
 --
--- Name: COLUMN job_outcome_ledger.job_record_id; Type: ACL; Schema: durable_jobs; Owner: postgres
+-- Name: COLUMN job_action_record.job_record_id; Type: ACL; Schema: durable_jobs; Owner: postgres
 --
 
-GRANT INSERT(job_record_id) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_terminal_owner;
-GRANT SELECT(job_record_id) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_retention_owner;
+GRANT INSERT(job_record_id) ON TABLE durable_jobs.job_action_record TO durable_job_retention_owner;
+GRANT SELECT(job_record_id) ON TABLE durable_jobs.job_action_record TO durable_job_audit_owner;
 
 --
--- Name: COLUMN job_outcome_ledger.lease_fencing_generation; Type: ACL; Schema: durable_jobs; Owner: postgres
+-- Name: COLUMN job_action_record.action_kind; Type: ACL; Schema: durable_jobs; Owner: postgres
 --
 
-GRANT INSERT(lease_fencing_generation) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_terminal_owner;
+GRANT INSERT(action_kind) ON TABLE durable_jobs.job_action_record TO durable_job_retention_owner;
+GRANT SELECT(action_kind) ON TABLE durable_jobs.job_action_record TO durable_job_audit_owner;
 
 --
--- Name: COLUMN job_outcome_ledger.outcome_status; Type: ACL; Schema: durable_jobs; Owner: postgres
+-- Name: COLUMN job_action_record.acted_by_role; Type: ACL; Schema: durable_jobs; Owner: postgres
 --
 
-GRANT INSERT(outcome_status) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_terminal_owner;
+GRANT SELECT(acted_by_role) ON TABLE durable_jobs.job_action_record TO durable_job_audit_owner;
 
 --
--- Name: COLUMN job_outcome_ledger.failure_reason_code; Type: ACL; Schema: durable_jobs; Owner: postgres
+-- Name: COLUMN job_action_record.acted_at; Type: ACL; Schema: durable_jobs; Owner: postgres
 --
 
-GRANT INSERT(failure_reason_code) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_terminal_owner;
+GRANT SELECT(acted_at) ON TABLE durable_jobs.job_action_record TO durable_job_audit_owner;
 
 --
--- Name: COLUMN job_outcome_ledger.result_document; Type: ACL; Schema: durable_jobs; Owner: postgres
+-- Name: COLUMN job_action_record.change_reason; Type: ACL; Schema: durable_jobs; Owner: postgres
 --
 
-GRANT INSERT(result_document) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_terminal_owner;
-GRANT UPDATE(result_document) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_retention_owner;
+GRANT INSERT(change_reason) ON TABLE durable_jobs.job_action_record TO durable_job_retention_owner;
+GRANT SELECT(change_reason) ON TABLE durable_jobs.job_action_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN job_action_record.change_ticket; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(change_ticket) ON TABLE durable_jobs.job_action_record TO durable_job_retention_owner;
+GRANT SELECT(change_ticket) ON TABLE durable_jobs.job_action_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN job_action_record.change_approver; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(change_approver) ON TABLE durable_jobs.job_action_record TO durable_job_retention_owner;
+GRANT SELECT(change_approver) ON TABLE durable_jobs.job_action_record TO durable_job_audit_owner;
 
 --
 -- Name: TABLE job_payload_record; Type: ACL; Schema: durable_jobs; Owner: postgres

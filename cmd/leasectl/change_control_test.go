@@ -29,7 +29,8 @@ func TestChangeControlShowAndSetRecordEvidence(t *testing.T) {
 	admin := db.Pool(t)
 	auditor := db.LoginURL(t, "durable_job_auditor")
 	operator := db.LoginURL(t, "durable_job_operator")
-	_, err := admin.Exec(ctx, "CREATE ROLE t_cc_approver LOGIN")
+	// An approver must hold the operator role (migration 026).
+	_, err := admin.Exec(ctx, "CREATE ROLE t_cc_approver LOGIN IN ROLE durable_job_operator")
 	require.NoError(t, err)
 
 	r := leasectl(t, "change-control", "show", "--database-url", auditor)
@@ -63,6 +64,29 @@ func TestChangeControlShowAndSetRecordEvidence(t *testing.T) {
 	r = leasectl(t, "policy", "set", "--queue", "billing", "--reason", "CHG0000001: longer", "--database-url", operator)
 	requireCode(t, exitError, r)
 	require.Contains(t, r.stderr, "invalid change record (SQLSTATE LF002)")
+
+	// Every command that records a change takes --ticket and --approver
+	// (issue 39), so it works where change control requires an approver.
+	for _, args := range [][]string{
+		{"policy", "set", "--queue", "billing", "--lease-duration", "40s", "--renewal-interval", "10s",
+			"--max-claim-lifetime", "1h", "--renewal-enabled=true", "--reason", "CHG0000001: longer"},
+		{"retention", "set", "--queue", "billing", "--payload-retention", "2d", "--record-retention", "30d",
+			"--reason", "CHG0000002: shorter"},
+	} {
+		ticket := strings.SplitN(args[len(args)-1], ":", 2)[0]
+		r = leasectl(t, append(args, "--ticket", ticket, "--approver", "t_cc_approver", "--database-url", operator)...)
+		requireCode(t, exitOK, r, args)
+		require.NoError(t, admin.QueryRow(ctx, `SELECT change_ticket, change_approver FROM durable_jobs.control_evidence_record
+			ORDER BY evidence_record_id DESC LIMIT 1`).Scan(&ticket, &approver))
+		require.Equal(t, []string{strings.SplitN(args[len(args)-1], ":", 2)[0], "t_cc_approver"}, []string{ticket, approver}, args)
+	}
+	r = leasectl(t, "erase", "--job", "1", "--reason", "CHG0000003: request", "--ticket", "CHG0000003", "--database-url", operator)
+	requireCode(t, exitError, r)
+	require.Contains(t, r.stderr, "invalid change record (SQLSTATE LF002)", "an erasure without the approver change control asks for is refused")
+	r = leasectl(t, "erase", "--job", "1", "--reason", "CHG0000003: request", "--ticket", "CHG0000003", "--approver", "t_cc_approver",
+		"--database-url", operator)
+	requireCode(t, exitOK, r)
+	require.Contains(t, r.stdout, "nothing to erase")
 }
 
 // An organization that forbids free text in evidence limits every change

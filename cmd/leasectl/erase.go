@@ -7,7 +7,8 @@ import (
 )
 
 const eraseUsage = `Usage:
-  leasectl erase --job ID --reason TEXT [--database-url URL]
+  leasectl erase --job ID --reason TEXT [--ticket T] [--approver LOGIN]
+                 [--database-url URL]
 
 Erases one finished job's payload and the result documents of its outcome
 ledger, for a data-subject (erasure) request, with
@@ -28,6 +29,7 @@ func runErase(ctx context.Context, env *cliEnv, args []string) int {
 	common := addCommonFlags(fs, false)
 	job := fs.Int64("job", 0, "the job's id (required)")
 	reason := fs.String("reason", "", "the erasure request's ticket; kept in the control evidence (required)")
+	record := addChangeRecordFlags(fs)
 	if done, code := parseFlags(env, fs, eraseUsage, args); done {
 		return code
 	}
@@ -50,7 +52,9 @@ func runErase(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	defer s.close()
 	var erased bool
-	if err := s.pool.QueryRow(ctx, "SELECT durable_jobs.erase_job_payload($1, $2)", *job, *reason).Scan(&erased); err != nil {
+	ticket, approver := record.args()
+	if err := s.pool.QueryRow(ctx, "SELECT durable_jobs.erase_job_payload($1, $2, $3, $4)", *job, *reason, ticket, approver).
+		Scan(&erased); err != nil {
 		return env.fail(fmt.Sprintf("erase payload of job %d", *job), err)
 	}
 	if !erased {

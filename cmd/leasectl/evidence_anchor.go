@@ -128,8 +128,7 @@ func runEvidenceContinue(ctx context.Context, env *cliEnv, args []string) int {
 	common := addCommonFlags(fs, false)
 	path := fs.String("anchor", "", "the export (`file`) that keeps the chain before: leasectl evidence JSON or a migrate down --evidence-export file")
 	reason := fs.String("reason", "", "why the chain continues from the export (required), e.g. CHG-7 restored the 03:00 backup")
-	ticket := fs.String("ticket", "", "change ticket, when the change control asks for one")
-	approver := fs.String("approver", "", "approver login, when the change control asks for one")
+	change := addChangeRecordFlags(fs)
 	if done, code := parseFlags(env, fs, evidenceContinueUsage, args); done {
 		return code
 	}
@@ -150,20 +149,13 @@ func runEvidenceContinue(ctx context.Context, env *cliEnv, args []string) int {
 	defer pool.Close()
 	last := anchor.Last()
 	var id int64
+	ticket, approver := change.args()
 	err = pool.QueryRow(ctx, `SELECT durable_jobs.continue_evidence_chain($1, $2, $3, $4, $5)`,
-		last.ID, last.Hash, *reason, nullIfEmpty(*ticket), nullIfEmpty(*approver)).Scan(&id)
+		last.ID, last.Hash, *reason, ticket, approver).Scan(&id)
 	if err != nil {
 		return env.fail("continue the evidence chain", err)
 	}
 	printf(env.stdout, "recorded evidence record %d (%s): the chain continues from record %d of the export, chain head %s\n",
 		id, audit.ContinuationKind, last.ID, hex.EncodeToString(last.Hash))
 	return exitOK
-}
-
-// nullIfEmpty is s, or NULL when empty.
-func nullIfEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }

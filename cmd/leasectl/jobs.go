@@ -18,8 +18,10 @@ const jobsUsage = `Usage:
   leasectl jobs list [--queue NAME] [--status STATUS] [--after ID] [--limit N]
                      [--output text|json] [--database-url URL]
   leasectl jobs show ID [--output text|json] [--database-url URL]
-  leasectl jobs cancel ID [--output text|json] [--database-url URL]
-  leasectl jobs replay ID [--output text|json] [--database-url URL]
+  leasectl jobs cancel ID --reason TEXT [--ticket T] [--approver LOGIN]
+                       [--output text|json] [--database-url URL]
+  leasectl jobs replay ID --reason TEXT [--ticket T] [--approver LOGIN]
+                       [--output text|json] [--database-url URL]
 
 list shows jobs newest first (highest id first): their status, attempts,
 fencing generation, lease expiry, renewals of the current claim, failure
@@ -34,11 +36,16 @@ cancel moves a QUEUED, RETRY_SCHEDULED or RUNNING job to CANCELLED (a
 running job's claim is stale at once: its worker's renewal answers stale
 and its completion is refused). replay puts one FAILED or CANCELLED job
 back to QUEUED with its attempts starting again. Both exit 1 and change
-nothing when the job is unknown or in another status.
+nothing when the job is unknown or in another status. Both are operator
+actions on record: --reason (required), --ticket and --approver are
+checked as every change record's are (a reason that looks like personal
+data is refused, exit 2), kept in the job's action trail, which show
+prints, and recorded as control evidence naming the queue, never the job.
 
 No jobs command ever shows a payload, a claim token, its digest, a worker's
 owner id or an idempotency key: the database functions behind them
-(operator_list_jobs, operator_job_detail, cancel_job, replay_job) do not
+(operator_list_jobs, operator_job_detail, operator_job_actions, cancel_job,
+replay_job) do not
 return them. Needs a login granted durable_job_operator.
 `
 
@@ -53,7 +60,27 @@ const (
 		lease_fencing_generation, lease_expires_at, lease_renewal_count, failure_reason_code, run_after,
 		created_at, status_changed_at
 		FROM durable_jobs.operator_job_detail($1)`
+	sqlOperatorJobActions = `SELECT action_kind, acted_at, acted_by_role, change_reason, change_ticket, change_approver
+		FROM durable_jobs.operator_job_actions($1)`
+	sqlCancelJob = `SELECT durable_jobs.cancel_job($1, $2, $3, $4)`
+	sqlReplayJob = `SELECT durable_jobs.replay_job($1, $2, $3, $4)`
 )
+
+// jobAction is one entry of a job's action trail (operator_job_actions).
+type jobAction struct {
+	Kind     string    `json:"action_kind"`
+	At       time.Time `json:"acted_at"`
+	By       string    `json:"acted_by_role"`
+	Reason   *string   `json:"change_reason"`
+	Ticket   *string   `json:"change_ticket"`
+	Approver *string   `json:"change_approver"`
+}
+
+// jobShowJSON is the JSON output of jobs show: the job and its action trail.
+type jobShowJSON struct {
+	jobView
+	Actions []jobAction `json:"actions"`
+}
 
 // defaultJobsLimit is the page size of jobs list without --limit.
 const defaultJobsLimit = 50
@@ -203,11 +230,23 @@ func jobsOne(ctx context.Context, env *cliEnv, action string, args []string) int
 	}
 	fs := newFlagSet(name)
 	common := addCommonFlags(fs, true)
+	var reason *string
+	var record changeRecordFlags
+	if action != "show" {
+		reason = fs.String("reason", "", "why; kept in the job's action trail and the control evidence (required)")
+		record = addChangeRecordFlags(fs)
+	}
 	if done, code := parseFlags(env, fs, jobsUsage, args); done {
 		return code
 	}
 	if err := common.checkOutput(); err != nil {
 		return env.usageError("%s: %s", name, err)
+	}
+	if reason != nil && *reason == "" {
+		return env.usageError("%s: --reason is required", name)
+	}
+	if reason != nil && looksPersonalOrSecret(*reason) {
+		return env.usageError("%s: --reason %s", name, personalReasonProblem)
 	}
 	id, err := strconv.ParseInt(idArg, 10, 64)
 	if err != nil {
@@ -221,11 +260,10 @@ func jobsOne(ctx context.Context, env *cliEnv, action string, args []string) int
 	defer s.close()
 	doing := fmt.Sprintf("%s job %d", action, id)
 	var changed bool
-	switch action {
-	case "cancel":
-		changed, err = s.admin.Cancel(ctx, id)
-	case "replay":
-		changed, err = s.admin.Replay(ctx, id)
+	if action != "show" {
+		ticket, approver := record.args()
+		err = s.pool.QueryRow(ctx, map[string]string{"cancel": sqlCancelJob, "replay": sqlReplayJob}[action],
+			id, *reason, ticket, approver).Scan(&changed)
 	}
 	if err != nil {
 		return env.fail(doing, err)
@@ -250,12 +288,28 @@ func jobsOne(ctx context.Context, env *cliEnv, action string, args []string) int
 		return env.fail(doing, fmt.Errorf("the job is %s; only %s jobs can be %s, so nothing changed",
 			job.Status, want, map[string]string{"cancel": "cancelled", "replay": "replayed"}[action]))
 	}
-	if common.json() {
-		_ = writeJSON(env.stdout, job)
+	if action != "show" {
+		if common.json() {
+			_ = writeJSON(env.stdout, job)
+			return exitOK
+		}
+		printf(env.stdout, "job %d is %s\n", job.ID, job.Status)
 		return exitOK
 	}
-	if action != "show" {
-		printf(env.stdout, "job %d is %s\n", job.ID, job.Status)
+	rows, err = s.pool.Query(ctx, sqlOperatorJobActions, id)
+	if err != nil {
+		return env.fail(doing, err)
+	}
+	actions, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (jobAction, error) {
+		var a jobAction
+		err := row.Scan(&a.Kind, &a.At, &a.By, &a.Reason, &a.Ticket, &a.Approver)
+		return a, err
+	})
+	if err != nil {
+		return env.fail(doing, err)
+	}
+	if common.json() {
+		_ = writeJSON(env.stdout, jobShowJSON{jobView: job, Actions: actions})
 		return exitOK
 	}
 	tw := newTable(env.stdout)
@@ -273,6 +327,10 @@ func jobsOne(ctx context.Context, env *cliEnv, action string, args []string) int
 		{"status changed", textfmt.Time(job.StatusChangedAt)},
 	} {
 		printf(tw, "%s:\t%s\n", field[0], field[1])
+	}
+	for _, a := range actions {
+		printf(tw, "%s:\t%s by %s: %s (ticket %s, approver %s)\n", a.Kind, textfmt.Time(a.At), a.By,
+			optionalText(a.Reason), optionalText(a.Ticket), optionalText(a.Approver))
 	}
 	_ = tw.Flush()
 	return exitOK

@@ -132,22 +132,51 @@ func TestJobsShowCancelAndReplayOneJob(t *testing.T) {
 
 	// Cancel the running job, then replay it.
 	r = leasectl(t, "jobs", "cancel", fmt.Sprint(ids[4]), "--database-url", operator)
+	requireCode(t, exitUsage, r)
+	require.Equal(t, "error: usage: jobs cancel: --reason is required (run \"leasectl --help\")\n", r.stderr, "an operator action says why")
+	r = leasectl(t, "jobs", "cancel", fmt.Sprint(ids[4]), "--reason", "call 010-1234-5678", "--database-url", operator)
+	requireCode(t, exitUsage, r)
+	require.Contains(t, r.stderr, "--reason looks like", "a reason that looks like personal data is refused here")
+	r = leasectl(t, "jobs", "cancel", fmt.Sprint(ids[4]), "--reason", "OPS-7: duplicate", "--ticket", "OPS-7", "--database-url", operator)
 	requireCode(t, exitOK, r)
 	require.Equal(t, fmt.Sprintf("job %d is CANCELLED\n", ids[4]), r.stdout)
-	r = leasectl(t, "jobs", "cancel", fmt.Sprint(ids[4]), "--database-url", operator)
+	r = leasectl(t, "jobs", "cancel", fmt.Sprint(ids[4]), "--reason", "OPS-7: again", "--database-url", operator)
 	requireCode(t, exitError, r)
 	require.Equal(t, fmt.Sprintf("error: cancel job %d: the job is CANCELLED; only QUEUED, RETRY_SCHEDULED or RUNNING jobs can be cancelled, so nothing changed\n", ids[4]), r.stderr)
-	r = leasectl(t, "jobs", "replay", fmt.Sprint(ids[4]), "--output", "json", "--database-url", operator)
+	r = leasectl(t, "jobs", "replay", fmt.Sprint(ids[4]), "--reason", "OPS-8: run it again", "--output", "json", "--database-url", operator)
 	requireCode(t, exitOK, r)
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &shown))
 	require.Equal(t, "QUEUED", shown["job_status"])
 	require.Equal(t, 0.0, shown["attempt_number"])
-	r = leasectl(t, "jobs", "replay", fmt.Sprint(ids[4]), "--database-url", operator)
+	r = leasectl(t, "jobs", "replay", fmt.Sprint(ids[4]), "--reason", "OPS-8: again", "--database-url", operator)
 	requireCode(t, exitError, r)
 	require.Contains(t, r.stderr, "the job is QUEUED; only FAILED or CANCELLED jobs can be replayed, so nothing changed")
 
+	// show prints the job's action trail: who, when, why, ticket.
+	r = leasectl(t, "jobs", "show", fmt.Sprint(ids[4]), "--database-url", operator)
+	requireCode(t, exitOK, r)
+	require.Regexp(t, `(?m)^cancelled: +\S+ by \S+: OPS-7: duplicate \(ticket OPS-7, approver -\)$`, r.stdout)
+	require.Regexp(t, `(?m)^replayed: +\S+ by \S+: OPS-8: run it again \(ticket -, approver -\)$`, r.stdout)
+	r = leasectl(t, "jobs", "show", fmt.Sprint(ids[4]), "--output", "json", "--database-url", operator)
+	requireCode(t, exitOK, r)
+	var withTrail struct {
+		Actions []struct {
+			Kind   string  `json:"action_kind"`
+			Reason string  `json:"change_reason"`
+			Ticket *string `json:"change_ticket"`
+		} `json:"actions"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &withTrail))
+	require.Len(t, withTrail.Actions, 2)
+	require.Equal(t, "cancelled", withTrail.Actions[0].Kind)
+	require.Equal(t, "OPS-8: run it again", withTrail.Actions[1].Reason)
+	require.Nil(t, withTrail.Actions[1].Ticket)
+
 	for _, action := range []string{"show", "cancel", "replay"} {
-		r = leasectl(t, "jobs", action, "0", "--database-url", operator)
+		r = leasectl(t, "jobs", action, "0", "--reason", "OPS-9: check", "--database-url", operator)
+		if action == "show" {
+			r = leasectl(t, "jobs", action, "0", "--database-url", operator)
+		}
 		requireCode(t, exitError, r, action)
 		require.Equal(t, fmt.Sprintf("error: %s job 0: no such job\n", action), r.stderr)
 	}
@@ -204,7 +233,7 @@ func TestJobsRefuseBadInputAndOtherRoles(t *testing.T) {
 	r := leasectl(t, "jobs", "show", fmt.Sprint(ids[0]), "--database-url", db.LoginURL(t, "durable_job_producer"))
 	requireCode(t, exitError, r)
 	require.Contains(t, r.stderr, "permission denied for function operator_job_detail (SQLSTATE 42501)")
-	r = leasectl(t, "jobs", "replay", fmt.Sprint(ids[0]), "--database-url", db.LoginURL(t, "durable_job_producer"))
+	r = leasectl(t, "jobs", "replay", fmt.Sprint(ids[0]), "--reason", "OPS-9: check", "--database-url", db.LoginURL(t, "durable_job_producer"))
 	requireCode(t, exitError, r)
 	require.Contains(t, r.stderr, "permission denied for function replay_job (SQLSTATE 42501)")
 

@@ -12,7 +12,7 @@ import (
 
 const policyUsage = `Usage:
   leasectl policy show [--output text|json] [--database-url URL]
-  leasectl policy set --queue NAME --reason TEXT
+  leasectl policy set --queue NAME --reason TEXT [--ticket T] [--approver LOGIN]
                       [--lease-duration D] [--renewal-interval D]
                       [--max-claim-lifetime D] [--renewal-enabled=true|false]
                       [--output text|json] [--database-url URL]
@@ -123,6 +123,7 @@ func policySet(ctx context.Context, env *cliEnv, args []string) int {
 	interval := fs.Duration("renewal-interval", 0, "how often workers renew, at most a third of the lease, e.g. 10s")
 	lifetime := fs.Duration("max-claim-lifetime", 0, "longest time renewals may keep one claim, e.g. 24h")
 	enabled := fs.Bool("renewal-enabled", false, "whether workers may renew leases on this queue (=true or =false)")
+	record := addChangeRecordFlags(fs)
 	if done, code := parseFlags(env, fs, policyUsage, args); done {
 		return code
 	}
@@ -141,7 +142,7 @@ func policySet(ctx context.Context, env *cliEnv, args []string) int {
 	// A setting left out is nil: the database keeps the queue's current
 	// value, read inside the change under its lock (never read here first,
 	// which would overwrite a change committed in between).
-	update := goclient.LeasePolicyUpdate{Queue: *queue, Reason: *reason}
+	update := goclient.LeasePolicyUpdate{Queue: *queue, Reason: *reason, Ticket: *record.ticket, Approver: *record.approver}
 	if given["lease-duration"] {
 		update.LeaseDuration = lease
 	}

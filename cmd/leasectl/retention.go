@@ -18,7 +18,8 @@ import (
 const retentionUsage = `Usage:
   leasectl retention show  [--output text|json] [--database-url URL]
   leasectl retention set   --queue NAME --payload-retention D --record-retention D
-                           --reason TEXT [--output text|json] [--database-url URL]
+                           --reason TEXT [--ticket T] [--approver LOGIN]
+                           [--output text|json] [--database-url URL]
   leasectl retention apply [--batch-size N] [--output text|json] [--database-url URL]
 
 A finished job (SUCCEEDED, FAILED or CANCELLED) keeps its payload and the
@@ -211,9 +212,10 @@ func retentionSet(ctx context.Context, env *cliEnv, args []string) int {
 	common := addCommonFlags(fs, true)
 	queue := fs.String("queue", "", "queue name, or '*' for the default policy (required)")
 	reason := fs.String("reason", "", "why the policy changes; kept in the control evidence (required)")
-	var payload, record retentionFlag
+	record := addChangeRecordFlags(fs)
+	var payload, recordRetention retentionFlag
 	fs.Var(&payload, "payload-retention", "how long a finished job keeps its payload, e.g. 30d (required)")
-	fs.Var(&record, "record-retention", "how long a finished job's row and outcome ledger are kept, e.g. 365d (required)")
+	fs.Var(&recordRetention, "record-retention", "how long a finished job's row and outcome ledger are kept, e.g. 365d (required)")
 	if done, code := parseFlags(env, fs, retentionUsage, args); done {
 		return code
 	}
@@ -238,8 +240,9 @@ func retentionSet(ctx context.Context, env *cliEnv, args []string) int {
 		return env.fail("connect to database", err)
 	}
 	defer s.close()
-	if _, err := s.pool.Exec(ctx, "SELECT durable_jobs.set_queue_retention_policy($1, $2::interval, $3::interval, $4)",
-		*queue, intervalText(payload.d), intervalText(record.d), *reason); err != nil {
+	ticket, approver := record.args()
+	if _, err := s.pool.Exec(ctx, "SELECT durable_jobs.set_queue_retention_policy($1, $2::interval, $3::interval, $4, $5, $6)",
+		*queue, intervalText(payload.d), intervalText(recordRetention.d), *reason, ticket, approver); err != nil {
 		return env.fail(fmt.Sprintf("set retention policy of queue %s", strconv.Quote(*queue)), err)
 	}
 	if common.json() {
@@ -257,7 +260,7 @@ func retentionSet(ctx context.Context, env *cliEnv, args []string) int {
 		return exitOK
 	}
 	printf(env.stdout, "retention policy of queue %s set: payload %s, record %s\n",
-		*queue, formatRetention(payload.d), formatRetention(record.d))
+		*queue, formatRetention(payload.d), formatRetention(recordRetention.d))
 	return exitOK
 }
 

@@ -121,6 +121,10 @@ const (
 	CheckLoginTimeouts = "AUDIT-RUNTIME-LOGIN-TIMEOUTS"
 	// CheckPolicyEvidence: every queue's live policy is what its last evidence record says.
 	CheckPolicyEvidence = "AUDIT-POLICY-MATCHES-EVIDENCE"
+	// CheckControlEvidence: the retention policy and the change-control setting record their own changes and match their evidence.
+	CheckControlEvidence = "AUDIT-CONTROLS-MATCH-EVIDENCE"
+	// CheckJobStatuses: every finished job's status is explained by a fenced write or a recorded action.
+	CheckJobStatuses = "AUDIT-JOB-STATUSES-EXPLAINED"
 	// CheckEvidenceChain: the evidence hash chain is intact and its triggers are in force.
 	CheckEvidenceChain = "AUDIT-EVIDENCE-CHAIN"
 	// CheckAccessReview: no login or PUBLIC holds table access, a definer owner role, or both worker and operator.
@@ -271,6 +275,12 @@ var auditCheckTable = []AuditCheck{
 	{CheckPolicyEvidence, "Live policy matches its evidence",
 		"For every queue, the live row of durable_jobs.queue_lease_policy equals what the queue's last lease_policy_changed record says it became (a row removed by the evidence is absent), so no policy was changed without evidence.",
 		[]string{ChangePolicy, ChangeEnablement, AuditConfiguration}},
+	{CheckControlEvidence, "Every control table matches its evidence",
+		"From bundle version 26, the retention policy and the change-control setting record every change of their own (their stamp, evidence and no-removal triggers exist and fire in every session), and each row equals what its last evidence record says (durable_jobs.control_evidence_mismatches(), the baseline in migration 026's record included), so no control was changed without evidence.",
+		[]string{ChangePolicy, AuditConfiguration}},
+	{CheckJobStatuses, "Job statuses are explained",
+		"From bundle version 26, no SUCCEEDED job lacks a SUCCEEDED outcome at its current fencing generation and no FAILED job with attempts left lacks a FAILED one (durable_jobs.job_status_mismatches(), counts per queue and status, no job ids), so no status was set by hand.",
+		[]string{IntegrityFencing, AuditConfiguration}},
 	{CheckEvidenceChain, "Evidence hash chain is intact",
 		"Every control-evidence record's record_hash is sha256(previous_record_hash || its content digest), each links to the record before it (32 zero bytes for the first), and the chain and policy-evidence triggers exist and fire in every session.",
 		[]string{AuditAppendOnly, ChangePolicy, AuditConfiguration}},

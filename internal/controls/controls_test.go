@@ -10,7 +10,7 @@ import (
 func TestTablesAreConsistent(t *testing.T) {
 	require.NoError(t, Validate())
 	require.NotEmpty(t, Controls())
-	require.Len(t, AuditChecks(), 25)
+	require.Len(t, AuditChecks(), 27)
 	require.NotEmpty(t, EvidenceSections())
 }
 
@@ -57,8 +57,9 @@ func TestEveryAuditCheckAndSectionIsNamedByConstant(t *testing.T) {
 		CheckRenewalPayload, CheckSchemaCreate, CheckEvidenceAppendOnly, CheckMigrationVersion,
 		CheckObjectDependencies, CheckDefinerOwners, CheckEvidenceTrigger, CheckFunctionDrift,
 		CheckServerLogSecrets, CheckUnencryptedSessions, CheckTLSConfiguration, CheckLoginTimeouts,
-		CheckPolicyEvidence, CheckEvidenceChain, CheckEvidenceAnchor, CheckAccessReview, CheckRoleChangeLogging, CheckGenerationFloor,
-		CheckServerIsPrimary, CheckSecondPrimary, CheckSynchronousReplication}
+		CheckPolicyEvidence, CheckControlEvidence, CheckJobStatuses, CheckEvidenceChain, CheckEvidenceAnchor,
+		CheckAccessReview, CheckRoleChangeLogging, CheckGenerationFloor, CheckServerIsPrimary, CheckSecondPrimary,
+		CheckSynchronousReplication}
 	require.Len(t, AuditChecks(), len(checks))
 	for i, a := range AuditChecks() {
 		require.Equal(t, checks[i], a.ID)

@@ -313,3 +313,108 @@ END;
 ALTER FUNCTION durable_jobs.policy_evidence_mismatches() OWNER TO durable_job_audit_owner;
 REVOKE ALL ON FUNCTION durable_jobs.policy_evidence_mismatches() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION durable_jobs.policy_evidence_mismatches() TO durable_job_auditor;
+
+-- control_evidence_mismatches: one row per control-table row that is not
+-- what its last evidence record says it became (since migration 026): each
+-- queue's retention policy against its last retention_policy_changed record
+-- (durations compared as durations; a row without a record, or a record
+-- that says a row exists that is missing, or the reverse) and the
+-- change-control setting against its last change_control_changed record
+-- that holds every setting; the baseline in migration 026's
+-- migration_applied record counts as a record of every row it holds. A control changed with its evidence trigger
+-- disabled shows here. Empty when the tables and the evidence agree.
+CREATE OR REPLACE FUNCTION durable_jobs.control_evidence_mismatches()
+RETURNS TABLE (control_table text, queue_name text, mismatch text)
+LANGUAGE sql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    WITH retention_records AS (
+        SELECT e.evidence_record_id, e.queue_name, e.new_values
+        FROM durable_jobs.control_evidence_record e
+        WHERE e.evidence_kind = 'retention_policy_changed' AND e.queue_name IS NOT NULL
+        UNION ALL
+        SELECT e.evidence_record_id, b.row_values ->> 'policy_queue_name', b.row_values
+        FROM durable_jobs.control_evidence_record e,
+             LATERAL pg_catalog.jsonb_array_elements(e.new_values -> 'retention_baseline') AS b(row_values)
+        WHERE e.evidence_kind = 'migration_applied' AND e.new_values ? 'retention_baseline'
+    ),
+    last_retention AS (
+        SELECT DISTINCT ON (r.queue_name) r.queue_name, r.new_values,
+               COALESCE(r.new_values ->> 'policy_queue_name', '') = r.queue_name AS has_row
+        FROM retention_records r
+        ORDER BY r.queue_name, r.evidence_record_id DESC
+    ),
+    last_change_control AS (
+        SELECT c.new_values
+        FROM (SELECT e.evidence_record_id, e.new_values
+              FROM durable_jobs.control_evidence_record e
+              WHERE e.evidence_kind = 'change_control_changed'
+                AND e.new_values ?& ARRAY['ticket_pattern', 'require_approver', 'approver_must_differ', 'reason_pattern']
+              UNION ALL
+              SELECT e.evidence_record_id, e.new_values -> 'change_control_baseline'
+              FROM durable_jobs.control_evidence_record e
+              WHERE e.evidence_kind = 'migration_applied' AND e.new_values ? 'change_control_baseline') c
+        ORDER BY c.evidence_record_id DESC
+        LIMIT 1
+    )
+    SELECT 'queue_retention_policy', COALESCE(p.queue_name, v.queue_name),
+           CASE WHEN v.queue_name IS NULL THEN 'retention row has no evidence record'
+                WHEN p.queue_name IS NULL THEN 'retention row in the evidence is missing from the table'
+                WHEN NOT v.has_row THEN 'retention row exists but the evidence says it was removed'
+                ELSE 'retention differs from what its last evidence record says' END
+    FROM durable_jobs.queue_retention_policy p
+    FULL JOIN last_retention v ON v.queue_name = p.queue_name
+    WHERE v.queue_name IS NULL
+       OR (p.queue_name IS NULL AND v.has_row)
+       OR (p.queue_name IS NOT NULL AND NOT v.has_row)
+       OR (p.queue_name IS NOT NULL AND (
+              (v.new_values ->> 'payload_retention')::interval IS DISTINCT FROM p.payload_retention
+           OR (v.new_values ->> 'record_retention')::interval IS DISTINCT FROM p.record_retention))
+    UNION ALL
+    SELECT 'change_control_setting', NULL, 'change control differs from what its last evidence record says'
+    FROM durable_jobs.change_control_setting s
+    JOIN last_change_control c ON true
+    WHERE (c.new_values ->> 'ticket_pattern') IS DISTINCT FROM s.ticket_pattern
+       OR (c.new_values ->> 'require_approver')::boolean IS DISTINCT FROM s.require_approver
+       OR (c.new_values ->> 'approver_must_differ')::boolean IS DISTINCT FROM s.approver_must_differ
+       OR (c.new_values ->> 'reason_pattern') IS DISTINCT FROM s.reason_pattern
+    ORDER BY 1, 2;
+END;
+
+ALTER FUNCTION durable_jobs.control_evidence_mismatches() OWNER TO durable_job_audit_owner;
+REVOKE ALL ON FUNCTION durable_jobs.control_evidence_mismatches() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.control_evidence_mismatches() TO durable_job_auditor;
+
+-- job_status_mismatches: per queue and status, how many finished jobs hold
+-- a status that no fenced write or recorded action explains (since
+-- migration 026): a SUCCEEDED job without a SUCCEEDED outcome at its
+-- current fencing generation, a FAILED job without a FAILED outcome at it
+-- and with attempts left (a claim fails a job whose attempts are used up
+-- without an outcome). A superuser's UPDATE of job statuses shows here.
+-- Counts only; never a job id. Empty when every status is explained.
+-- Reads every finished job (one pass, no lock).
+CREATE OR REPLACE FUNCTION durable_jobs.job_status_mismatches()
+RETURNS TABLE (queue_name text, job_status text, job_count bigint)
+LANGUAGE sql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT j.queue_name, j.job_status::text, pg_catalog.count(*)
+    FROM durable_jobs.job_record j
+    WHERE j.job_status::text IN ('SUCCEEDED', 'FAILED')
+      AND NOT (j.job_status::text = 'FAILED' AND j.attempt_number >= j.max_attempts)
+      AND NOT EXISTS (
+          SELECT 1 FROM durable_jobs.job_outcome_ledger l
+          WHERE l.job_record_id = j.job_record_id
+            AND l.lease_fencing_generation = j.lease_fencing_generation
+            AND l.outcome_status = j.job_status)
+    GROUP BY j.queue_name, j.job_status
+    ORDER BY j.queue_name, j.job_status;
+END;
+
+ALTER FUNCTION durable_jobs.job_status_mismatches() OWNER TO durable_job_audit_owner;
+REVOKE ALL ON FUNCTION durable_jobs.job_status_mismatches() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.job_status_mismatches() TO durable_job_auditor;

@@ -52,9 +52,10 @@ GRANT EXECUTE ON FUNCTION durable_jobs.change_control() TO durable_job_auditor, 
 -- characters or not a valid regular expression; LF002
 -- (require_structured_change, checked against the setting in force once
 -- this call holds the evidence-order lock, so a tightening committed while
--- it waited applies to it) when the change record is not structured. Appends a
--- change_control_changed evidence record with the previous and new values,
--- reason, ticket, approver and session_user. Locks: the evidence-order lock
+-- it waited applies to it) when the change record is not structured. The
+-- table's trigger (record_change_control_change) appends a
+-- change_control_changed evidence record with every setting before and
+-- after, reason, ticket, approver and session_user. Locks: the evidence-order lock
 -- (lock_timeout 10 s, then 55P03 and nothing changed).
 CREATE OR REPLACE FUNCTION durable_jobs.set_change_control(p_ticket_pattern text, p_require_approver boolean,
     p_approver_must_differ boolean, p_change_reason text, p_change_ticket text, p_change_approver text DEFAULT NULL)
@@ -65,10 +66,6 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '10s'
 AS $function$
-DECLARE
-    v_previous jsonb;
-    v_new jsonb := pg_catalog.jsonb_build_object('ticket_pattern', p_ticket_pattern,
-        'require_approver', p_require_approver, 'approver_must_differ', p_approver_must_differ);
 BEGIN
     IF p_ticket_pattern IS NULL OR p_require_approver IS NULL OR p_approver_must_differ IS NULL
        OR pg_catalog.length(p_ticket_pattern) NOT BETWEEN 1 AND 200 THEN
@@ -83,17 +80,11 @@ BEGIN
     END;
     -- Takes the evidence-order lock, then checks against what is in force.
     PERFORM durable_jobs.require_structured_change(p_change_reason, p_change_ticket, p_change_approver);
-    SELECT pg_catalog.jsonb_build_object('ticket_pattern', s.ticket_pattern,
-               'require_approver', s.require_approver, 'approver_must_differ', s.approver_must_differ)
-    INTO STRICT v_previous
-    FROM durable_jobs.change_control_setting s FOR UPDATE;
+    PERFORM durable_jobs.set_change_record(p_change_reason, p_change_ticket, p_change_approver);
     UPDATE durable_jobs.change_control_setting
     SET ticket_pattern = p_ticket_pattern, require_approver = p_require_approver,
-        approver_must_differ = p_approver_must_differ, changed_at = pg_catalog.clock_timestamp(),
-        changed_by_role = SESSION_USER;
-    INSERT INTO durable_jobs.control_evidence_record
-        (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
-    VALUES ('change_control_changed', NULL, v_previous, v_new, p_change_reason, p_change_ticket, p_change_approver);
+        approver_must_differ = p_approver_must_differ;
+    PERFORM durable_jobs.set_change_record('', '', '');
 END;
 $function$;
 
@@ -110,8 +101,9 @@ GRANT EXECUTE ON FUNCTION durable_jobs.set_change_control(text, boolean, boolean
 -- over 200 characters or not a valid regular expression; LF002
 -- (require_structured_change, under the evidence-order lock, against the
 -- setting in force then, the current reason pattern included) when the
--- change record is not structured. Appends a change_control_changed
--- evidence record with the pattern before and after. Locks: the
+-- change record is not structured. The table's trigger appends a
+-- change_control_changed evidence record with every setting before and
+-- after. Locks: the
 -- evidence-order lock (lock_timeout 10 s, then 55P03 and nothing changed).
 CREATE OR REPLACE FUNCTION durable_jobs.set_change_reason_pattern(p_reason_pattern text, p_change_reason text,
     p_change_ticket text, p_change_approver text DEFAULT NULL)
@@ -124,7 +116,6 @@ SET lock_timeout = '10s'
 AS $function$
 DECLARE
     v_pattern text := NULLIF(p_reason_pattern, '');
-    v_previous text;
 BEGIN
     IF pg_catalog.length(v_pattern) > 200 THEN
         RAISE EXCEPTION 'invalid change control' USING ERRCODE = 'LF003',
@@ -137,13 +128,9 @@ BEGIN
             DETAIL = 'The reason pattern is not a valid regular expression.';
     END;
     PERFORM durable_jobs.require_structured_change(p_change_reason, p_change_ticket, p_change_approver);
-    SELECT s.reason_pattern INTO STRICT v_previous FROM durable_jobs.change_control_setting s FOR UPDATE;
-    UPDATE durable_jobs.change_control_setting
-    SET reason_pattern = v_pattern, changed_at = pg_catalog.clock_timestamp(), changed_by_role = SESSION_USER;
-    INSERT INTO durable_jobs.control_evidence_record
-        (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
-    VALUES ('change_control_changed', NULL, pg_catalog.jsonb_build_object('reason_pattern', v_previous),
-            pg_catalog.jsonb_build_object('reason_pattern', v_pattern), p_change_reason, p_change_ticket, p_change_approver);
+    PERFORM durable_jobs.set_change_record(p_change_reason, p_change_ticket, p_change_approver);
+    UPDATE durable_jobs.change_control_setting SET reason_pattern = v_pattern;
+    PERFORM durable_jobs.set_change_record('', '', '');
 END;
 $function$;
 
@@ -152,20 +139,13 @@ REVOKE ALL ON FUNCTION durable_jobs.set_change_reason_pattern(text, text, text, 
 GRANT EXECUTE ON FUNCTION durable_jobs.set_change_reason_pattern(text, text, text, text) TO durable_job_operator;
 
 -- require_structured_change: raises LF002, naming the rule and never the
--- value, unless a change record is structured: a reason that is plain text
--- (is_plain_change_reason), matches the reason pattern when change control
--- sets one (since migration 024) and does not look like personal data or a
--- secret (looks_personal_or_secret); a ticket, when given, of plain text of at
--- most 100 characters matching the setting's ticket_pattern (default
--- ^[A-Z][A-Z0-9]+-[0-9]+$); an approver, when given,
--- that is an existing login role; an approver at all when require_approver
--- is set; and an approver other than session_user when
--- approver_must_differ is set (the default, as before version 3). Takes the
--- evidence-order lock (lock_evidence_order) first and reads the setting
--- after it (VOLATILE: the read takes a snapshot of its own), so every
--- writer is checked against the change control in force when no other
--- change can commit before it (since migration 024; before, a loosening
--- that waited for a tightening's lock committed against the old rules).
+-- value, unless a change record is structured under the change control in
+-- force (check_change_record). Takes the evidence-order lock
+-- (lock_evidence_order) first and reads the setting after it (VOLATILE:
+-- the read takes a snapshot of its own), so every writer is checked against
+-- the change control in force when no other change can commit before it
+-- (since migration 024; before, a loosening that waited for a tightening's
+-- lock committed against the old rules).
 CREATE OR REPLACE FUNCTION durable_jobs.require_structured_change(p_change_reason text, p_change_ticket text, p_change_approver text)
 RETURNS void
 LANGUAGE plpgsql
@@ -177,11 +157,39 @@ DECLARE
 BEGIN
     PERFORM durable_jobs.lock_evidence_order();
     SELECT s.* INTO STRICT v_setting FROM durable_jobs.change_control_setting s;
+    PERFORM durable_jobs.check_change_record(v_setting, p_change_reason, p_change_ticket, p_change_approver);
+END;
+$function$;
+
+REVOKE ALL ON FUNCTION durable_jobs.require_structured_change(text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.require_structured_change(text, text, text) TO durable_job_policy_owner, durable_job_retention_owner;
+
+-- check_change_record: raises LF002, naming the rule and never the value,
+-- unless a change record is structured under the given change-control
+-- setting: a reason that is plain text (is_plain_change_reason), matches
+-- the reason pattern when the setting has one (since migration 024) and
+-- does not look like personal data or a secret (looks_personal_or_secret);
+-- a ticket, when given, of plain text of at most 100 characters matching
+-- the setting's ticket_pattern (default ^[A-Z][A-Z0-9]+-[0-9]+$); an
+-- approver, when given, that is an existing login role and a member of
+-- durable_job_operator (since migration 026; before, any login, a worker's
+-- too, could be named); an approver at all when require_approver is set;
+-- and an approver other than session_user when approver_must_differ is set
+-- (the default). The change-control trigger checks a change against the
+-- setting before it with this function. Takes no lock.
+CREATE OR REPLACE FUNCTION durable_jobs.check_change_record(p_setting durable_jobs.change_control_setting,
+    p_change_reason text, p_change_ticket text, p_change_approver text)
+RETURNS void
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $function$
+BEGIN
     IF p_change_reason IS NULL OR NOT durable_jobs.is_plain_change_reason(p_change_reason) THEN
         RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
             DETAIL = 'The change reason must be 1 to 500 characters, not blank, without control or bidirectional-control characters.';
     END IF;
-    IF v_setting.reason_pattern IS NOT NULL AND p_change_reason !~ v_setting.reason_pattern THEN
+    IF p_setting.reason_pattern IS NOT NULL AND p_change_reason !~ p_setting.reason_pattern THEN
         RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
             DETAIL = 'The change reason must match the change-control reason pattern (durable_jobs.change_control()).';
     END IF;
@@ -190,25 +198,27 @@ BEGIN
             DETAIL = 'The change reason looks like it holds personal data or a secret (a resident registration, card or phone number, an e-mail address or a credential); evidence is append-only and kept, so give a ticket reference instead.';
     END IF;
     IF p_change_ticket IS NOT NULL AND (pg_catalog.length(p_change_ticket) > 100
-       OR NOT durable_jobs.is_plain_change_reason(p_change_ticket) OR p_change_ticket !~ v_setting.ticket_pattern) THEN
+       OR NOT durable_jobs.is_plain_change_reason(p_change_ticket) OR p_change_ticket !~ p_setting.ticket_pattern) THEN
         RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
             DETAIL = 'The change ticket must be plain text of at most 100 characters matching the change-control ticket pattern (durable_jobs.change_control()).';
     END IF;
-    IF p_change_approver IS NULL AND v_setting.require_approver THEN
+    IF p_change_approver IS NULL AND p_setting.require_approver THEN
         RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
             DETAIL = 'Change control requires an approver for every change.';
     END IF;
     IF p_change_approver IS NOT NULL AND NOT EXISTS (
-           SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname = p_change_approver AND r.rolcanlogin) THEN
+           SELECT 1 FROM pg_catalog.pg_roles r
+           WHERE r.rolname = p_change_approver AND r.rolcanlogin
+             AND pg_catalog.pg_has_role(r.oid, 'durable_job_operator', 'MEMBER')) THEN
         RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
-            DETAIL = 'The approver must be an existing login role.';
+            DETAIL = 'The approver must be an existing login role that holds durable_job_operator.';
     END IF;
-    IF p_change_approver = SESSION_USER AND v_setting.approver_must_differ THEN
+    IF p_change_approver = SESSION_USER AND p_setting.approver_must_differ THEN
         RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
             DETAIL = 'Change control requires the approver to be another login than the one making the change.';
     END IF;
 END;
 $function$;
 
-REVOKE ALL ON FUNCTION durable_jobs.require_structured_change(text, text, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION durable_jobs.require_structured_change(text, text, text) TO durable_job_policy_owner, durable_job_retention_owner;
+REVOKE ALL ON FUNCTION durable_jobs.check_change_record(durable_jobs.change_control_setting, text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.check_change_record(durable_jobs.change_control_setting, text, text, text) TO durable_job_policy_owner, durable_job_retention_owner;

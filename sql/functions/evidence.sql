@@ -421,3 +421,234 @@ END;
 $function$;
 
 REVOKE ALL ON FUNCTION durable_jobs.refuse_policy_truncate() FROM PUBLIC;
+
+-- continue_evidence_chain: appends an evidence_chain_continued record that
+-- names the head of an earlier chain, as an export kept outside the
+-- database holds it (since migration 026): after a restore of an older
+-- backup (the records after the restored head are gone, and their ids
+-- would be used again) or after the bundle was removed and installed again
+-- (a new chain from id 1), so that `leasectl evidence verify --anchor`
+-- can follow the chain across: the records between this record's
+-- predecessor and the named head live in that export. Its new_values are
+-- {"previous_head_id": id, "previous_head_hash": lowercase hex of the
+-- head's record_hash}; no job id, no payload. Returns the new record's id.
+-- Raises LF003 for a NULL or non-positive head id or a hash that is not 32
+-- bytes, LF002 (require_structured_change) when the change record is not
+-- structured: nothing is written then. Takes the evidence-order lock
+-- (lock_timeout 10 s, then 55P03).
+CREATE OR REPLACE FUNCTION durable_jobs.continue_evidence_chain(p_previous_head_id bigint,
+    p_previous_head_hash bytea, p_change_reason text, p_change_ticket text DEFAULT NULL,
+    p_change_approver text DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '10s'
+AS $function$
+DECLARE
+    v_record_id bigint;
+BEGIN
+    IF p_previous_head_id IS NULL OR p_previous_head_id < 1
+       OR p_previous_head_hash IS NULL OR pg_catalog.length(p_previous_head_hash) <> 32 THEN
+        RAISE EXCEPTION 'invalid chain head' USING ERRCODE = 'LF003',
+            DETAIL = 'Need the id (1 or more) and the 32-byte record hash of the head an export ends with.';
+    END IF;
+    PERFORM durable_jobs.require_structured_change(p_change_reason, p_change_ticket, p_change_approver);
+    INSERT INTO durable_jobs.control_evidence_record
+        (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
+    VALUES ('evidence_chain_continued', NULL, NULL,
+            pg_catalog.jsonb_build_object('previous_head_id', p_previous_head_id,
+                'previous_head_hash', pg_catalog.encode(p_previous_head_hash, 'hex')),
+            p_change_reason, p_change_ticket, p_change_approver)
+    RETURNING evidence_record_id INTO v_record_id;
+    RETURN v_record_id;
+END;
+$function$;
+
+ALTER FUNCTION durable_jobs.continue_evidence_chain(bigint, bytea, text, text, text) OWNER TO durable_job_policy_owner;
+REVOKE ALL ON FUNCTION durable_jobs.continue_evidence_chain(bigint, bytea, text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.continue_evidence_chain(bigint, bytea, text, text, text) TO durable_job_operator;
+
+-- stamp_control_change: BEFORE INSERT OR UPDATE trigger on
+-- queue_retention_policy and change_control_setting (since migration 026,
+-- as stamp_policy_change does for the lease policy). Sets changed_by_role
+-- to session_user and changed_at to the database time whatever the
+-- statement wrote, so a row changed outside the functions (a superuser's
+-- UPDATE) names who changed it. Raises LF002 when an UPDATE renames a
+-- queue's retention row (delete it and insert the new one instead). Takes
+-- no lock.
+CREATE OR REPLACE FUNCTION durable_jobs.stamp_control_change()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $function$
+BEGIN
+    IF TG_OP = 'UPDATE' AND (pg_catalog.to_jsonb(NEW) -> 'queue_name') IS DISTINCT FROM (pg_catalog.to_jsonb(OLD) -> 'queue_name') THEN
+        RAISE EXCEPTION 'a queue''s retention policy row cannot be renamed' USING ERRCODE = 'LF002',
+            HINT = 'Delete the row and insert one for the new queue name.';
+    END IF;
+    NEW.changed_by_role := SESSION_USER::text;
+    NEW.changed_at := pg_catalog.clock_timestamp();
+    RETURN NEW;
+END;
+$function$;
+
+REVOKE ALL ON FUNCTION durable_jobs.stamp_control_change() FROM PUBLIC;
+
+-- refuse_control_removal: BEFORE TRUNCATE trigger on queue_retention_policy
+-- and BEFORE DELETE OR TRUNCATE trigger on change_control_setting (since
+-- migration 026). TRUNCATE fires no row trigger, so it would change a
+-- control without evidence, and the change-control row is the one every
+-- change record is checked against: refused for every role with LF002.
+-- Takes no lock.
+CREATE OR REPLACE FUNCTION durable_jobs.refuse_control_removal()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $function$
+BEGIN
+    RAISE EXCEPTION USING
+        ERRCODE = 'LF002',
+        MESSAGE = pg_catalog.format('%s of %s is refused', TG_OP, TG_TABLE_NAME),
+        HINT = 'Change a control through its function (or row by row), so that each change is recorded as evidence.';
+END;
+$function$;
+
+REVOKE ALL ON FUNCTION durable_jobs.refuse_control_removal() FROM PUBLIC;
+
+-- record_retention_policy_change: AFTER INSERT OR UPDATE OR DELETE row
+-- trigger on queue_retention_policy, SECURITY DEFINER (owned by
+-- durable_job_retention_owner), so every change of the table is recorded,
+-- however it was made (since migration 026; before, only
+-- set_queue_retention_policy wrote evidence and a superuser's UPDATE left
+-- none). Appends a retention_policy_changed record with the queue's
+-- effective retention before and after (its own row, else the default '*';
+-- policy_queue_name says which; {"policy_queue_name": null} when none is
+-- left). changed_by_role is session_user. The reason, ticket and approver
+-- come from the transaction-local settings leasefence.change_reason,
+-- leasefence.change_ticket and leasefence.change_approver, which
+-- set_queue_retention_policy sets; a change without a reason is recorded as
+-- 'direct table change without a reason'. Raises LF002
+-- (require_structured_change) when the change record is not acceptable, so
+-- the change is refused. Durations are written as IntervalStyle postgres
+-- gives them, whatever the session's settings. Takes the evidence-order
+-- lock (lock_timeout 10 s).
+CREATE OR REPLACE FUNCTION durable_jobs.record_retention_policy_change()
+RETURNS trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '10s'
+SET IntervalStyle = 'postgres'
+SET DateStyle = 'ISO, MDY'
+SET TimeZone = 'UTC'
+SET extra_float_digits = '1'
+AS $function$
+DECLARE
+    v_reason text := COALESCE(NULLIF(pg_catalog.current_setting('leasefence.change_reason', true), ''),
+                              'direct table change without a reason');
+    v_ticket text := NULLIF(pg_catalog.current_setting('leasefence.change_ticket', true), '');
+    v_approver text := NULLIF(pg_catalog.current_setting('leasefence.change_approver', true), '');
+    v_queue text;
+    v_previous jsonb;
+    v_new jsonb;
+BEGIN
+    PERFORM durable_jobs.require_structured_change(v_reason, v_ticket, v_approver);
+    IF TG_OP = 'INSERT' THEN
+        v_queue := NEW.queue_name;
+        SELECT pg_catalog.jsonb_build_object('policy_queue_name', p.queue_name,
+                   'payload_retention', p.payload_retention, 'record_retention', p.record_retention)
+        INTO v_previous
+        FROM durable_jobs.queue_retention_policy p
+        WHERE p.queue_name = '*' AND v_queue <> '*';
+    ELSE
+        v_queue := OLD.queue_name;
+        v_previous := pg_catalog.jsonb_build_object('policy_queue_name', OLD.queue_name,
+            'payload_retention', OLD.payload_retention, 'record_retention', OLD.record_retention);
+    END IF;
+    IF TG_OP = 'DELETE' THEN
+        SELECT pg_catalog.jsonb_build_object('policy_queue_name', p.queue_name,
+                   'payload_retention', p.payload_retention, 'record_retention', p.record_retention)
+        INTO v_new
+        FROM durable_jobs.queue_retention_policy p
+        WHERE p.queue_name = '*' AND v_queue <> '*';
+        v_new := COALESCE(v_new, pg_catalog.jsonb_build_object('policy_queue_name', NULL));
+    ELSE
+        v_new := pg_catalog.jsonb_build_object('policy_queue_name', NEW.queue_name,
+            'payload_retention', NEW.payload_retention, 'record_retention', NEW.record_retention);
+    END IF;
+    INSERT INTO durable_jobs.control_evidence_record
+        (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
+    VALUES ('retention_policy_changed', v_queue, v_previous, v_new, v_reason, v_ticket, v_approver);
+    RETURN NULL;
+END;
+$function$;
+
+ALTER FUNCTION durable_jobs.record_retention_policy_change() OWNER TO durable_job_retention_owner;
+REVOKE ALL ON FUNCTION durable_jobs.record_retention_policy_change() FROM PUBLIC;
+
+-- record_change_control_change: AFTER UPDATE row trigger on
+-- change_control_setting, SECURITY DEFINER (owned by
+-- durable_job_policy_owner), so every change of the change control is
+-- recorded, however it was made (since migration 026; before, a
+-- superuser's UPDATE left no evidence and change-control show still named
+-- the last operator). Appends a change_control_changed record with every
+-- setting before and after (ticket_pattern, require_approver,
+-- approver_must_differ, reason_pattern). The reason, ticket and approver
+-- come from the transaction-local settings that set_change_control and
+-- set_change_reason_pattern set, else 'direct table change without a
+-- reason'; they are checked (require_structured_change) against the
+-- setting in force before this change. Raises LF002 when they are not
+-- acceptable, so the change is refused. Takes the evidence-order lock
+-- (lock_timeout 10 s).
+CREATE OR REPLACE FUNCTION durable_jobs.record_change_control_change()
+RETURNS trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '10s'
+AS $function$
+DECLARE
+    v_reason text := COALESCE(NULLIF(pg_catalog.current_setting('leasefence.change_reason', true), ''),
+                              'direct table change without a reason');
+    v_ticket text := NULLIF(pg_catalog.current_setting('leasefence.change_ticket', true), '');
+    v_approver text := NULLIF(pg_catalog.current_setting('leasefence.change_approver', true), '');
+BEGIN
+    PERFORM durable_jobs.lock_evidence_order();
+    PERFORM durable_jobs.check_change_record(OLD, v_reason, v_ticket, v_approver);
+    INSERT INTO durable_jobs.control_evidence_record
+        (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
+    VALUES ('change_control_changed', NULL,
+            pg_catalog.jsonb_build_object('ticket_pattern', OLD.ticket_pattern, 'require_approver', OLD.require_approver,
+                'approver_must_differ', OLD.approver_must_differ, 'reason_pattern', OLD.reason_pattern),
+            pg_catalog.jsonb_build_object('ticket_pattern', NEW.ticket_pattern, 'require_approver', NEW.require_approver,
+                'approver_must_differ', NEW.approver_must_differ, 'reason_pattern', NEW.reason_pattern),
+            v_reason, v_ticket, v_approver);
+    RETURN NULL;
+END;
+$function$;
+
+ALTER FUNCTION durable_jobs.record_change_control_change() OWNER TO durable_job_policy_owner;
+REVOKE ALL ON FUNCTION durable_jobs.record_change_control_change() FROM PUBLIC;
+
+-- set_change_record: sets the transaction-local settings
+-- leasefence.change_reason, leasefence.change_ticket and
+-- leasefence.change_approver, which the control tables' evidence triggers
+-- record (NULL is written as '', which they read as none); a function that
+-- changes a control table sets them before its write and clears them with
+-- ('', '', '') after it, so a later statement of the transaction is not
+-- recorded under its reason. Takes no lock.
+CREATE OR REPLACE FUNCTION durable_jobs.set_change_record(p_change_reason text, p_change_ticket text, p_change_approver text)
+RETURNS void
+LANGUAGE sql
+VOLATILE
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT pg_catalog.set_config('leasefence.change_reason', COALESCE(p_change_reason, ''), true),
+           pg_catalog.set_config('leasefence.change_ticket', COALESCE(p_change_ticket, ''), true),
+           pg_catalog.set_config('leasefence.change_approver', COALESCE(p_change_approver, ''), true);
+END;
+
+REVOKE ALL ON FUNCTION durable_jobs.set_change_record(text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.set_change_record(text, text, text) TO durable_job_policy_owner, durable_job_retention_owner;

@@ -93,3 +93,69 @@ $function$;
 ALTER FUNCTION durable_jobs.operator_job_detail(bigint) OWNER TO durable_job_audit_owner;
 REVOKE ALL ON FUNCTION durable_jobs.operator_job_detail(bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION durable_jobs.operator_job_detail(bigint) TO durable_job_operator;
+
+-- record_job_action: private helper of cancel_job, replay_job and their
+-- reasoned overloads (since migration 026): appends one row to the job's
+-- action trail (job_action_record: the action, session_user, database
+-- time, reason, ticket, approver). With a reason it first checks the change
+-- record (require_structured_change, under the evidence-order lock: LF002
+-- and nothing changed when it is not structured) and appends a chained
+-- job_cancelled or job_replayed control evidence record with the queue and
+-- the status before and after: never the job id or anything of the payload
+-- (auditors read evidence). Without a reason (a producer's own cancel) it
+-- writes the trail row only and takes no lock.
+CREATE OR REPLACE FUNCTION durable_jobs.record_job_action(p_job_record_id bigint, p_queue_name text,
+    p_action_kind text, p_previous_status text, p_new_status text, p_change_reason text, p_change_ticket text,
+    p_change_approver text)
+RETURNS void
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+BEGIN
+    IF p_change_reason IS NOT NULL THEN
+        PERFORM durable_jobs.require_structured_change(p_change_reason, p_change_ticket, p_change_approver);
+        INSERT INTO durable_jobs.control_evidence_record
+            (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
+        VALUES ('job_' || p_action_kind, p_queue_name, pg_catalog.jsonb_build_object('job_status', p_previous_status),
+                pg_catalog.jsonb_build_object('job_status', p_new_status), p_change_reason, p_change_ticket,
+                p_change_approver);
+    END IF;
+    INSERT INTO durable_jobs.job_action_record (job_record_id, action_kind, change_reason, change_ticket, change_approver)
+    VALUES (p_job_record_id, p_action_kind, p_change_reason, p_change_ticket, p_change_approver);
+END;
+$function$;
+
+ALTER FUNCTION durable_jobs.record_job_action(bigint, text, text, text, text, text, text, text) OWNER TO durable_job_retention_owner;
+REVOKE ALL ON FUNCTION durable_jobs.record_job_action(bigint, text, text, text, text, text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.record_job_action(bigint, text, text, text, text, text, text, text) TO durable_job_producer_owner;
+
+-- operator_job_actions: one job's action trail (cancel, replay, payload
+-- erasure since migration 026), oldest first: the action, when, the login
+-- that acted, its reason, ticket and approver. Zero rows for an unknown job
+-- or one nobody acted on. Never the payload. Raises LF003 for a NULL id.
+-- Takes no lock.
+CREATE OR REPLACE FUNCTION durable_jobs.operator_job_actions(p_job_record_id bigint)
+RETURNS TABLE (action_kind text, acted_at timestamptz, acted_by_role text, change_reason text,
+               change_ticket text, change_approver text)
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $function$
+BEGIN
+    IF p_job_record_id IS NULL THEN
+        RAISE EXCEPTION 'job id is required' USING ERRCODE = 'LF003';
+    END IF;
+    RETURN QUERY
+    SELECT a.action_kind, a.acted_at, a.acted_by_role, a.change_reason, a.change_ticket, a.change_approver
+    FROM durable_jobs.job_action_record a
+    WHERE a.job_record_id = p_job_record_id
+    ORDER BY a.job_action_record_id;
+END;
+$function$;
+
+ALTER FUNCTION durable_jobs.operator_job_actions(bigint) OWNER TO durable_job_audit_owner;
+REVOKE ALL ON FUNCTION durable_jobs.operator_job_actions(bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.operator_job_actions(bigint) TO durable_job_operator;

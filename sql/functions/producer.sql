@@ -270,59 +270,165 @@ ALTER FUNCTION durable_jobs.enqueue_jobs(text, jsonb[], text[], timestamp with t
 REVOKE ALL ON FUNCTION durable_jobs.enqueue_jobs(text, jsonb[], text[], timestamp with time zone[], integer[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION durable_jobs.enqueue_jobs(text, jsonb[], text[], timestamp with time zone[], integer[]) TO durable_job_producer;
 
--- cancel_job: QUEUED, RETRY_SCHEDULED or RUNNING to CANCELLED; a running
--- job's claim becomes stale at once (status is part of the fence). false when
--- the job is already terminal or unknown. Locks the job row (waits for a
--- worker's open terminal transaction). Raises LF003 for a NULL id.
-CREATE OR REPLACE FUNCTION durable_jobs.cancel_job(p_job_record_id bigint)
+-- cancel_job_recorded: private body of both cancel_job overloads (a NULL
+-- reason: the producer's, recorded in the trail only).
+CREATE OR REPLACE FUNCTION durable_jobs.cancel_job_recorded(p_job_record_id bigint, p_change_reason text,
+    p_change_ticket text, p_change_approver text)
 RETURNS boolean
 LANGUAGE plpgsql
 VOLATILE
-SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $function$
+DECLARE
+    v_queue text;
+    v_previous text;
 BEGIN
     IF p_job_record_id IS NULL THEN
         RAISE EXCEPTION 'job id is required' USING ERRCODE = 'LF003';
     END IF;
+    SELECT j.queue_name, j.job_status::text INTO v_queue, v_previous
+    FROM durable_jobs.job_record j
+    WHERE j.job_record_id = p_job_record_id AND j.job_status IN ('QUEUED', 'RETRY_SCHEDULED', 'RUNNING')
+    FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
     UPDATE durable_jobs.job_record j
     SET job_status = 'CANCELLED', status_changed_at = pg_catalog.clock_timestamp(), lease_expires_at = NULL
-    WHERE j.job_record_id = p_job_record_id AND j.job_status IN ('QUEUED', 'RETRY_SCHEDULED', 'RUNNING');
-    RETURN FOUND;
+    WHERE j.job_record_id = p_job_record_id;
+    PERFORM durable_jobs.record_job_action(p_job_record_id, v_queue, 'cancelled', v_previous, 'CANCELLED',
+        p_change_reason, p_change_ticket, p_change_approver);
+    RETURN true;
 END;
 $function$;
+
+ALTER FUNCTION durable_jobs.cancel_job_recorded(bigint, text, text, text) OWNER TO durable_job_producer_owner;
+REVOKE ALL ON FUNCTION durable_jobs.cancel_job_recorded(bigint, text, text, text) FROM PUBLIC;
+
+-- replay_job_recorded: private body of both replay_job overloads.
+CREATE OR REPLACE FUNCTION durable_jobs.replay_job_recorded(p_job_record_id bigint, p_change_reason text,
+    p_change_ticket text, p_change_approver text)
+RETURNS boolean
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    v_queue text;
+    v_previous text;
+BEGIN
+    IF p_job_record_id IS NULL THEN
+        RAISE EXCEPTION 'job id is required' USING ERRCODE = 'LF003';
+    END IF;
+    -- compared as text: statistics taken before the jobs finished must not
+    -- make the partial index of finished jobs look cheaper than the key
+    SELECT j.queue_name, j.job_status::text INTO v_queue, v_previous
+    FROM durable_jobs.job_record j
+    WHERE j.job_record_id = p_job_record_id AND j.job_status::text IN ('FAILED', 'CANCELLED')
+    FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    UPDATE durable_jobs.job_record j
+    SET job_status = 'QUEUED', status_changed_at = pg_catalog.clock_timestamp(),
+        run_after = pg_catalog.clock_timestamp(), attempt_number = 0, failure_reason_code = NULL
+    WHERE j.job_record_id = p_job_record_id;
+    PERFORM durable_jobs.record_job_action(p_job_record_id, v_queue, 'replayed', v_previous, 'QUEUED',
+        p_change_reason, p_change_ticket, p_change_approver);
+    RETURN true;
+END;
+$function$;
+
+ALTER FUNCTION durable_jobs.replay_job_recorded(bigint, text, text, text) OWNER TO durable_job_producer_owner;
+REVOKE ALL ON FUNCTION durable_jobs.replay_job_recorded(bigint, text, text, text) FROM PUBLIC;
+
+-- cancel_job: QUEUED, RETRY_SCHEDULED or RUNNING to CANCELLED; a running
+-- job's claim becomes stale at once (status is part of the fence). false when
+-- the job is already terminal or unknown. A cancel appends a 'cancelled' row
+-- to the job's action trail (record_job_action: session_user and database
+-- time, no reason; since migration 026). Locks the job row (waits for a
+-- worker's open terminal transaction). Raises LF003 for a NULL id.
+CREATE OR REPLACE FUNCTION durable_jobs.cancel_job(p_job_record_id bigint)
+RETURNS boolean
+LANGUAGE sql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT durable_jobs.cancel_job_recorded(p_job_record_id, NULL, NULL, NULL);
+END;
 
 ALTER FUNCTION durable_jobs.cancel_job(bigint) OWNER TO durable_job_producer_owner;
 REVOKE ALL ON FUNCTION durable_jobs.cancel_job(bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION durable_jobs.cancel_job(bigint) TO durable_job_producer;
 
--- replay_job: one FAILED or CANCELLED job back to QUEUED with its attempts
--- starting again (operators only). false for any other status or an unknown
--- id. Locks the job row. Raises LF003 for a NULL id.
-CREATE OR REPLACE FUNCTION durable_jobs.replay_job(p_job_record_id bigint)
+-- cancel_job (an operator's, with a reason): the same, and the change
+-- record (reason, ticket when change control asks for one, approver) is
+-- checked (LF002 and nothing changed when it is not structured), kept in
+-- the job's action trail and appended as job_cancelled control evidence
+-- (queue and status before; never the job id). Locks the job row, then the
+-- evidence-order lock (lock_timeout 10 s, then 55P03).
+CREATE OR REPLACE FUNCTION durable_jobs.cancel_job(p_job_record_id bigint, p_change_reason text,
+    p_change_ticket text DEFAULT NULL, p_change_approver text DEFAULT NULL)
 RETURNS boolean
-LANGUAGE plpgsql
+LANGUAGE sql
 VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-AS $function$
-BEGIN
-    IF p_job_record_id IS NULL THEN
-        RAISE EXCEPTION 'job id is required' USING ERRCODE = 'LF003';
-    END IF;
-    UPDATE durable_jobs.job_record j
-    SET job_status = 'QUEUED', status_changed_at = pg_catalog.clock_timestamp(),
-        run_after = pg_catalog.clock_timestamp(), attempt_number = 0, failure_reason_code = NULL
-    -- compared as text: statistics taken before the jobs finished must not
-    -- make the partial index of finished jobs look cheaper than the key
-    WHERE j.job_record_id = p_job_record_id AND j.job_status::text IN ('FAILED', 'CANCELLED');
-    RETURN FOUND;
+SET lock_timeout = '10s'
+BEGIN ATOMIC
+    SELECT durable_jobs.cancel_job_recorded(p_job_record_id, COALESCE(p_change_reason, ''), p_change_ticket,
+        p_change_approver);
 END;
-$function$;
+
+ALTER FUNCTION durable_jobs.cancel_job(bigint, text, text, text) OWNER TO durable_job_producer_owner;
+REVOKE ALL ON FUNCTION durable_jobs.cancel_job(bigint, text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.cancel_job(bigint, text, text, text) TO durable_job_operator;
+
+-- replay_job: one FAILED or CANCELLED job back to QUEUED with its attempts
+-- starting again (operators only). false for any other status or an unknown
+-- id. Since migration 026 a replay is an operator action on record: this
+-- overload, which takes no reason, records 'replayed without a reason' in
+-- the job's action trail and as job_replayed control evidence, so it is
+-- refused (LF002) where change control requires an approver or a reason
+-- pattern. Locks the job row, then the evidence-order lock (lock_timeout
+-- 10 s, then 55P03). Raises LF003 for a NULL id.
+CREATE OR REPLACE FUNCTION durable_jobs.replay_job(p_job_record_id bigint)
+RETURNS boolean
+LANGUAGE sql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '10s'
+BEGIN ATOMIC
+    SELECT durable_jobs.replay_job_recorded(p_job_record_id, 'replayed without a reason', NULL, NULL);
+END;
 
 ALTER FUNCTION durable_jobs.replay_job(bigint) OWNER TO durable_job_producer_owner;
 REVOKE ALL ON FUNCTION durable_jobs.replay_job(bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION durable_jobs.replay_job(bigint) TO durable_job_operator;
+
+-- replay_job (with a reason): the same with the operator's reason, ticket
+-- and approver, checked (LF002 and nothing changed when the change record
+-- is not structured), kept in the job's action trail and appended as
+-- job_replayed control evidence (queue and status before; never the job
+-- id).
+CREATE OR REPLACE FUNCTION durable_jobs.replay_job(p_job_record_id bigint, p_change_reason text,
+    p_change_ticket text DEFAULT NULL, p_change_approver text DEFAULT NULL)
+RETURNS boolean
+LANGUAGE sql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET lock_timeout = '10s'
+BEGIN ATOMIC
+    SELECT durable_jobs.replay_job_recorded(p_job_record_id, COALESCE(p_change_reason, ''), p_change_ticket,
+        p_change_approver);
+END;
+
+ALTER FUNCTION durable_jobs.replay_job(bigint, text, text, text) OWNER TO durable_job_producer_owner;
+REVOKE ALL ON FUNCTION durable_jobs.replay_job(bigint, text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.replay_job(bigint, text, text, text) TO durable_job_operator;
 
 -- job_lifecycle_state: payload-blind inspection of one job. Never returns the
 -- payload, the token, its digest or the owner. Zero rows for an unknown id.

@@ -54,14 +54,17 @@
 -- personal data or a secret (require_structured_change) and the queue name
 -- is '*' or well-formed. Otherwise LF002 and nothing changes. The policy
 -- stores the durations as absolute_duration gives them ('30 days' is kept
--- as '720:00:00'), as the lease policy does. Appends
+-- as '720:00:00'), as the lease policy does. The ticket and approver are
+-- checked as every change record's are (require_structured_change; since
+-- migration 026, so retention can be changed where change control asks for
+-- them). The table's trigger (record_retention_policy_change) appends
 -- retention_policy_changed control evidence (old and new values, reason,
--- session_user, database time), written the same whatever the session's
--- IntervalStyle, DateStyle, TimeZone or extra_float_digits. Takes the
--- evidence-order lock (lock_evidence_order), then locks the queue's policy
--- row (and the default's).
+-- ticket, approver, session_user, database time), written the same
+-- whatever the session's IntervalStyle, DateStyle, TimeZone or
+-- extra_float_digits. Takes the evidence-order lock (lock_evidence_order),
+-- then locks the queue's policy row.
 CREATE OR REPLACE FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval,
-    p_record_retention interval, p_change_reason text)
+    p_record_retention interval, p_change_reason text, p_change_ticket text, p_change_approver text DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql
 VOLATILE
@@ -73,7 +76,6 @@ SET TimeZone = 'UTC'
 SET extra_float_digits = '1'
 AS $function$
 DECLARE
-    v_previous jsonb;
     v_payload_retention interval := durable_jobs.absolute_duration(p_payload_retention);
     v_record_retention interval := durable_jobs.absolute_duration(p_record_retention);
 BEGIN
@@ -91,31 +93,37 @@ BEGIN
     PERFORM durable_jobs.require_valid_change_reason(p_change_reason, 'LF002');
     -- Takes the evidence-order lock first and checks the record against the
     -- change control in force once it holds it.
-    PERFORM durable_jobs.require_structured_change(p_change_reason, NULL, NULL);
+    PERFORM durable_jobs.require_structured_change(p_change_reason, p_change_ticket, p_change_approver);
 
-    SELECT pg_catalog.jsonb_build_object('policy_queue_name', p.queue_name,
-               'payload_retention', p.payload_retention, 'record_retention', p.record_retention)
-    INTO v_previous
-    FROM durable_jobs.queue_retention_policy p
-    WHERE p.queue_name IN (p_queue_name, '*')
-    ORDER BY p.queue_name = '*'
-    LIMIT 1
-    FOR UPDATE;
-
+    -- What the table's trigger (record_retention_policy_change) records.
+    PERFORM durable_jobs.set_change_record(p_change_reason, p_change_ticket, p_change_approver);
     INSERT INTO durable_jobs.queue_retention_policy AS p
         (queue_name, payload_retention, record_retention, changed_at, changed_by_role)
     VALUES (p_queue_name, v_payload_retention, v_record_retention, pg_catalog.clock_timestamp(), SESSION_USER)
     ON CONFLICT (queue_name) DO UPDATE
-    SET payload_retention = EXCLUDED.payload_retention, record_retention = EXCLUDED.record_retention,
-        changed_at = EXCLUDED.changed_at, changed_by_role = EXCLUDED.changed_by_role;
-
-    INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
-    VALUES ('retention_policy_changed', p_queue_name, v_previous,
-            pg_catalog.jsonb_build_object('policy_queue_name', p_queue_name,
-                'payload_retention', v_payload_retention, 'record_retention', v_record_retention),
-            p_change_reason);
+    SET payload_retention = EXCLUDED.payload_retention, record_retention = EXCLUDED.record_retention;
+    PERFORM durable_jobs.set_change_record('', '', '');
 END;
 $function$;
+
+ALTER FUNCTION durable_jobs.set_queue_retention_policy(text, interval, interval, text, text, text) OWNER TO durable_job_retention_owner;
+REVOKE ALL ON FUNCTION durable_jobs.set_queue_retention_policy(text, interval, interval, text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.set_queue_retention_policy(text, interval, interval, text, text, text) TO durable_job_operator;
+
+-- set_queue_retention_policy (without ticket or approver): the same as the
+-- overload above with no ticket and no approver, so it is refused (LF002)
+-- when change control requires an approver.
+CREATE OR REPLACE FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval,
+    p_record_retention interval, p_change_reason text)
+RETURNS void
+LANGUAGE sql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT durable_jobs.set_queue_retention_policy(p_queue_name, p_payload_retention, p_record_retention,
+        p_change_reason, NULL, NULL);
+END;
 
 ALTER FUNCTION durable_jobs.set_queue_retention_policy(text, interval, interval, text) OWNER TO durable_job_retention_owner;
 REVOKE ALL ON FUNCTION durable_jobs.set_queue_retention_policy(text, interval, interval, text) FROM PUBLIC;
@@ -270,8 +278,11 @@ GRANT EXECUTE ON FUNCTION durable_jobs.purge_expired_job_data(integer) TO durabl
 -- a payload was erased; false for an unknown job or one already erased
 -- (its result documents are cleared again either way). Refuses a job that
 -- is QUEUED, RUNNING or RETRY_SCHEDULED with LF003: cancel it first. An
--- erasure appends job_payload_erased control evidence with the queue, the
--- job's status, the reason, session_user and database time; never the job
+-- erasure appends a payload_erased row to the job's action trail
+-- (job_action_record: who, when, why, ticket, approver; since migration
+-- 026) and job_payload_erased control evidence with the queue, the
+-- job's status, the reason, ticket, approver, session_user and database
+-- time; never the job
 -- id (auditors read evidence, and auditor output carries no job ids) or
 -- anything of the payload. Locks the job row (waits for a terminal write
 -- or cancel in progress). Raises LF003 for a NULL id or an invalid reason
@@ -279,7 +290,8 @@ GRANT EXECUTE ON FUNCTION durable_jobs.purge_expired_job_data(integer) TO durabl
 -- (require_structured_change) for a reason that looks like personal data
 -- or a secret or holds a bidirectional-control character: nothing is
 -- erased then.
-CREATE OR REPLACE FUNCTION durable_jobs.erase_job_payload(p_job_record_id bigint, p_change_reason text)
+CREATE OR REPLACE FUNCTION durable_jobs.erase_job_payload(p_job_record_id bigint, p_change_reason text,
+    p_change_ticket text, p_change_approver text DEFAULT NULL)
 RETURNS boolean
 LANGUAGE plpgsql
 VOLATILE
@@ -304,7 +316,7 @@ BEGIN
     -- other change can commit first; the job row is locked before it, as
     -- before migration 024, so an erasure that waits for a worker's
     -- terminal write holds no evidence writer up meanwhile.
-    PERFORM durable_jobs.require_structured_change(p_change_reason, NULL, NULL);
+    PERFORM durable_jobs.require_structured_change(p_change_reason, p_change_ticket, p_change_approver);
     IF v_status IS NULL THEN
         RETURN false;
     END IF;
@@ -321,14 +333,34 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
-    INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
+    INSERT INTO durable_jobs.job_action_record (job_record_id, action_kind, change_reason, change_ticket, change_approver)
+    VALUES (p_job_record_id, 'payload_erased', p_change_reason, p_change_ticket, p_change_approver);
+    INSERT INTO durable_jobs.control_evidence_record
+        (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
     VALUES ('job_payload_erased', v_queue, NULL,
             pg_catalog.jsonb_build_object('job_status', v_status::text, 'payload_erased', true,
                                           'result_documents_cleared', true),
-            p_change_reason);
+            p_change_reason, p_change_ticket, p_change_approver);
     RETURN true;
 END;
 $function$;
+
+ALTER FUNCTION durable_jobs.erase_job_payload(bigint, text, text, text) OWNER TO durable_job_retention_owner;
+REVOKE ALL ON FUNCTION durable_jobs.erase_job_payload(bigint, text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.erase_job_payload(bigint, text, text, text) TO durable_job_operator;
+
+-- erase_job_payload (without ticket or approver): the same as the overload
+-- above with no ticket and no approver, so it is refused (LF002) when change
+-- control requires an approver.
+CREATE OR REPLACE FUNCTION durable_jobs.erase_job_payload(p_job_record_id bigint, p_change_reason text)
+RETURNS boolean
+LANGUAGE sql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT durable_jobs.erase_job_payload(p_job_record_id, p_change_reason, NULL, NULL);
+END;
 
 ALTER FUNCTION durable_jobs.erase_job_payload(bigint, text) OWNER TO durable_job_retention_owner;
 REVOKE ALL ON FUNCTION durable_jobs.erase_job_payload(bigint, text) FROM PUBLIC;

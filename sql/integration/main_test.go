@@ -54,9 +54,24 @@ type fixture struct {
 // t.Parallel first.
 func setup(t *testing.T) *fixture {
 	t.Helper()
+	return setupOn(t, testdb.New(t))
+}
+
+// setupOwnCluster is setup on a cluster of the test's own, for a test that
+// counts what its calls read: on the shared cluster another test's open
+// snapshot can keep dead index entries from being marked dead, and a scan
+// then walks them again.
+func setupOwnCluster(t *testing.T) *fixture {
+	t.Helper()
+	_, db := testdb.OwnCluster(t)
+	return setupOn(t, db)
+}
+
+// setupOn gives the test a queue of its own on db.
+func setupOn(t *testing.T, db *testdb.DB) *fixture {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	t.Cleanup(cancel)
-	db := testdb.New(t)
 	f := &fixture{
 		ctx:   ctx,
 		db:    db,

@@ -91,7 +91,7 @@ func TestCallsOnOneJobUseThePrimaryKeyUnderStaleStatistics(t *testing.T) {
 // statistics than under fresh ones.
 func TestClaimsReadAsMuchUnderStaleStatistics(t *testing.T) {
 	t.Parallel()
-	f := setup(t)
+	f := setupOwnCluster(t)
 	f.setPolicy(t, f.queue, time.Hour, 20*time.Minute, 2*time.Hour, true) // every claim stays live
 	const live = 20000
 	for left := live + 40; left > 0; left -= 10000 {
@@ -139,7 +139,9 @@ func TestClaimsReadAsMuchUnderStaleStatistics(t *testing.T) {
 		require.LessOrEqual(t, n, max(fresh, 20), "claim %d under stale statistics read %d index entries, under fresh ones %d (%d live leases)",
 			i+1, n, fresh, live)
 	}
-	require.LessOrEqual(t, staleBatch, freshBatch+5, "a batch claim under stale statistics read %d index entries, under fresh ones %d",
+	// Twice the fresh count and a few more: a plan that reads the live
+	// leases reads thousands.
+	require.LessOrEqual(t, staleBatch, 2*freshBatch+10, "a batch claim under stale statistics read %d index entries, under fresh ones %d",
 		staleBatch, freshBatch)
 	require.Less(t, fresh, int64(50), "a claim reads a few index entries, not the live leases")
 }
