@@ -327,3 +327,42 @@ func tamperPool(t *testing.T, pool *pgxpool.Pool, statements ...string) {
 	}
 	execSQL(t, pool, `ALTER TABLE durable_jobs.control_evidence_record ENABLE TRIGGER USER`)
 }
+
+// The live chain is followed across a real continuation record
+// (durable_jobs.continue_evidence_chain, migration 026) after a restore
+// that lost the newest records; a record of that kind whose values are
+// not what the function writes carries nothing.
+func TestVerifyAnchorFollowsARealContinuation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	pool := db.Pool(t)
+	execSQL(t, pool, `SELECT durable_jobs.record_deployment_version('9.9.9', 'anchor test')`)
+	var keep int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT max(evidence_record_id) FROM durable_jobs.control_evidence_record`).Scan(&keep))
+	execSQL(t, pool, `SELECT durable_jobs.record_deployment_version('9.9.10', 'lost in the restore')`)
+	anchor := chainAnchor(t, pool)
+	last := anchor.Last()
+	tamperPool(t, pool, fmt.Sprintf(`DELETE FROM durable_jobs.control_evidence_record WHERE evidence_record_id > %d`, keep),
+		fmt.Sprintf(`ALTER TABLE durable_jobs.control_evidence_record ALTER COLUMN evidence_record_id RESTART WITH %d`, keep+1))
+	auditor := db.LoginConn(t, "durable_job_auditor")
+
+	// A record of the kind, written around the function, with values it
+	// cannot read: no continuation.
+	execSQL(t, pool, `INSERT INTO durable_jobs.control_evidence_record (evidence_kind, new_values, change_reason)
+		VALUES ('evidence_chain_continued', '{"previous_head_id": "not a number"}', 'forged continuation')`)
+	result, err := VerifyAnchor(ctx, auditor, anchor)
+	require.NoError(t, err)
+	require.False(t, result.Held)
+	require.Equal(t, keep+1, result.FirstDiffering)
+
+	var id int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT durable_jobs.continue_evidence_chain($1, $2, 'CHG-5 restored an older backup')`,
+		last.ID, last.Hash).Scan(&id))
+	result, err = VerifyAnchor(ctx, auditor, anchor)
+	require.NoError(t, err)
+	require.True(t, result.Held, result.Finding)
+	require.Equal(t, id, result.ContinuedAt)
+	require.Equal(t, keep, result.AgreedThrough)
+	require.Equal(t, []int64{keep + 1}, result.Between, "the record written around the function comes between")
+}
