@@ -3,7 +3,8 @@
 // recorded deployments, the lease policies and their history, renewal
 // enablement changes, disposal (what the retention purge and erasure
 // removed, as counts, and retention policy changes), aggregate lease
-// outcomes, jobs by status and the result of every audit check, each
+// outcomes, jobs by status, the result of every audit check and the access
+// review (audit.ReadAccess, as `leasectl access` shows it), each
 // section mapped to the control identifiers (LF-...) that docs/compliance
 // uses.
 //
@@ -32,8 +33,8 @@
 // a time). The histories hold only the records written in [Since, Until);
 // the outcome totals count whole minutes of it, from tallies the database
 // keeps 30 days; with Until the lease policies are each queue's policy as
-// of Until, reconstructed from the evidence. Jobs by status and the audit
-// result are always as of report time.
+// of Until, reconstructed from the evidence. Jobs by status, the audit
+// result and the access review are always as of report time.
 //
 // # Anchoring the evidence chain
 //

@@ -58,8 +58,8 @@ type Section struct {
 	Shows string `json:"shows"`
 	// Controls are the controls the section supports.
 	Controls []Control `json:"controls"`
-	// Data is Migration, []Record, []Policy, Disposal, []Outcome, []Status
-	// or audit.Report, by section.
+	// Data is Migration, []Record, []Policy, Disposal, []Outcome, []Status,
+	// audit.Report or audit.AccessReview (without its as_of), by section.
 	Data any `json:"data"`
 }
 
@@ -69,7 +69,8 @@ type Section struct {
 // schema_version, database, evidence_chain, body_digest, the records'
 // ticket and approver, and the disposal section; version 3 added the
 // evidence chain's links (every record's id and record_hash), which make
-// the report an anchor (`leasectl evidence verify --anchor`).
+// the report an anchor (`leasectl evidence verify --anchor`), and the
+// access review section (EVIDENCE-ACCESS-REVIEW).
 const SchemaVersion = 3
 
 // Report is the whole control-evidence report.
@@ -322,6 +323,7 @@ type data struct {
 	outcomes  []goclient.LeaseOutcomeTotal
 	statuses  []goclient.JobStatusTotal
 	audit     audit.Report
+	access    audit.AccessReview
 }
 
 // Build reads the database through pool, a login granted
@@ -371,6 +373,9 @@ func Build(ctx context.Context, pool *pgxpool.Pool, opts Options) (Report, error
 	if d.statuses, err = client.JobStatusTotals(ctx); err != nil {
 		return Report{}, &ReadError{"read job status totals", err}
 	}
+	if d.access, err = readAccess(ctx, pool); err != nil {
+		return Report{}, &ReadError{"read the access review", err}
+	}
 	if d.audit, err = audit.Run(ctx, pool); err != nil {
 		return Report{}, err
 	}
@@ -379,6 +384,20 @@ func Build(ctx context.Context, pool *pgxpool.Pool, opts Options) (Report, error
 		return Report{}, &ReadError{"read disposal evidence", err}
 	}
 	return report, nil
+}
+
+// readAccess reads the access review in one read-only snapshot, without
+// its own time: the report's generated_at is its time, and a time inside
+// the body would make two reports of the same state differ.
+func readAccess(ctx context.Context, pool *pgxpool.Pool) (audit.AccessReview, error) {
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return audit.AccessReview{}, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	review, err := audit.ReadAccess(ctx, tx)
+	review.AsOf = ""
+	return review, err
 }
 
 // resolve returns at, or back before now when at is zero and back
@@ -619,6 +638,7 @@ func build(d data) (Report, error) {
 		controls.SectionOutcomes:    outcomes,
 		controls.SectionJobStatus:   statuses,
 		controls.SectionAudit:       d.audit,
+		controls.SectionAccess:      d.access,
 	}
 	report := Report{SchemaVersion: SchemaVersion, GeneratedAt: formatTime(d.period.GeneratedAt), Database: d.database,
 		Chain: chainOf(d.records), Controls: controls.Controls(), Period: d.period}

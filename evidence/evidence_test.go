@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mightyetl/leasefence/audit"
@@ -90,6 +91,15 @@ func TestBuildReportsPoliciesAsOfUntilAndOnlyRecordsBeforeIt(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, report.BodyDigest, digest)
 	require.True(t, sections[controls.SectionAudit].(audit.Report).Passed)
+	access := sections[controls.SectionAccess].(audit.AccessReview)
+	require.Empty(t, access.AsOf, "the report's generated_at is the review's time")
+	require.NotEmpty(t, access.Logins)
+	tx, err := auditor.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	require.NoError(t, err)
+	direct, err := audit.ReadAccess(ctx, tx)
+	require.NoError(t, err)
+	require.NoError(t, tx.Rollback(ctx))
+	require.Equal(t, direct.BodyDigest, access.BodyDigest, "the same digest as leasectl access gives")
 	from, short := report.Period.OutcomesCoverFrom()
 	require.True(t, short, "an open start is longer than the tallies are kept")
 	require.Equal(t, report.Period.GeneratedAt.Add(-OutcomeRetention), from)

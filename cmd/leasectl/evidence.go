@@ -34,8 +34,9 @@ deployment versions (see "leasectl deployment record"); current lease
 policies; lease policy history with reasons, tickets, approvers and roles;
 renewal enablement changes; disposal (what the retention purge and erasure
 removed, as counts per queue and kind, and retention policy changes);
-aggregate lease outcomes (stale renewals, reclaims); jobs by status; and the
-result of every "leasectl audit" check.
+aggregate lease outcomes (stale renewals, reclaims); jobs by status; the
+result of every "leasectl audit" check; and the access review of "leasectl
+access" at report time, with its body digest.
 
 The report names the database (name and system identifier) and places the
 period's evidence in the hash chain: the record count, the first and last
@@ -53,7 +54,8 @@ clock (720h). Default: everything the database keeps. --until (same forms)
 ends the period before that time: the histories hold only the records inside
 [since, until), the outcome totals count whole minutes in it, and the lease
 policies are each queue's policy as of until, reconstructed from the
-evidence. Jobs by status and the audit result are always as of report time.
+evidence. Jobs by status, the audit result and the access review are always as
+of report time.
 Outcome tallies are kept 30 days; the report says so when the period starts
 earlier.
 
@@ -309,6 +311,8 @@ func renderEvidenceMarkdown(report evidence.Report) string {
 			for _, s := range data {
 				w("| %s | %s | %d |\n", markdownCell(s.Queue), s.Status, s.Count)
 			}
+		case audit.AccessReview:
+			writeAccessReview(&b, data)
 		case audit.Report:
 			if data.Passed {
 				w("**Passed**: every check, no findings.\n\n")
@@ -340,6 +344,47 @@ func renderEvidenceMarkdown(report evidence.Report) string {
 		w("| %s | %s | %s | %s |\n", c.ID, c.Title, strings.Join(c.TrustServicesCriteria, ", "), strings.Join(c.CSAPAreas, ", "))
 	}
 	return b.String()
+}
+
+// writeAccessReview writes the access review as Markdown tables: each
+// login with its attributes and leasefence roles, then the privileges
+// granted outside the bundle's roles.
+func writeAccessReview(b *strings.Builder, review audit.AccessReview) {
+	printf(b, "As of the report's generation time; body digest %s (as `leasectl access --output json` gives for the same access).\n\n", review.BodyDigest)
+	b.WriteString("| login | attributes | leasefence role | granted to | grantor |\n|---|---|---|---|---|\n")
+	for _, l := range review.Logins {
+		var attrs []string
+		for _, a := range []struct {
+			on   bool
+			name string
+		}{{l.Superuser, "SUPERUSER"}, {l.BypassRLS, "BYPASSRLS"}, {l.CreateRole, "CREATEROLE"}} {
+			if a.on {
+				attrs = append(attrs, a.name)
+			}
+		}
+		attributes := markdownCell(strings.Join(attrs, ", "))
+		if len(l.Roles) == 0 {
+			printf(b, "| %s | %s | - | - | - |\n", markdownCell(l.Login), attributes)
+		}
+		for _, r := range l.Roles {
+			printf(b, "| %s | %s | %s | %s | %s |\n", markdownCell(l.Login), attributes, markdownCell(r.Role),
+				markdownCell(r.GrantedTo), markdownCell(r.Grantor))
+		}
+	}
+	b.WriteString("\nPrivileges in schema durable_jobs granted outside the bundle's roles:\n\n")
+	rows := 0
+	for _, l := range append([]audit.AccessLogin{{Login: "PUBLIC", Privileges: review.Public}}, review.Logins...) {
+		for _, p := range l.Privileges {
+			if rows == 0 {
+				b.WriteString("| login | privilege | on | granted to |\n|---|---|---|---|\n")
+			}
+			printf(b, "| %s | %s | %s | %s |\n", markdownCell(l.Login), markdownCell(p.Privilege), markdownCell(p.On), markdownCell(p.GrantedTo))
+			rows++
+		}
+	}
+	if rows == 0 {
+		b.WriteString("None.\n")
+	}
 }
 
 // writeRecords writes evidence records as a Markdown table; ticket and

@@ -167,6 +167,8 @@ const (
 	SectionJobStatus = "EVIDENCE-JOB-STATUS"
 	// SectionAudit is the result of every audit check.
 	SectionAudit = "EVIDENCE-AUDIT-RESULT"
+	// SectionAccess is the access review: every login's leasefence roles and grants outside the bundle's roles.
+	SectionAccess = "EVIDENCE-ACCESS-REVIEW"
 )
 
 var controlTable = []Control{
@@ -338,6 +340,9 @@ var evidenceSectionTable = []EvidenceSection{
 	{SectionAudit, "Audit result",
 		"The result of every `leasectl audit` check at report time, with any findings.",
 		[]string{AuditConfiguration, AccessLeastPrivilege, AccessDefinerRoles, AccessDefinerPath, PrivacyPayloadApart, AuditAppendOnly}},
+	{SectionAccess, "Access review",
+		"Every login of the cluster with its SUPERUSER, BYPASSRLS and CREATEROLE attributes and each leasefence role it holds (directly or inherited, with the role granted and the grantor), and every table, column or sequence privilege in schema durable_jobs granted outside the bundle's roles, as `leasectl access` shows them, at report time (the report's generated_at), with the review's own body digest (the same as `leasectl access --output json` gives for the same access). Who was granted or revoked a role, and when, is in pgaudit's role log, not here.",
+		[]string{AccessReview, AccessLeastPrivilege}},
 }
 
 // Controls returns every control, in a fixed order. The slice is a copy;
