@@ -32,6 +32,13 @@ func TestChangeControlShowAndSetRecordEvidence(t *testing.T) {
 	// An approver must hold the operator role (migration 026).
 	_, err := admin.Exec(ctx, "CREATE ROLE t_cc_approver LOGIN IN ROLE durable_job_operator")
 	require.NoError(t, err)
+	// Logins are cluster-wide: without the limits testdb gives its logins,
+	// and left behind, it is an AUDIT-RUNTIME-LOGIN-TIMEOUTS finding in
+	// every other test's audit on this cluster.
+	_, err = admin.Exec(ctx, "ALTER ROLE t_cc_approver SET statement_timeout = '30s'; "+
+		"ALTER ROLE t_cc_approver SET idle_in_transaction_session_timeout = '60s'")
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP OWNED BY t_cc_approver; DROP ROLE t_cc_approver") })
 
 	r := leasectl(t, "change-control", "show", "--database-url", auditor)
 	requireCode(t, exitOK, r)
