@@ -38,7 +38,9 @@ func TestChangeControlShowAndSetRecordEvidence(t *testing.T) {
 	_, err = admin.Exec(ctx, "ALTER ROLE t_cc_approver SET statement_timeout = '30s'; "+
 		"ALTER ROLE t_cc_approver SET idle_in_transaction_session_timeout = '60s'")
 	require.NoError(t, err)
-	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP OWNED BY t_cc_approver; DROP ROLE t_cc_approver") })
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), "DROP OWNED BY t_cc_approver; DROP ROLE t_cc_approver")
+	})
 
 	r := leasectl(t, "change-control", "show", "--database-url", auditor)
 	requireCode(t, exitOK, r)
