@@ -36,6 +36,14 @@
 //	cfg := pool.Config().ConnConfig
 //	report, err := audit.Run(ctx, pool, audit.WithHosts(audit.HostConfigs(cfg)...))
 //
+// WithEvidenceAnchor gives Run an earlier export (ParseAnchor) for
+// AUDIT-EVIDENCE-ANCHOR, which VerifyAnchor also runs on its own, and
+// RequireRoleChangeLogging makes AUDIT-ROLE-CHANGE-LOGGING's warning a
+// finding. RunStamped is Run with what makes the result evidence: the
+// database time, the database's name and system identifier, the bundle
+// versions and a body digest (BodyDigest, which the evidence report uses
+// too). ReadAccess reads the access review of `leasectl access`.
+//
 // Each check has a stable identifier (AUDIT-SEARCH-PATH, ...) that starts
 // every finding it reports; Checks lists them with what a passing database
 // shows. The identifiers are defined in internal/controls, the one table of

@@ -39,12 +39,16 @@
 // # Anchoring the evidence chain
 //
 // Report.Chain gives the period's evidence record count, first and last
-// id and chain head (the record_hash of the last record, which covers
-// every record before it). The chain is an unkeyed SHA-256 inside the
-// database: the table's owner, with the triggers off, can rewrite a record
-// and recompute every later hash, or delete the newest records, and
-// AUDIT-EVIDENCE-CHAIN still passes. Keep each exported report: the same
-// period reported again must give the same chain head and last id.
+// id, chain head (the record_hash of the last record, which covers every
+// record before it) and every record's id and hash (Links). The chain is
+// an unkeyed SHA-256 inside the database: the table's owner, with the
+// triggers off, can rewrite a record and recompute every later hash, or
+// delete the newest records, and AUDIT-EVIDENCE-CHAIN still passes. Keep
+// each exported report outside the database: its JSON is an anchor that
+// audit.ParseAnchor reads and audit.VerifyAnchor (`leasectl evidence
+// verify --anchor`) compares with the live chain, naming the first record
+// that differs or is missing, and following a chain that restarted only
+// through an evidence_chain_continued record naming the anchor's head.
 //
 // # The JSON
 //
