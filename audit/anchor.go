@@ -264,7 +264,13 @@ func compareAnchor(live []liveLink, a Anchor) AnchorResult {
 	}
 	// The live position just after the last record that agrees with the
 	// anchor: where the chain must go on, directly or by a continuation.
+	// Before any agrees, the position of the anchor's first record (an
+	// anchor of a period that starts later says nothing of the records
+	// before it).
 	next := 0
+	for next < len(live) && live[next].ID < a.Links[0].ID {
+		next++
+	}
 	for _, want := range a.Links {
 		i, ok := byID[want.ID]
 		if !ok || !bytes.Equal(live[i].Stored, want.Hash) || !bytes.Equal(live[i].Computed, want.Hash) {

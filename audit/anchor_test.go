@@ -175,6 +175,16 @@ func TestCompareAnchorFollowsTheChainAndNamesTheFirstDifference(t *testing.T) {
 	require.Equal(t, int64(3), r.ContinuedAt)
 	require.Equal(t, []int64{1, 2}, r.Between)
 	require.True(t, strings.HasSuffix(r.Summary, "; live records 1 to 2 (2) come between, written after the chain broke and before the continuation"), r.Summary)
+	// An anchor of a later period: the records before it are not between.
+	period := Anchor{Links: anchor.Links[2:]}
+	r = compareAnchor(liveChain("a", "b", "continue:4:"+head), period)
+	require.True(t, r.Held, r.Finding)
+	require.Empty(t, r.Between)
+	require.Zero(t, r.AgreedThrough)
+	r = compareAnchor(liveChain("continue:4:"+head, "b", "c"), period)
+	require.False(t, r.Held, "a continuation before the anchor's period carries nothing")
+	require.Equal(t, int64(3), r.FirstDiffering)
+
 	// A restore whose next change came before the continuation.
 	r = compareAnchor(liveChain("a", "b", "z", "continue:4:"+head), anchor)
 	require.True(t, r.Held, r.Finding)

@@ -72,8 +72,8 @@ The JSON lists every record of the period with its record_hash
 "leasectl evidence verify --anchor FILE" compares the live chain with,
 naming the first record that differs or is missing.
 
---out FILE writes the report to FILE, which must not exist yet, instead of
-stdout. --sign-key KEY (with --out) also writes FILE.sig, a detached SSH
+--out FILE writes the report to FILE (mode 600), which must not exist yet,
+instead of stdout. --sign-key KEY (with --out) also writes FILE.sig, a detached SSH
 signature by the private key KEY (OpenSSH, PKCS#1, PKCS#8 or SEC 1; mode 600;
 no passphrase) in namespace ` + evidenceSignatureNamespace + `, which an auditor checks
 with OpenSSH's own tool and an allowed_signers file holding the public key:
@@ -172,10 +172,11 @@ func runEvidence(ctx context.Context, env *cliEnv, args []string) int {
 	return writeExport(env, *out, body.Bytes(), signer)
 }
 
-// writeExport writes an export to path, which must not exist yet, and,
+// writeExport writes an export to path, which must not exist yet (mode
+// 600, as migrate down's export: it names logins), and,
 // with a signer, its detached SSH signature to path.sig.
 func writeExport(env *cliEnv, path string, body []byte, signer ssh.Signer) int {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return env.fail("write --out", err)
 	}
