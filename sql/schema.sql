@@ -61,6 +61,72 @@ CREATE FUNCTION durable_jobs.absolute_duration(p_value interval) RETURNS interva
 
 ALTER FUNCTION durable_jobs.absolute_duration(p_value interval) OWNER TO postgres;
 
+--
+-- Name: approve_change(bigint); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+CREATE FUNCTION durable_jobs.approve_change(p_change_id bigint) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '10s'
+    AS $$
+DECLARE
+    v_change durable_jobs.pending_change := durable_jobs.decide_change(p_change_id, 'approved', NULL);
+    v_values jsonb := v_change.proposed_values;
+BEGIN
+    PERFORM pg_catalog.set_config('leasefence.change_proposal', v_change.change_id::text, true);
+    IF v_change.change_kind = 'lease_policy' THEN
+        PERFORM durable_jobs.update_queue_lease_policy(v_change.queue_name, (v_values ->> 'lease_duration')::interval,
+            (v_values ->> 'renewal_interval')::interval, (v_values ->> 'max_claim_lifetime')::interval,
+            (v_values ->> 'renewal_enabled')::boolean, v_change.change_reason, v_change.change_ticket, SESSION_USER);
+    ELSIF v_change.change_kind = 'retention_policy' THEN
+        PERFORM durable_jobs.set_queue_retention_policy(v_change.queue_name, (v_values ->> 'payload_retention')::interval,
+            (v_values ->> 'record_retention')::interval, v_change.change_reason, v_change.change_ticket, SESSION_USER);
+    ELSE
+        PERFORM durable_jobs.require_valid_change_control(v_values ->> 'ticket_pattern',
+            (v_values ->> 'require_approver')::boolean, (v_values ->> 'approver_must_differ')::boolean,
+            v_values ->> 'reason_pattern', (v_values ->> 'require_second_operator')::boolean,
+            (v_values ->> 'proposal_lifetime')::interval);
+        PERFORM durable_jobs.set_change_record(v_change.change_reason, v_change.change_ticket, SESSION_USER);
+        UPDATE durable_jobs.change_control_setting
+        SET ticket_pattern = v_values ->> 'ticket_pattern', require_approver = (v_values ->> 'require_approver')::boolean,
+            approver_must_differ = (v_values ->> 'approver_must_differ')::boolean,
+            reason_pattern = NULLIF(v_values ->> 'reason_pattern', ''),
+            require_second_operator = (v_values ->> 'require_second_operator')::boolean,
+            proposal_lifetime = durable_jobs.absolute_duration((v_values ->> 'proposal_lifetime')::interval);
+        PERFORM durable_jobs.set_change_record('', '', '');
+    END IF;
+    PERFORM pg_catalog.set_config('leasefence.change_proposal', '', true);
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.approve_change(p_change_id bigint) OWNER TO durable_job_policy_owner;
+
+--
+-- Name: approved_proposer(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+CREATE FUNCTION durable_jobs.approved_proposer() RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $_$
+DECLARE
+    v_change text := pg_catalog.current_setting('leasefence.change_proposal', true);
+    v_proposer text;
+BEGIN
+    IF v_change IS NULL OR v_change !~ '^[0-9]{1,18}$' THEN
+        RETURN NULL;
+    END IF;
+    SELECT c.proposed_by_role INTO v_proposer
+    FROM durable_jobs.pending_change c
+    WHERE c.change_id = v_change::bigint AND c.change_decision = 'approved'
+      AND c.decided_by_role = SESSION_USER AND c.decided_in_transaction = pg_catalog.pg_current_xact_id();
+    RETURN v_proposer;
+END;
+$_$;
+
+ALTER FUNCTION durable_jobs.approved_proposer() OWNER TO durable_job_policy_owner;
+
 SET default_table_access_method = heap;
 
 --
@@ -80,7 +146,7 @@ CREATE TABLE durable_jobs.control_evidence_record (
     change_approver text,
     previous_record_hash bytea NOT NULL,
     record_hash bytea NOT NULL,
-    CONSTRAINT control_evidence_record_kind CHECK ((evidence_kind = ANY (ARRAY['migration_applied'::text, 'migration_reverted'::text, 'lease_policy_changed'::text, 'renewal_enablement_changed'::text, 'deployment_recorded'::text, 'retention_policy_changed'::text, 'job_data_purged'::text, 'job_payload_erased'::text, 'change_control_changed'::text, 'evidence_chain_continued'::text, 'job_cancelled'::text, 'job_replayed'::text]))),
+    CONSTRAINT control_evidence_record_kind CHECK ((evidence_kind = ANY (ARRAY['migration_applied'::text, 'migration_reverted'::text, 'lease_policy_changed'::text, 'renewal_enablement_changed'::text, 'deployment_recorded'::text, 'retention_policy_changed'::text, 'job_data_purged'::text, 'job_payload_erased'::text, 'change_control_changed'::text, 'evidence_chain_continued'::text, 'job_cancelled'::text, 'job_replayed'::text, 'change_proposed'::text, 'change_approved'::text, 'change_rejected'::text]))),
     CONSTRAINT control_evidence_record_ticket_format CHECK (((length(change_ticket) >= 1) AND (length(change_ticket) <= 100)))
 );
 
@@ -209,6 +275,7 @@ CREATE FUNCTION durable_jobs.chain_evidence_record() RETURNS trigger
 DECLARE
     v_last_id bigint;
     v_last_hash bytea;
+    v_setting durable_jobs.change_control_setting;
 BEGIN
     IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
         RAISE EXCEPTION 'control evidence must be written in a READ COMMITTED transaction' USING ERRCODE = 'LF003',
@@ -222,6 +289,18 @@ BEGIN
     IF v_last_id >= NEW.evidence_record_id THEN
         RAISE EXCEPTION 'control evidence record written out of order' USING ERRCODE = 'LF003',
             HINT = 'Take durable_jobs.lock_evidence_order() before inserting, so ids follow commit order.';
+    END IF;
+    IF NEW.evidence_kind IN ('migration_applied', 'migration_reverted') AND NEW.change_ticket IS NULL
+       AND NEW.change_approver IS NULL THEN
+        -- A migration's own record (its frozen SQL names neither): the ticket
+        -- and approver leasectl migrate --ticket/--approver set, checked
+        -- against the change control in force (maker-checker aside: a
+        -- migration is applied by the installer, not proposed).
+        NEW.change_ticket := NULLIF(pg_catalog.current_setting('leasefence.migration_ticket', true), '');
+        NEW.change_approver := NULLIF(pg_catalog.current_setting('leasefence.migration_approver', true), '');
+        SELECT s.* INTO STRICT v_setting FROM durable_jobs.change_control_setting s;
+        v_setting.require_second_operator := false;
+        PERFORM durable_jobs.check_change_record(v_setting, NEW.change_reason, NEW.change_ticket, NEW.change_approver);
     END IF;
     NEW.previous_record_hash := COALESCE(v_last_hash, pg_catalog.decode(pg_catalog.repeat('00', 32), 'hex'));
     NEW.record_hash := pg_catalog.sha256(NEW.previous_record_hash || durable_jobs.evidence_content_digest(
@@ -245,7 +324,10 @@ CREATE TABLE durable_jobs.change_control_setting (
     changed_at timestamp with time zone NOT NULL,
     changed_by_role text NOT NULL,
     reason_pattern text,
+    require_second_operator boolean DEFAULT false NOT NULL,
+    proposal_lifetime interval DEFAULT '24:00:00'::interval NOT NULL,
     CONSTRAINT change_control_setting_pattern CHECK (((length(ticket_pattern) >= 1) AND (length(ticket_pattern) <= 200))),
+    CONSTRAINT change_control_setting_proposal_lifetime CHECK (((proposal_lifetime >= '00:01:00'::interval) AND (proposal_lifetime <= '30 days'::interval))),
     CONSTRAINT change_control_setting_reason_pattern CHECK (((reason_pattern IS NULL) OR ((length(reason_pattern) >= 1) AND (length(reason_pattern) <= 200)))),
     CONSTRAINT change_control_setting_single CHECK (change_control_row)
 );
@@ -262,7 +344,7 @@ COMMENT ON TABLE durable_jobs.change_control_setting IS 'The change-control sett
 -- Name: change_control(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
 --
 
-CREATE FUNCTION durable_jobs.change_control() RETURNS TABLE(ticket_pattern text, require_approver boolean, approver_must_differ boolean, changed_at timestamp with time zone, changed_by_role text, reason_pattern text)
+CREATE FUNCTION durable_jobs.change_control() RETURNS TABLE(ticket_pattern text, require_approver boolean, approver_must_differ boolean, changed_at timestamp with time zone, changed_by_role text, reason_pattern text, require_second_operator boolean, proposal_lifetime interval)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     BEGIN ATOMIC
@@ -271,7 +353,9 @@ CREATE FUNCTION durable_jobs.change_control() RETURNS TABLE(ticket_pattern text,
      s.approver_must_differ,
      s.changed_at,
      s.changed_by_role,
-     s.reason_pattern
+     s.reason_pattern,
+     s.require_second_operator,
+     s.proposal_lifetime
     FROM durable_jobs.change_control_setting s;
 END;
 
@@ -354,6 +438,8 @@ CREATE FUNCTION durable_jobs.check_change_record(p_setting durable_jobs.change_c
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
+DECLARE
+    v_proposer text;
 BEGIN
     IF p_change_reason IS NULL OR NOT durable_jobs.is_plain_change_reason(p_change_reason) THEN
         RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
@@ -383,7 +469,12 @@ BEGIN
         RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
             DETAIL = 'The approver must be an existing login role that holds durable_job_operator.';
     END IF;
-    IF p_change_approver = SESSION_USER AND p_setting.approver_must_differ THEN
+    v_proposer := durable_jobs.approved_proposer();
+    IF p_setting.require_second_operator AND v_proposer IS NULL THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'Change control requires every change to be proposed by one operator login and approved by another (propose_change, approve_change).';
+    END IF;
+    IF p_change_approver = COALESCE(v_proposer, SESSION_USER) AND p_setting.approver_must_differ THEN
         RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
             DETAIL = 'Change control requires the approver to be another login than the one making the change.';
     END IF;
@@ -849,19 +940,26 @@ CREATE FUNCTION durable_jobs.control_evidence_mismatches() RETURNS TABLE(control
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     BEGIN ATOMIC
- WITH retention_records AS (
+ WITH baseline AS (
+          SELECT e.evidence_record_id,
+             e.new_values
+            FROM durable_jobs.control_evidence_record e
+           WHERE ((e.evidence_kind = 'migration_applied'::text) AND (e.new_values ? 'retention_baseline'::text))
+           ORDER BY e.evidence_record_id DESC
+          LIMIT 1
+         ), retention_records AS (
           SELECT e.evidence_record_id,
              e.queue_name,
              e.new_values
             FROM durable_jobs.control_evidence_record e
-           WHERE ((e.evidence_kind = 'retention_policy_changed'::text) AND (e.queue_name IS NOT NULL))
+           WHERE ((e.evidence_kind = 'retention_policy_changed'::text) AND (e.queue_name IS NOT NULL) AND (e.evidence_record_id > COALESCE(( SELECT b.evidence_record_id
+                    FROM baseline b), (0)::bigint)))
          UNION ALL
-          SELECT e.evidence_record_id,
-             (b.row_values ->> 'policy_queue_name'::text),
-             b.row_values
-            FROM durable_jobs.control_evidence_record e,
-             LATERAL jsonb_array_elements((e.new_values -> 'retention_baseline'::text)) b(row_values)
-           WHERE ((e.evidence_kind = 'migration_applied'::text) AND (e.new_values ? 'retention_baseline'::text))
+          SELECT b.evidence_record_id,
+             (r.row_values ->> 'policy_queue_name'::text),
+             r.row_values
+            FROM baseline b,
+             LATERAL jsonb_array_elements((b.new_values -> 'retention_baseline'::text)) r(row_values)
          ), last_retention AS (
           SELECT DISTINCT ON (r.queue_name) r.queue_name,
              r.new_values,
@@ -899,7 +997,7 @@ CREATE FUNCTION durable_jobs.control_evidence_mismatches() RETURNS TABLE(control
      'change control differs from what its last evidence record says'::text
     FROM (durable_jobs.change_control_setting s
       JOIN last_change_control c ON (true))
-   WHERE (((c.new_values ->> 'ticket_pattern'::text) IS DISTINCT FROM s.ticket_pattern) OR (((c.new_values ->> 'require_approver'::text))::boolean IS DISTINCT FROM s.require_approver) OR (((c.new_values ->> 'approver_must_differ'::text))::boolean IS DISTINCT FROM s.approver_must_differ) OR ((c.new_values ->> 'reason_pattern'::text) IS DISTINCT FROM s.reason_pattern))
+   WHERE (((c.new_values ->> 'ticket_pattern'::text) IS DISTINCT FROM s.ticket_pattern) OR (((c.new_values ->> 'require_approver'::text))::boolean IS DISTINCT FROM s.require_approver) OR (((c.new_values ->> 'approver_must_differ'::text))::boolean IS DISTINCT FROM s.approver_must_differ) OR ((c.new_values ->> 'reason_pattern'::text) IS DISTINCT FROM s.reason_pattern) OR ((c.new_values ? 'require_second_operator'::text) AND (((c.new_values ->> 'require_second_operator'::text))::boolean IS DISTINCT FROM s.require_second_operator)) OR ((c.new_values ? 'proposal_lifetime'::text) AND (((c.new_values ->> 'proposal_lifetime'::text))::interval IS DISTINCT FROM s.proposal_lifetime)))
   ORDER BY 1, 2;
 END;
 
@@ -930,6 +1028,84 @@ CREATE FUNCTION durable_jobs.control_evidence_records(p_since timestamp with tim
 END;
 
 ALTER FUNCTION durable_jobs.control_evidence_records(p_since timestamp with time zone, p_until timestamp with time zone) OWNER TO durable_job_audit_owner;
+
+--
+-- Name: pending_change; Type: TABLE; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE TABLE durable_jobs.pending_change (
+    change_id bigint NOT NULL,
+    change_kind text NOT NULL,
+    queue_name text,
+    proposed_values jsonb NOT NULL,
+    change_reason text NOT NULL,
+    change_ticket text,
+    proposed_by_role text DEFAULT SESSION_USER NOT NULL,
+    proposed_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    change_decision text,
+    decided_by_role text,
+    decided_at timestamp with time zone,
+    decided_in_transaction xid8,
+    CONSTRAINT pending_change_decision CHECK ((change_decision = ANY (ARRAY['approved'::text, 'rejected'::text]))),
+    CONSTRAINT pending_change_kind CHECK ((change_kind = ANY (ARRAY['lease_policy'::text, 'retention_policy'::text, 'change_control'::text])))
+);
+
+ALTER TABLE durable_jobs.pending_change OWNER TO postgres;
+
+--
+-- Name: TABLE pending_change; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON TABLE durable_jobs.pending_change IS 'Maker-checker proposals: a change proposed by one operator login, approved or rejected by another (propose_change, approve_change).';
+
+--
+-- Name: decide_change(bigint, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+CREATE FUNCTION durable_jobs.decide_change(p_change_id bigint, p_decision text, p_change_reason text) RETURNS durable_jobs.pending_change
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_change durable_jobs.pending_change;
+BEGIN
+    IF p_change_id IS NULL THEN
+        RAISE EXCEPTION 'change id is required' USING ERRCODE = 'LF003';
+    END IF;
+    PERFORM durable_jobs.lock_evidence_order();
+    SELECT c.* INTO v_change FROM durable_jobs.pending_change c WHERE c.change_id = p_change_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no such proposal' USING ERRCODE = 'LF003';
+    END IF;
+    IF v_change.change_decision IS NOT NULL THEN
+        RAISE EXCEPTION 'proposal already decided' USING ERRCODE = 'LF002',
+            DETAIL = pg_catalog.format('The proposal was %s.', v_change.change_decision);
+    END IF;
+    IF p_decision = 'approved' AND v_change.expires_at < pg_catalog.clock_timestamp() THEN
+        RAISE EXCEPTION 'proposal expired' USING ERRCODE = 'LF002',
+            HINT = 'Propose the change again.';
+    END IF;
+    IF p_decision = 'approved' AND v_change.proposed_by_role = SESSION_USER THEN
+        RAISE EXCEPTION 'invalid change record' USING ERRCODE = 'LF002',
+            DETAIL = 'A proposal is approved by another operator login than the one that proposed it.';
+    END IF;
+    UPDATE durable_jobs.pending_change c
+    SET change_decision = p_decision, decided_by_role = SESSION_USER, decided_at = pg_catalog.clock_timestamp(),
+        decided_in_transaction = pg_catalog.pg_current_xact_id()
+    WHERE c.change_id = p_change_id;
+    INSERT INTO durable_jobs.control_evidence_record
+        (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
+    VALUES ('change_' || p_decision, v_change.queue_name, NULL,
+            pg_catalog.jsonb_build_object('change_id', v_change.change_id, 'change_kind', v_change.change_kind,
+                'proposed_by', v_change.proposed_by_role, 'proposed_at', v_change.proposed_at),
+            COALESCE(p_change_reason, v_change.change_reason), v_change.change_ticket,
+            CASE WHEN p_decision = 'approved' THEN SESSION_USER END);
+    RETURN v_change;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.decide_change(p_change_id bigint, p_decision text, p_change_reason text) OWNER TO durable_job_policy_owner;
 
 --
 -- Name: queue_lease_policy; Type: TABLE; Schema: durable_jobs; Owner: postgres
@@ -1795,6 +1971,37 @@ $$;
 ALTER FUNCTION durable_jobs.operator_list_jobs(p_queue_name text, p_job_status text, p_after_job_record_id bigint, p_max_jobs integer) OWNER TO durable_job_audit_owner;
 
 --
+-- Name: pending_changes(boolean); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+CREATE FUNCTION durable_jobs.pending_changes(p_include_decided boolean DEFAULT false) RETURNS TABLE(change_id bigint, change_kind text, queue_name text, proposed_values jsonb, change_reason text, change_ticket text, proposed_by_role text, proposed_at timestamp with time zone, expires_at timestamp with time zone, change_state text, decided_by_role text, decided_at timestamp with time zone)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ SELECT c.change_id,
+     c.change_kind,
+     c.queue_name,
+     c.proposed_values,
+     c.change_reason,
+     c.change_ticket,
+     c.proposed_by_role,
+     c.proposed_at,
+     c.expires_at,
+     COALESCE(c.change_decision,
+         CASE
+             WHEN (c.expires_at < clock_timestamp()) THEN 'expired'::text
+             ELSE 'pending'::text
+         END) AS "coalesce",
+     c.decided_by_role,
+     c.decided_at
+    FROM durable_jobs.pending_change c
+   WHERE ((c.change_decision IS NULL) OR COALESCE(pending_changes.p_include_decided, false))
+   ORDER BY c.change_id DESC;
+END;
+
+ALTER FUNCTION durable_jobs.pending_changes(p_include_decided boolean) OWNER TO durable_job_policy_owner;
+
+--
 -- Name: policy_evidence_mismatches(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_audit_owner
 --
 
@@ -1832,6 +2039,80 @@ CREATE FUNCTION durable_jobs.policy_evidence_mismatches() RETURNS TABLE(queue_na
 END;
 
 ALTER FUNCTION durable_jobs.policy_evidence_mismatches() OWNER TO durable_job_audit_owner;
+
+--
+-- Name: propose_change(text, text, jsonb, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+CREATE FUNCTION durable_jobs.propose_change(p_change_kind text, p_queue_name text, p_proposed_values jsonb, p_change_reason text, p_change_ticket text DEFAULT NULL::text) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '10s'
+    SET "IntervalStyle" TO 'postgres'
+    SET "DateStyle" TO 'ISO, MDY'
+    SET "TimeZone" TO 'UTC'
+    AS $$
+DECLARE
+    v_allowed text[] := CASE p_change_kind
+        WHEN 'lease_policy' THEN ARRAY['lease_duration', 'renewal_interval', 'max_claim_lifetime', 'renewal_enabled']
+        WHEN 'retention_policy' THEN ARRAY['payload_retention', 'record_retention']
+        WHEN 'change_control' THEN ARRAY['ticket_pattern', 'require_approver', 'approver_must_differ', 'reason_pattern',
+                                         'require_second_operator', 'proposal_lifetime'] END;
+    v_setting durable_jobs.change_control_setting;
+    v_change_id bigint;
+    v_expires_at timestamptz;
+BEGIN
+    IF v_allowed IS NULL OR pg_catalog.jsonb_typeof(p_proposed_values) IS DISTINCT FROM 'object'
+       OR EXISTS (SELECT 1 FROM pg_catalog.jsonb_object_keys(p_proposed_values) k WHERE k <> ALL (v_allowed))
+       OR (p_change_kind = 'change_control') <> (p_queue_name IS NULL)
+       OR (p_change_kind = 'change_control' AND NOT p_proposed_values ?& v_allowed)
+       OR (p_change_kind = 'retention_policy' AND NOT p_proposed_values ?& v_allowed)
+       OR p_proposed_values = '{}' THEN
+        RAISE EXCEPTION 'invalid proposal' USING ERRCODE = 'LF003',
+            DETAIL = 'Need a kind (lease_policy or retention_policy for a queue, change_control for none) and its values: see durable_jobs.propose_change.';
+    END IF;
+    IF p_queue_name IS DISTINCT FROM '*' AND p_queue_name IS NOT NULL THEN
+        PERFORM durable_jobs.require_well_formed('queue_name', p_queue_name);
+    END IF;
+    BEGIN
+        PERFORM (p_proposed_values ->> 'lease_duration')::interval, (p_proposed_values ->> 'renewal_interval')::interval,
+                (p_proposed_values ->> 'max_claim_lifetime')::interval, (p_proposed_values ->> 'renewal_enabled')::boolean,
+                (p_proposed_values ->> 'payload_retention')::interval, (p_proposed_values ->> 'record_retention')::interval,
+                (p_proposed_values ->> 'require_approver')::boolean, (p_proposed_values ->> 'approver_must_differ')::boolean,
+                (p_proposed_values ->> 'require_second_operator')::boolean,
+                (p_proposed_values ->> 'proposal_lifetime')::interval;
+    EXCEPTION WHEN invalid_datetime_format OR invalid_text_representation OR datetime_field_overflow
+                   OR interval_field_overflow THEN
+        RAISE EXCEPTION 'invalid proposal' USING ERRCODE = 'LF003',
+            DETAIL = 'A duration or a switch of the proposal is not one.';
+    END;
+    IF p_change_kind = 'change_control' THEN
+        PERFORM durable_jobs.require_valid_change_control(p_proposed_values ->> 'ticket_pattern',
+            (p_proposed_values ->> 'require_approver')::boolean, (p_proposed_values ->> 'approver_must_differ')::boolean,
+            p_proposed_values ->> 'reason_pattern', (p_proposed_values ->> 'require_second_operator')::boolean,
+            (p_proposed_values ->> 'proposal_lifetime')::interval);
+    END IF;
+    PERFORM durable_jobs.lock_evidence_order();
+    SELECT s.* INTO STRICT v_setting FROM durable_jobs.change_control_setting s;
+    v_expires_at := pg_catalog.clock_timestamp() + v_setting.proposal_lifetime;
+    -- The approver and the second operator come with the approval.
+    v_setting.require_approver := false;
+    v_setting.require_second_operator := false;
+    PERFORM durable_jobs.check_change_record(v_setting, p_change_reason, p_change_ticket, NULL);
+    INSERT INTO durable_jobs.pending_change (change_kind, queue_name, proposed_values, change_reason, change_ticket, expires_at)
+    VALUES (p_change_kind, p_queue_name, p_proposed_values, p_change_reason, p_change_ticket, v_expires_at)
+    RETURNING change_id INTO v_change_id;
+    INSERT INTO durable_jobs.control_evidence_record
+        (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
+    VALUES ('change_proposed', p_queue_name, NULL,
+            pg_catalog.jsonb_build_object('change_id', v_change_id, 'change_kind', p_change_kind,
+                'proposed_values', p_proposed_values, 'expires_at', v_expires_at),
+            p_change_reason, p_change_ticket, NULL);
+    RETURN v_change_id;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.propose_change(p_change_kind text, p_queue_name text, p_proposed_values jsonb, p_change_reason text, p_change_ticket text) OWNER TO durable_job_policy_owner;
 
 --
 -- Name: purge_expired_job_data(integer); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_retention_owner
@@ -2022,6 +2303,7 @@ CREATE FUNCTION durable_jobs.record_change_control_change() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET lock_timeout TO '10s'
+    SET "IntervalStyle" TO 'postgres'
     AS $$
 DECLARE
     v_reason text := COALESCE(NULLIF(pg_catalog.current_setting('leasefence.change_reason', true), ''),
@@ -2035,9 +2317,11 @@ BEGIN
         (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
     VALUES ('change_control_changed', NULL,
             pg_catalog.jsonb_build_object('ticket_pattern', OLD.ticket_pattern, 'require_approver', OLD.require_approver,
-                'approver_must_differ', OLD.approver_must_differ, 'reason_pattern', OLD.reason_pattern),
+                'approver_must_differ', OLD.approver_must_differ, 'reason_pattern', OLD.reason_pattern,
+                'require_second_operator', OLD.require_second_operator, 'proposal_lifetime', OLD.proposal_lifetime),
             pg_catalog.jsonb_build_object('ticket_pattern', NEW.ticket_pattern, 'require_approver', NEW.require_approver,
-                'approver_must_differ', NEW.approver_must_differ, 'reason_pattern', NEW.reason_pattern),
+                'approver_must_differ', NEW.approver_must_differ, 'reason_pattern', NEW.reason_pattern,
+                'require_second_operator', NEW.require_second_operator, 'proposal_lifetime', NEW.proposal_lifetime),
             v_reason, v_ticket, v_approver);
     RETURN NULL;
 END;
@@ -2379,6 +2663,29 @@ END;
 $$;
 
 ALTER FUNCTION durable_jobs.refuse_policy_truncate() OWNER TO postgres;
+
+--
+-- Name: reject_change(bigint, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+CREATE FUNCTION durable_jobs.reject_change(p_change_id bigint, p_change_reason text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '10s'
+    AS $$
+DECLARE
+    v_setting durable_jobs.change_control_setting;
+BEGIN
+    PERFORM durable_jobs.lock_evidence_order();
+    SELECT s.* INTO STRICT v_setting FROM durable_jobs.change_control_setting s;
+    v_setting.require_approver := false;
+    v_setting.require_second_operator := false;
+    PERFORM durable_jobs.check_change_record(v_setting, p_change_reason, NULL, NULL);
+    PERFORM durable_jobs.decide_change(p_change_id, 'rejected', p_change_reason);
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.reject_change(p_change_id bigint, p_change_reason text) OWNER TO durable_job_policy_owner;
 
 --
 -- Name: release_job_claim(bigint, uuid, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_terminal_owner
@@ -2816,6 +3123,35 @@ $$;
 ALTER FUNCTION durable_jobs.require_structured_change(p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO postgres;
 
 --
+-- Name: require_valid_change_control(text, boolean, boolean, text, boolean, interval); Type: FUNCTION; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE FUNCTION durable_jobs.require_valid_change_control(p_ticket_pattern text, p_require_approver boolean, p_approver_must_differ boolean, p_reason_pattern text, p_require_second_operator boolean, p_proposal_lifetime interval) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_lifetime interval := durable_jobs.absolute_duration(p_proposal_lifetime);
+BEGIN
+    IF p_ticket_pattern IS NULL OR p_require_approver IS NULL OR p_approver_must_differ IS NULL
+       OR p_require_second_operator IS NULL OR pg_catalog.length(p_ticket_pattern) NOT BETWEEN 1 AND 200
+       OR pg_catalog.length(p_reason_pattern) > 200
+       OR v_lifetime IS NULL OR v_lifetime NOT BETWEEN interval '1 minute' AND interval '30 days' THEN
+        RAISE EXCEPTION 'invalid change control' USING ERRCODE = 'LF003',
+            DETAIL = 'Need a ticket pattern of 1 to 200 characters, a reason pattern of at most 200 (or none), every switch set and a proposal lifetime of 1 minute to 30 days.';
+    END IF;
+    BEGIN
+        PERFORM '' ~ p_ticket_pattern, '' ~ p_reason_pattern;
+    EXCEPTION WHEN invalid_regular_expression THEN
+        RAISE EXCEPTION 'invalid change control' USING ERRCODE = 'LF003',
+            DETAIL = 'A pattern is not a valid regular expression.';
+    END;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.require_valid_change_control(p_ticket_pattern text, p_require_approver boolean, p_approver_must_differ boolean, p_reason_pattern text, p_require_second_operator boolean, p_proposal_lifetime interval) OWNER TO postgres;
+
+--
 -- Name: require_valid_change_reason(text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_retention_owner
 --
 
@@ -2997,6 +3333,33 @@ CREATE FUNCTION durable_jobs.set_change_record(p_change_reason text, p_change_ti
 END;
 
 ALTER FUNCTION durable_jobs.set_change_record(p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO postgres;
+
+--
+-- Name: set_maker_checker(boolean, interval, text, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+CREATE FUNCTION durable_jobs.set_maker_checker(p_require_second_operator boolean, p_proposal_lifetime interval, p_change_reason text, p_change_ticket text, p_change_approver text DEFAULT NULL::text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET lock_timeout TO '10s'
+    SET "IntervalStyle" TO 'postgres'
+    AS $$
+DECLARE
+    v_setting durable_jobs.change_control_setting;
+BEGIN
+    PERFORM durable_jobs.require_structured_change(p_change_reason, p_change_ticket, p_change_approver);
+    SELECT s.* INTO STRICT v_setting FROM durable_jobs.change_control_setting s;
+    PERFORM durable_jobs.require_valid_change_control(v_setting.ticket_pattern, v_setting.require_approver,
+        v_setting.approver_must_differ, v_setting.reason_pattern, p_require_second_operator, p_proposal_lifetime);
+    PERFORM durable_jobs.set_change_record(p_change_reason, p_change_ticket, p_change_approver);
+    UPDATE durable_jobs.change_control_setting
+    SET require_second_operator = p_require_second_operator,
+        proposal_lifetime = durable_jobs.absolute_duration(p_proposal_lifetime);
+    PERFORM durable_jobs.set_change_record('', '', '');
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.set_maker_checker(p_require_second_operator boolean, p_proposal_lifetime interval, p_change_reason text, p_change_ticket text, p_change_approver text) OWNER TO durable_job_policy_owner;
 
 --
 -- Name: set_queue_lease_policy(text, interval, interval, interval, boolean, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
@@ -3314,6 +3677,19 @@ ALTER TABLE durable_jobs.job_record ALTER COLUMN job_record_id ADD GENERATED ALW
 );
 
 --
+-- Name: pending_change_change_id_seq; Type: SEQUENCE; Schema: durable_jobs; Owner: postgres
+--
+
+ALTER TABLE durable_jobs.pending_change ALTER COLUMN change_id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME durable_jobs.pending_change_change_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
 -- Name: change_control_setting change_control_setting_pkey; Type: CONSTRAINT; Schema: durable_jobs; Owner: postgres
 --
 
@@ -3368,6 +3744,13 @@ ALTER TABLE ONLY durable_jobs.job_record
 
 ALTER TABLE ONLY durable_jobs.lease_outcome_tally
     ADD CONSTRAINT lease_outcome_tally_pkey PRIMARY KEY (tally_minute, queue_name, outcome_kind, tally_backend_pid, counted_by_role);
+
+--
+-- Name: pending_change pending_change_pkey; Type: CONSTRAINT; Schema: durable_jobs; Owner: postgres
+--
+
+ALTER TABLE ONLY durable_jobs.pending_change
+    ADD CONSTRAINT pending_change_pkey PRIMARY KEY (change_id);
 
 --
 -- Name: queue_lease_policy queue_lease_policy_pkey; Type: CONSTRAINT; Schema: durable_jobs; Owner: postgres
@@ -3548,6 +3931,20 @@ GRANT ALL ON FUNCTION durable_jobs.absolute_duration(p_value interval) TO durabl
 GRANT ALL ON FUNCTION durable_jobs.absolute_duration(p_value interval) TO durable_job_retention_owner;
 
 --
+-- Name: FUNCTION approve_change(p_change_id bigint); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.approve_change(p_change_id bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.approve_change(p_change_id bigint) TO durable_job_operator;
+
+--
+-- Name: FUNCTION approved_proposer(); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.approved_proposer() FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.approved_proposer() TO durable_job_retention_owner;
+
+--
 -- Name: COLUMN control_evidence_record.evidence_record_id; Type: ACL; Schema: durable_jobs; Owner: durable_job_evidence_owner
 --
 
@@ -3724,6 +4121,22 @@ GRANT SELECT(reason_pattern) ON TABLE durable_jobs.change_control_setting TO dur
 GRANT SELECT(reason_pattern) ON TABLE durable_jobs.change_control_setting TO durable_job_audit_owner;
 
 --
+-- Name: COLUMN change_control_setting.require_second_operator; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(require_second_operator),UPDATE(require_second_operator) ON TABLE durable_jobs.change_control_setting TO durable_job_policy_owner;
+GRANT SELECT(require_second_operator) ON TABLE durable_jobs.change_control_setting TO durable_job_retention_owner;
+GRANT SELECT(require_second_operator) ON TABLE durable_jobs.change_control_setting TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN change_control_setting.proposal_lifetime; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(proposal_lifetime),UPDATE(proposal_lifetime) ON TABLE durable_jobs.change_control_setting TO durable_job_policy_owner;
+GRANT SELECT(proposal_lifetime) ON TABLE durable_jobs.change_control_setting TO durable_job_retention_owner;
+GRANT SELECT(proposal_lifetime) ON TABLE durable_jobs.change_control_setting TO durable_job_audit_owner;
+
+--
 -- Name: FUNCTION change_control(); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
 --
 
@@ -3858,6 +4271,78 @@ GRANT ALL ON FUNCTION durable_jobs.control_evidence_mismatches() TO durable_job_
 
 REVOKE ALL ON FUNCTION durable_jobs.control_evidence_records(p_since timestamp with time zone, p_until timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION durable_jobs.control_evidence_records(p_since timestamp with time zone, p_until timestamp with time zone) TO durable_job_auditor;
+
+--
+-- Name: TABLE pending_change; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT ON TABLE durable_jobs.pending_change TO durable_job_policy_owner;
+
+--
+-- Name: COLUMN pending_change.change_kind; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(change_kind) ON TABLE durable_jobs.pending_change TO durable_job_policy_owner;
+
+--
+-- Name: COLUMN pending_change.queue_name; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(queue_name) ON TABLE durable_jobs.pending_change TO durable_job_policy_owner;
+
+--
+-- Name: COLUMN pending_change.proposed_values; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(proposed_values) ON TABLE durable_jobs.pending_change TO durable_job_policy_owner;
+
+--
+-- Name: COLUMN pending_change.change_reason; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(change_reason) ON TABLE durable_jobs.pending_change TO durable_job_policy_owner;
+
+--
+-- Name: COLUMN pending_change.change_ticket; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(change_ticket) ON TABLE durable_jobs.pending_change TO durable_job_policy_owner;
+
+--
+-- Name: COLUMN pending_change.expires_at; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(expires_at) ON TABLE durable_jobs.pending_change TO durable_job_policy_owner;
+
+--
+-- Name: COLUMN pending_change.change_decision; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT UPDATE(change_decision) ON TABLE durable_jobs.pending_change TO durable_job_policy_owner;
+
+--
+-- Name: COLUMN pending_change.decided_by_role; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT UPDATE(decided_by_role) ON TABLE durable_jobs.pending_change TO durable_job_policy_owner;
+
+--
+-- Name: COLUMN pending_change.decided_at; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT UPDATE(decided_at) ON TABLE durable_jobs.pending_change TO durable_job_policy_owner;
+
+--
+-- Name: COLUMN pending_change.decided_in_transaction; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT UPDATE(decided_in_transaction) ON TABLE durable_jobs.pending_change TO durable_job_policy_owner;
+
+--
+-- Name: FUNCTION decide_change(p_change_id bigint, p_decision text, p_change_reason text); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.decide_change(p_change_id bigint, p_decision text, p_change_reason text) FROM PUBLIC;
 
 --
 -- Name: COLUMN queue_lease_policy.queue_name; Type: ACL; Schema: durable_jobs; Owner: postgres
@@ -4369,11 +4854,26 @@ REVOKE ALL ON FUNCTION durable_jobs.operator_list_jobs(p_queue_name text, p_job_
 GRANT ALL ON FUNCTION durable_jobs.operator_list_jobs(p_queue_name text, p_job_status text, p_after_job_record_id bigint, p_max_jobs integer) TO durable_job_operator;
 
 --
+-- Name: FUNCTION pending_changes(p_include_decided boolean); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.pending_changes(p_include_decided boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.pending_changes(p_include_decided boolean) TO durable_job_operator;
+GRANT ALL ON FUNCTION durable_jobs.pending_changes(p_include_decided boolean) TO durable_job_auditor;
+
+--
 -- Name: FUNCTION policy_evidence_mismatches(); Type: ACL; Schema: durable_jobs; Owner: durable_job_audit_owner
 --
 
 REVOKE ALL ON FUNCTION durable_jobs.policy_evidence_mismatches() FROM PUBLIC;
 GRANT ALL ON FUNCTION durable_jobs.policy_evidence_mismatches() TO durable_job_auditor;
+
+--
+-- Name: FUNCTION propose_change(p_change_kind text, p_queue_name text, p_proposed_values jsonb, p_change_reason text, p_change_ticket text); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.propose_change(p_change_kind text, p_queue_name text, p_proposed_values jsonb, p_change_reason text, p_change_ticket text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.propose_change(p_change_kind text, p_queue_name text, p_proposed_values jsonb, p_change_reason text, p_change_ticket text) TO durable_job_operator;
 
 --
 -- Name: FUNCTION purge_expired_job_data(p_batch_size integer); Type: ACL; Schema: durable_jobs; Owner: durable_job_retention_owner
@@ -4512,6 +5012,13 @@ REVOKE ALL ON FUNCTION durable_jobs.refuse_evidence_change() FROM PUBLIC;
 REVOKE ALL ON FUNCTION durable_jobs.refuse_policy_truncate() FROM PUBLIC;
 
 --
+-- Name: FUNCTION reject_change(p_change_id bigint, p_change_reason text); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.reject_change(p_change_id bigint, p_change_reason text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.reject_change(p_change_id bigint, p_change_reason text) TO durable_job_operator;
+
+--
 -- Name: FUNCTION release_job_claim(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text); Type: ACL; Schema: durable_jobs; Owner: durable_job_terminal_owner
 --
 
@@ -4568,6 +5075,13 @@ GRANT ALL ON FUNCTION durable_jobs.require_structured_change(p_change_reason tex
 GRANT ALL ON FUNCTION durable_jobs.require_structured_change(p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_retention_owner;
 
 --
+-- Name: FUNCTION require_valid_change_control(p_ticket_pattern text, p_require_approver boolean, p_approver_must_differ boolean, p_reason_pattern text, p_require_second_operator boolean, p_proposal_lifetime interval); Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.require_valid_change_control(p_ticket_pattern text, p_require_approver boolean, p_approver_must_differ boolean, p_reason_pattern text, p_require_second_operator boolean, p_proposal_lifetime interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.require_valid_change_control(p_ticket_pattern text, p_require_approver boolean, p_approver_must_differ boolean, p_reason_pattern text, p_require_second_operator boolean, p_proposal_lifetime interval) TO durable_job_policy_owner;
+
+--
 -- Name: FUNCTION require_valid_change_reason(p_change_reason text, p_sqlstate text); Type: ACL; Schema: durable_jobs; Owner: durable_job_retention_owner
 --
 
@@ -4616,6 +5130,13 @@ GRANT ALL ON FUNCTION durable_jobs.set_change_record(p_change_reason text, p_cha
 GRANT ALL ON FUNCTION durable_jobs.set_change_record(p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_retention_owner;
 
 --
+-- Name: FUNCTION set_maker_checker(p_require_second_operator boolean, p_proposal_lifetime interval, p_change_reason text, p_change_ticket text, p_change_approver text); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.set_maker_checker(p_require_second_operator boolean, p_proposal_lifetime interval, p_change_reason text, p_change_ticket text, p_change_approver text) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.set_maker_checker(p_require_second_operator boolean, p_proposal_lifetime interval, p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_operator;
+
+--
 -- Name: FUNCTION set_queue_lease_policy(p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
 --
 
@@ -4635,6 +5156,7 @@ GRANT ALL ON FUNCTION durable_jobs.set_queue_lease_policy(p_queue_name text, p_l
 
 REVOKE ALL ON FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval, p_record_retention interval, p_change_reason text, p_change_ticket text, p_change_approver text) FROM PUBLIC;
 GRANT ALL ON FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval, p_record_retention interval, p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_operator;
+GRANT ALL ON FUNCTION durable_jobs.set_queue_retention_policy(p_queue_name text, p_payload_retention interval, p_record_retention interval, p_change_reason text, p_change_ticket text, p_change_approver text) TO durable_job_policy_owner;
 
 --
 -- Name: FUNCTION set_queue_retention_policy(p_queue_name text, p_payload_retention interval, p_record_retention interval, p_change_reason text); Type: ACL; Schema: durable_jobs; Owner: durable_job_retention_owner

@@ -15,6 +15,8 @@ const changeControlUsage = `Usage:
   leasectl change-control set --reason TEXT [--ticket T] [--approver LOGIN]
                               [--ticket-pattern REGEX] [--require-approver=true|false]
                               [--approver-must-differ=true|false] [--reason-pattern REGEX]
+                              [--require-second-operator=true|false] [--proposal-lifetime D]
+                              [--propose]
                               [--output text|json] [--database-url URL]
 
 show prints the change-control setting every change record is checked
@@ -34,8 +36,12 @@ and your database role. --reason-pattern limits every later change reason
 to a pattern, for example '^[A-Z]+-[0-9]+: (rollout|rollback|incident)$' (a
 ticket and a fixed vocabulary), so no free text reaches the evidence;
 --reason-pattern '' makes reasons free text again. Given with other
-settings, both change in one transaction. Needs a login granted
-durable_job_operator.
+settings, both change in one transaction. --require-second-operator=true
+is maker-checker: from then on every policy, retention or change-control
+change is proposed (--propose on policy set, retention set and this
+command) by one operator login and takes effect when another approves it
+in its own session (leasectl changes approve ID) before --proposal-lifetime
+runs out. Needs a login granted durable_job_operator.
 `
 
 // runChangeControl is "leasectl change-control".
@@ -65,6 +71,11 @@ type changeControlJSON struct {
 	// ReasonPattern is the pattern every change reason must match; null
 	// while reasons are free text.
 	ReasonPattern *string `json:"reason_pattern"`
+	// RequireSecondOperator is maker-checker: every change is proposed by
+	// one operator login and approved by another (leasectl changes).
+	RequireSecondOperator bool `json:"require_second_operator"`
+	// ProposalLifetimeSeconds is how long a proposal waits for approval.
+	ProposalLifetimeSeconds int64 `json:"proposal_lifetime_seconds"`
 }
 
 // readChangeControl reads durable_jobs.change_control().
@@ -72,8 +83,9 @@ func readChangeControl(ctx context.Context, s *session) (changeControlJSON, erro
 	var c changeControlJSON
 	var at time.Time
 	err := s.pool.QueryRow(ctx, `SELECT ticket_pattern, require_approver, approver_must_differ, changed_at, changed_by_role,
-		reason_pattern FROM durable_jobs.change_control()`).Scan(&c.TicketPattern, &c.RequireApprover, &c.ApproverMustDiffer, &at,
-		&c.ChangedByRole, &c.ReasonPattern)
+		reason_pattern, require_second_operator, EXTRACT(epoch FROM proposal_lifetime)::bigint FROM durable_jobs.change_control()`).
+		Scan(&c.TicketPattern, &c.RequireApprover, &c.ApproverMustDiffer, &at, &c.ChangedByRole, &c.ReasonPattern,
+			&c.RequireSecondOperator, &c.ProposalLifetimeSeconds)
 	c.ChangedAt = textfmt.Time(at)
 	return c, err
 }
@@ -85,8 +97,9 @@ func printChangeControl(env *cliEnv, asJSON bool, c changeControlJSON) {
 		return
 	}
 	printf(env.stdout, "ticket pattern:       %s\nrequire approver:     %s\napprover must differ: %s\nreason pattern:       %s\n"+
-		"changed at:           %s\nchanged by:           %s\n",
+		"maker-checker:        %s (proposals expire after %s)\nchanged at:           %s\nchanged by:           %s\n",
 		c.TicketPattern, formatBool(c.RequireApprover), formatBool(c.ApproverMustDiffer), reasonPatternText(c.ReasonPattern),
+		formatBool(c.RequireSecondOperator), textfmt.Duration(time.Duration(c.ProposalLifetimeSeconds)*time.Second),
 		c.ChangedAt, c.ChangedByRole)
 }
 
@@ -130,6 +143,9 @@ func changeControlSet(ctx context.Context, env *cliEnv, args []string) int {
 	requireApprover := fs.Bool("require-approver", false, "whether every change must name an approver (=true or =false)")
 	mustDiffer := fs.Bool("approver-must-differ", false, "whether the approver must be another login (=true or =false)")
 	reasonPattern := fs.String("reason-pattern", "", "regular expression every change reason must match ('' for free text)")
+	secondOperator := fs.Bool("require-second-operator", false, "maker-checker: every change proposed by one operator login, approved by another (=true or =false)")
+	lifetime := fs.Duration("proposal-lifetime", 0, "how long a proposal waits for approval, 1m to 720h")
+	proposeOnly := fs.Bool("propose", false, "propose the whole setting for another operator to approve instead of changing it")
 	if done, code := parseFlags(env, fs, changeControlUsage, args); done {
 		return code
 	}
@@ -159,16 +175,40 @@ func changeControlSet(ctx context.Context, env *cliEnv, args []string) int {
 	if !given["approver-must-differ"] {
 		*mustDiffer = current.ApproverMustDiffer
 	}
+	if !given["require-second-operator"] {
+		*secondOperator = current.RequireSecondOperator
+	}
+	if !given["proposal-lifetime"] {
+		*lifetime = time.Duration(current.ProposalLifetimeSeconds) * time.Second
+	}
+	if !given["reason-pattern"] {
+		*reasonPattern = ""
+		if current.ReasonPattern != nil {
+			*reasonPattern = *current.ReasonPattern
+		}
+	}
+	if *proposeOnly {
+		return propose(ctx, env, s, "change_control", nil, map[string]any{"ticket_pattern": *pattern,
+			"require_approver": *requireApprover, "approver_must_differ": *mustDiffer, "reason_pattern": nullIfEmpty(*reasonPattern),
+			"require_second_operator": *secondOperator, "proposal_lifetime": intervalText(*lifetime)}, *reason, *ticket)
+	}
+	makerChecker := given["require-second-operator"] || given["proposal-lifetime"]
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if !given["reason-pattern"] || given["ticket-pattern"] || given["require-approver"] || given["approver-must-differ"] {
+		if !given["reason-pattern"] && !makerChecker || given["ticket-pattern"] || given["require-approver"] || given["approver-must-differ"] {
 			if _, err := tx.Exec(ctx, "SELECT durable_jobs.set_change_control($1, $2, $3, $4, NULLIF($5, ''), NULLIF($6, ''))",
 				*pattern, *requireApprover, *mustDiffer, *reason, *ticket, *approver); err != nil {
 				return err
 			}
 		}
 		if given["reason-pattern"] {
-			_, err := tx.Exec(ctx, "SELECT durable_jobs.set_change_reason_pattern($1, $2, NULLIF($3, ''), NULLIF($4, ''))",
-				*reasonPattern, *reason, *ticket, *approver)
+			if _, err := tx.Exec(ctx, "SELECT durable_jobs.set_change_reason_pattern($1, $2, NULLIF($3, ''), NULLIF($4, ''))",
+				*reasonPattern, *reason, *ticket, *approver); err != nil {
+				return err
+			}
+		}
+		if makerChecker {
+			_, err := tx.Exec(ctx, "SELECT durable_jobs.set_maker_checker($1, $2::interval, $3, NULLIF($4, ''), NULLIF($5, ''))",
+				*secondOperator, intervalText(*lifetime), *reason, *ticket, *approver)
 			return err
 		}
 		return nil

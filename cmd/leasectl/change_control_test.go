@@ -30,17 +30,7 @@ func TestChangeControlShowAndSetRecordEvidence(t *testing.T) {
 	auditor := db.LoginURL(t, "durable_job_auditor")
 	operator := db.LoginURL(t, "durable_job_operator")
 	// An approver must hold the operator role (migration 026).
-	_, err := admin.Exec(ctx, "CREATE ROLE t_cc_approver LOGIN IN ROLE durable_job_operator")
-	require.NoError(t, err)
-	// Logins are cluster-wide: without the limits testdb gives its logins,
-	// and left behind, it is an AUDIT-RUNTIME-LOGIN-TIMEOUTS finding in
-	// every other test's audit on this cluster.
-	_, err = admin.Exec(ctx, "ALTER ROLE t_cc_approver SET statement_timeout = '30s'; "+
-		"ALTER ROLE t_cc_approver SET idle_in_transaction_session_timeout = '60s'")
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_, _ = admin.Exec(context.Background(), "DROP OWNED BY t_cc_approver; DROP ROLE t_cc_approver")
-	})
+	approverLogin := loginOf(t, db.LoginURL(t, "durable_job_operator"))
 
 	r := leasectl(t, "change-control", "show", "--database-url", auditor)
 	requireCode(t, exitOK, r)
@@ -50,7 +40,7 @@ func TestChangeControlShowAndSetRecordEvidence(t *testing.T) {
 	require.Regexp(t, `(?m)^reason pattern:\s+free text$`, r.stdout)
 
 	r = leasectl(t, "change-control", "set", "--require-approver=true", "--ticket-pattern", "^CHG[0-9]{7}$",
-		"--reason", "approvals from now on", "--ticket", "SEC-1", "--approver", "t_cc_approver", "--database-url", operator)
+		"--reason", "approvals from now on", "--ticket", "SEC-1", "--approver", approverLogin, "--database-url", operator)
 	requireCode(t, exitOK, r)
 	require.Equal(t, "change control set: ticket pattern ^CHG[0-9]{7}$, require approver yes, approver must differ yes, "+
 		"reason pattern free text\n", r.stdout)
@@ -67,7 +57,7 @@ func TestChangeControlShowAndSetRecordEvidence(t *testing.T) {
 	var kind, ticket, approver string
 	require.NoError(t, admin.QueryRow(ctx, `SELECT evidence_kind, change_ticket, change_approver FROM durable_jobs.control_evidence_record
 		ORDER BY evidence_record_id DESC LIMIT 1`).Scan(&kind, &ticket, &approver))
-	require.Equal(t, []string{"change_control_changed", "SEC-1", "t_cc_approver"}, []string{kind, ticket, approver})
+	require.Equal(t, []string{"change_control_changed", "SEC-1", approverLogin}, []string{kind, ticket, approver})
 
 	// The policy command is now held to the new setting: no approver, refused.
 	r = leasectl(t, "policy", "set", "--queue", "billing", "--reason", "CHG0000001: longer", "--database-url", operator)
@@ -83,16 +73,16 @@ func TestChangeControlShowAndSetRecordEvidence(t *testing.T) {
 			"--reason", "CHG0000002: shorter"},
 	} {
 		ticket := strings.SplitN(args[len(args)-1], ":", 2)[0]
-		r = leasectl(t, append(args, "--ticket", ticket, "--approver", "t_cc_approver", "--database-url", operator)...)
+		r = leasectl(t, append(args, "--ticket", ticket, "--approver", approverLogin, "--database-url", operator)...)
 		requireCode(t, exitOK, r, args)
 		require.NoError(t, admin.QueryRow(ctx, `SELECT change_ticket, change_approver FROM durable_jobs.control_evidence_record
 			ORDER BY evidence_record_id DESC LIMIT 1`).Scan(&ticket, &approver))
-		require.Equal(t, []string{strings.SplitN(args[len(args)-1], ":", 2)[0], "t_cc_approver"}, []string{ticket, approver}, args)
+		require.Equal(t, []string{strings.SplitN(args[len(args)-1], ":", 2)[0], approverLogin}, []string{ticket, approver}, args)
 	}
 	r = leasectl(t, "erase", "--job", "1", "--reason", "CHG0000003: request", "--ticket", "CHG0000003", "--database-url", operator)
 	requireCode(t, exitError, r)
 	require.Contains(t, r.stderr, "invalid change record (SQLSTATE LF002)", "an erasure without the approver change control asks for is refused")
-	r = leasectl(t, "erase", "--job", "1", "--reason", "CHG0000003: request", "--ticket", "CHG0000003", "--approver", "t_cc_approver",
+	r = leasectl(t, "erase", "--job", "1", "--reason", "CHG0000003: request", "--ticket", "CHG0000003", "--approver", approverLogin,
 		"--database-url", operator)
 	requireCode(t, exitOK, r)
 	require.Contains(t, r.stdout, "nothing to erase")

@@ -44,6 +44,7 @@ var commands = map[string]command{
 	"demo":           {"run the lease demo", runDemo},
 	"retention":      {"show, set or apply retention of finished jobs' data", runRetention},
 	"erase":          {"erase one finished job's payload (data-subject request)", runErase},
+	"changes":        {"list, approve or reject proposed changes (maker-checker)", runChanges},
 }
 
 const mainUsage = `leasectl operates a leasefence database: durable-job leases that PostgreSQL

@@ -20,8 +20,9 @@ import (
 )
 
 var migrateUsage = `Usage:
-  leasectl migrate up     [--to N] [--reason TEXT] [--lock-timeout DURATION] [--database-url URL]
-  leasectl migrate down   [--to N] [--reason TEXT] [--drop-roles]
+  leasectl migrate up     [--to N] [--reason TEXT] [--ticket T] [--approver LOGIN]
+                          [--lock-timeout DURATION] [--database-url URL]
+  leasectl migrate down   [--to N] [--reason TEXT] [--ticket T] [--approver LOGIN] [--drop-roles]
                           [--discard-evidence --evidence-export PATH] [--lock-timeout DURATION] [--database-url URL]
   leasectl migrate status [--output text|json] [--database-url URL]
 
@@ -53,6 +54,11 @@ migration it runs (the evidence-chain migration and later ones read it; older on
 their fixed text). It must be plain text that does not look like personal
 data or a secret, like every change reason; default "leasefence bundle
 migration" (up) and "leasefence bundle migration rolled back" (down).
+--ticket and --approver are recorded with the reason in the evidence of
+every migration from version 26 on, and checked against the change control
+in force: where it requires an approver (another login holding
+durable_job_operator), a migration without one is refused and nothing
+changes.
 
 up and down first take the migration lock, the advisory lock tern's migrator
 holds while it migrates (so two migrations never run at once). Anyone who can
@@ -98,8 +104,10 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) int {
 	reason := ""
 	discardEvidence := false
 	evidenceExport := ""
+	var record changeRecordFlags
 	if action != "status" {
 		fs.StringVar(&reason, "reason", "", "why, e.g. the change ticket; recorded in each migration's evidence")
+		record = addChangeRecordFlags(fs)
 	}
 	if action == "down" {
 		fs.BoolVar(&discardEvidence, "discard-evidence", false, "with --evidence-export: allow a downgrade that erases control evidence")
@@ -206,7 +214,9 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) int {
 			printf(env.stdout, "exported %d control evidence records to %s\n", count, evidenceExport)
 		}
 	}
-	if _, err := conn.Exec(ctx, `SELECT pg_catalog.set_config('leasefence.migration_reason', $1, false)`, reason); err != nil {
+	if _, err := conn.Exec(ctx, `SELECT pg_catalog.set_config('leasefence.migration_reason', $1, false),
+		pg_catalog.set_config('leasefence.migration_ticket', $2, false),
+		pg_catalog.set_config('leasefence.migration_approver', $3, false)`, reason, *record.ticket, *record.approver); err != nil {
 		return env.fail("set the migration reason", err)
 	}
 	m.OnStart = func(sequence int32, name, direction, _ string) {

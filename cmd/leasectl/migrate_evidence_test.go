@@ -123,6 +123,37 @@ func TestMigrateRecordsTheOperatorsReason(t *testing.T) {
 	}
 }
 
+// Issue 39, item 3: a migration records the ticket and approver change
+// control asks for. With require_approver on, a migration without an
+// approver is refused and changes nothing; with --ticket and --approver (an
+// operator login) it runs and its record names them.
+func TestMigrateRecordsTicketAndApproverChangeControlAsksFor(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	pool := db.Pool(t)
+	ctx := context.Background()
+	operator := db.LoginURL(t, "durable_job_operator")
+	approver := loginOf(t, db.LoginURL(t, "durable_job_operator"))
+	r := leasectl(t, "change-control", "set", "--require-approver=true", "--reason", "OPS-70: approvals",
+		"--approver", approver, "--database-url", operator)
+	requireCode(t, exitOK, r)
+
+	r = leasectl(t, "migrate", "down", "--to", "25", "--reason", "REL-11: roll back", "--ticket", "REL-11", "--approver", approver,
+		"--database-url", db.URL)
+	requireCode(t, exitOK, r)
+	r = leasectl(t, "migrate", "up", "--reason", "REL-12: forward", "--database-url", db.URL)
+	requireCode(t, exitError, r)
+	require.Contains(t, r.stderr, "SQLSTATE LF002", "no approver where change control requires one")
+	require.Equal(t, int32(25), versionOf(t, pool), "nothing changed")
+	r = leasectl(t, "migrate", "up", "--reason", "REL-12: forward", "--ticket", "REL-12", "--approver", approver,
+		"--database-url", db.URL)
+	requireCode(t, exitOK, r)
+	var ticket, named string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT change_ticket, change_approver FROM durable_jobs.control_evidence_record
+		WHERE evidence_kind = 'migration_applied' ORDER BY evidence_record_id DESC LIMIT 1`).Scan(&ticket, &named))
+	require.Equal(t, []string{"REL-12", approver}, []string{ticket, named})
+}
+
 func TestReasonChecksMatchTheDatabase(t *testing.T) {
 	require.True(t, passesLuhn("4111111111111111"))
 	require.False(t, passesLuhn("4111111111111112"))

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/mightyetl/leasefence/goclient"
 	"github.com/mightyetl/leasefence/internal/textfmt"
@@ -12,7 +14,7 @@ import (
 
 const policyUsage = `Usage:
   leasectl policy show [--output text|json] [--database-url URL]
-  leasectl policy set --queue NAME --reason TEXT [--ticket T] [--approver LOGIN]
+  leasectl policy set --queue NAME --reason TEXT [--ticket T] [--approver LOGIN] [--propose]
                       [--lease-duration D] [--renewal-interval D]
                       [--max-claim-lifetime D] [--renewal-enabled=true|false]
                       [--output text|json] [--database-url URL]
@@ -124,6 +126,7 @@ func policySet(ctx context.Context, env *cliEnv, args []string) int {
 	lifetime := fs.Duration("max-claim-lifetime", 0, "longest time renewals may keep one claim, e.g. 24h")
 	enabled := fs.Bool("renewal-enabled", false, "whether workers may renew leases on this queue (=true or =false)")
 	record := addChangeRecordFlags(fs)
+	proposeOnly := fs.Bool("propose", false, "propose the change for another operator to approve (maker-checker) instead of making it")
 	if done, code := parseFlags(env, fs, policyUsage, args); done {
 		return code
 	}
@@ -161,6 +164,19 @@ func policySet(ctx context.Context, env *cliEnv, args []string) int {
 		return env.fail("connect to database", err)
 	}
 	defer s.close()
+	if *proposeOnly {
+		values := map[string]any{}
+		for flagName, d := range map[string]*time.Duration{"lease-duration": update.LeaseDuration,
+			"renewal-interval": update.RenewalInterval, "max-claim-lifetime": update.MaxClaimLifetime} {
+			if d != nil {
+				values[strings.ReplaceAll(flagName, "-", "_")] = intervalText(*d)
+			}
+		}
+		if update.RenewalEnabled != nil {
+			values["renewal_enabled"] = *update.RenewalEnabled
+		}
+		return propose(ctx, env, s, "lease_policy", *queue, values, *reason, *record.ticket)
+	}
 	updated, err := s.admin.UpdateQueueLeasePolicy(ctx, update)
 	if err != nil {
 		return env.fail(fmt.Sprintf("set lease policy of queue %s", strconv.Quote(*queue)), err)

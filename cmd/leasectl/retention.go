@@ -18,7 +18,7 @@ import (
 const retentionUsage = `Usage:
   leasectl retention show  [--output text|json] [--database-url URL]
   leasectl retention set   --queue NAME --payload-retention D --record-retention D
-                           --reason TEXT [--ticket T] [--approver LOGIN]
+                           --reason TEXT [--ticket T] [--approver LOGIN] [--propose]
                            [--output text|json] [--database-url URL]
   leasectl retention apply [--batch-size N] [--output text|json] [--database-url URL]
 
@@ -213,6 +213,7 @@ func retentionSet(ctx context.Context, env *cliEnv, args []string) int {
 	queue := fs.String("queue", "", "queue name, or '*' for the default policy (required)")
 	reason := fs.String("reason", "", "why the policy changes; kept in the control evidence (required)")
 	record := addChangeRecordFlags(fs)
+	proposeOnly := fs.Bool("propose", false, "propose the change for another operator to approve (maker-checker) instead of making it")
 	var payload, recordRetention retentionFlag
 	fs.Var(&payload, "payload-retention", "how long a finished job keeps its payload, e.g. 30d (required)")
 	fs.Var(&recordRetention, "record-retention", "how long a finished job's row and outcome ledger are kept, e.g. 365d (required)")
@@ -240,6 +241,10 @@ func retentionSet(ctx context.Context, env *cliEnv, args []string) int {
 		return env.fail("connect to database", err)
 	}
 	defer s.close()
+	if *proposeOnly {
+		return propose(ctx, env, s, "retention_policy", *queue, map[string]any{
+			"payload_retention": intervalText(payload.d), "record_retention": intervalText(recordRetention.d)}, *reason, *record.ticket)
+	}
 	ticket, approver := record.args()
 	if _, err := s.pool.Exec(ctx, "SELECT durable_jobs.set_queue_retention_policy($1, $2::interval, $3::interval, $4, $5, $6)",
 		*queue, intervalText(payload.d), intervalText(recordRetention.d), *reason, ticket, approver); err != nil {

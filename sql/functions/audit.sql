@@ -320,8 +320,11 @@ GRANT EXECUTE ON FUNCTION durable_jobs.policy_evidence_mismatches() TO durable_j
 -- (durations compared as durations; a row without a record, or a record
 -- that says a row exists that is missing, or the reverse) and the
 -- change-control setting against its last change_control_changed record
--- that holds every setting; the baseline in migration 026's
--- migration_applied record counts as a record of every row it holds. A control changed with its evidence trigger
+-- that holds every setting; the newest baseline (in migration 026's
+-- migration_applied record) counts as a record of every row it holds, and
+-- retention records before it are not compared (a row removed without
+-- evidence before 026 is not in the baseline and stays unreported, as
+-- nothing could clear it). A control changed with its evidence trigger
 -- disabled shows here. Empty when the tables and the evidence agree.
 CREATE OR REPLACE FUNCTION durable_jobs.control_evidence_mismatches()
 RETURNS TABLE (control_table text, queue_name text, mismatch text)
@@ -330,15 +333,21 @@ STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
-    WITH retention_records AS (
+    WITH baseline AS (
+        SELECT e.evidence_record_id, e.new_values
+        FROM durable_jobs.control_evidence_record e
+        WHERE e.evidence_kind = 'migration_applied' AND e.new_values ? 'retention_baseline'
+        ORDER BY e.evidence_record_id DESC
+        LIMIT 1
+    ),
+    retention_records AS (
         SELECT e.evidence_record_id, e.queue_name, e.new_values
         FROM durable_jobs.control_evidence_record e
         WHERE e.evidence_kind = 'retention_policy_changed' AND e.queue_name IS NOT NULL
+          AND e.evidence_record_id > COALESCE((SELECT b.evidence_record_id FROM baseline b), 0)
         UNION ALL
-        SELECT e.evidence_record_id, b.row_values ->> 'policy_queue_name', b.row_values
-        FROM durable_jobs.control_evidence_record e,
-             LATERAL pg_catalog.jsonb_array_elements(e.new_values -> 'retention_baseline') AS b(row_values)
-        WHERE e.evidence_kind = 'migration_applied' AND e.new_values ? 'retention_baseline'
+        SELECT b.evidence_record_id, r.row_values ->> 'policy_queue_name', r.row_values
+        FROM baseline b, LATERAL pg_catalog.jsonb_array_elements(b.new_values -> 'retention_baseline') AS r(row_values)
     ),
     last_retention AS (
         SELECT DISTINCT ON (r.queue_name) r.queue_name, r.new_values,
@@ -380,6 +389,10 @@ BEGIN ATOMIC
        OR (c.new_values ->> 'require_approver')::boolean IS DISTINCT FROM s.require_approver
        OR (c.new_values ->> 'approver_must_differ')::boolean IS DISTINCT FROM s.approver_must_differ
        OR (c.new_values ->> 'reason_pattern') IS DISTINCT FROM s.reason_pattern
+       OR (c.new_values ? 'require_second_operator'
+           AND (c.new_values ->> 'require_second_operator')::boolean IS DISTINCT FROM s.require_second_operator)
+       OR (c.new_values ? 'proposal_lifetime'
+           AND (c.new_values ->> 'proposal_lifetime')::interval IS DISTINCT FROM s.proposal_lifetime)
     ORDER BY 1, 2;
 END;
 

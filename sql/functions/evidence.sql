@@ -98,7 +98,14 @@ GRANT EXECUTE ON FUNCTION durable_jobs.evidence_content_digest(bigint, text, tex
 -- order is id order is commit order. Raises LF003 when the transaction is
 -- not READ COMMITTED (an older snapshot could miss the last record) or when
 -- the new id is not above every committed id (the writer drew its id before
--- taking the lock); nothing is written then.
+-- taking the lock); nothing is written then. Since migration 026 a
+-- migration's own record (migration_applied or migration_reverted, which
+-- its frozen SQL writes without ticket or approver) takes the ticket and
+-- approver from the settings leasefence.migration_ticket and
+-- leasefence.migration_approver (leasectl migrate --ticket, --approver)
+-- and is checked against the change control in force
+-- (check_change_record, maker-checker aside): LF002 refuses the migration
+-- where change control requires an approver and none was given.
 CREATE OR REPLACE FUNCTION durable_jobs.chain_evidence_record()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -107,6 +114,7 @@ AS $function$
 DECLARE
     v_last_id bigint;
     v_last_hash bytea;
+    v_setting durable_jobs.change_control_setting;
 BEGIN
     IF pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
         RAISE EXCEPTION 'control evidence must be written in a READ COMMITTED transaction' USING ERRCODE = 'LF003',
@@ -120,6 +128,18 @@ BEGIN
     IF v_last_id >= NEW.evidence_record_id THEN
         RAISE EXCEPTION 'control evidence record written out of order' USING ERRCODE = 'LF003',
             HINT = 'Take durable_jobs.lock_evidence_order() before inserting, so ids follow commit order.';
+    END IF;
+    IF NEW.evidence_kind IN ('migration_applied', 'migration_reverted') AND NEW.change_ticket IS NULL
+       AND NEW.change_approver IS NULL THEN
+        -- A migration's own record (its frozen SQL names neither): the ticket
+        -- and approver leasectl migrate --ticket/--approver set, checked
+        -- against the change control in force (maker-checker aside: a
+        -- migration is applied by the installer, not proposed).
+        NEW.change_ticket := NULLIF(pg_catalog.current_setting('leasefence.migration_ticket', true), '');
+        NEW.change_approver := NULLIF(pg_catalog.current_setting('leasefence.migration_approver', true), '');
+        SELECT s.* INTO STRICT v_setting FROM durable_jobs.change_control_setting s;
+        v_setting.require_second_operator := false;
+        PERFORM durable_jobs.check_change_record(v_setting, NEW.change_reason, NEW.change_ticket, NEW.change_approver);
     END IF;
     NEW.previous_record_hash := COALESCE(v_last_hash, pg_catalog.decode(pg_catalog.repeat('00', 32), 'hex'));
     NEW.record_hash := pg_catalog.sha256(NEW.previous_record_hash || durable_jobs.evidence_content_digest(
@@ -595,7 +615,8 @@ REVOKE ALL ON FUNCTION durable_jobs.record_retention_policy_change() FROM PUBLIC
 -- superuser's UPDATE left no evidence and change-control show still named
 -- the last operator). Appends a change_control_changed record with every
 -- setting before and after (ticket_pattern, require_approver,
--- approver_must_differ, reason_pattern). The reason, ticket and approver
+-- approver_must_differ, reason_pattern, require_second_operator,
+-- proposal_lifetime). The reason, ticket and approver
 -- come from the transaction-local settings that set_change_control and
 -- set_change_reason_pattern set, else 'direct table change without a
 -- reason'; they are checked (require_structured_change) against the
@@ -608,6 +629,7 @@ LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET lock_timeout = '10s'
+SET IntervalStyle = 'postgres'
 AS $function$
 DECLARE
     v_reason text := COALESCE(NULLIF(pg_catalog.current_setting('leasefence.change_reason', true), ''),
@@ -621,9 +643,11 @@ BEGIN
         (evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver)
     VALUES ('change_control_changed', NULL,
             pg_catalog.jsonb_build_object('ticket_pattern', OLD.ticket_pattern, 'require_approver', OLD.require_approver,
-                'approver_must_differ', OLD.approver_must_differ, 'reason_pattern', OLD.reason_pattern),
+                'approver_must_differ', OLD.approver_must_differ, 'reason_pattern', OLD.reason_pattern,
+                'require_second_operator', OLD.require_second_operator, 'proposal_lifetime', OLD.proposal_lifetime),
             pg_catalog.jsonb_build_object('ticket_pattern', NEW.ticket_pattern, 'require_approver', NEW.require_approver,
-                'approver_must_differ', NEW.approver_must_differ, 'reason_pattern', NEW.reason_pattern),
+                'approver_must_differ', NEW.approver_must_differ, 'reason_pattern', NEW.reason_pattern,
+                'require_second_operator', NEW.require_second_operator, 'proposal_lifetime', NEW.proposal_lifetime),
             v_reason, v_ticket, v_approver);
     RETURN NULL;
 END;

@@ -222,3 +222,122 @@ func TestOperatorActionsOnJobsAreOnRecord(t *testing.T) {
 	_, err = operator.Exec(f.ctx, `SELECT durable_jobs.replay_job($1)`, first)
 	requireSQLState(t, err, "LF002", "a replay without an approver is refused where change control requires one")
 }
+
+// Item 3, maker-checker: with require_second_operator on, no change takes
+// effect in the session that asks for it; one operator login proposes it
+// and another approves it in its own session before it expires, both on
+// record with their times. The proposer cannot approve, an expired or
+// decided proposal cannot be approved, a forged setting does not pass for
+// an approval, and switching maker-checker off needs an approval too.
+func TestMakerCheckerNeedsASecondOperatorInItsOwnSession(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	makerURL, checkerURL := f.db.LoginURL(t, "durable_job_operator"), f.db.LoginURL(t, "durable_job_operator")
+	maker, checker := f.connect(t, makerURL), f.connect(t, checkerURL)
+	makerName, checkerName := loginName(t, makerURL), loginName(t, checkerURL)
+	require.NotEqual(t, makerName, checkerName)
+
+	_, err := maker.Exec(f.ctx, `SELECT durable_jobs.set_maker_checker(true, '1 hour', 'OPS-50: four eyes', 'OPS-50')`)
+	require.NoError(t, err)
+	_, err = maker.Exec(f.ctx, `SELECT durable_jobs.update_queue_lease_policy($1, '20 seconds', NULL, NULL, NULL, 'OPS-51: longer', 'OPS-51', $2)`,
+		f.queue, checkerName)
+	requireSQLState(t, err, "LF002", "a change made in one session, even naming an approver, is refused")
+
+	var id int64
+	require.NoError(t, maker.QueryRow(f.ctx, `SELECT durable_jobs.propose_change('lease_policy', $1, '{"lease_duration": "20 seconds"}',
+		'OPS-51: longer', 'OPS-51')`, f.queue).Scan(&id))
+	_, err = maker.Exec(f.ctx, `SELECT durable_jobs.approve_change($1)`, id)
+	requireSQLState(t, err, "LF002", "the proposer cannot approve its own proposal")
+	_, err = f.worker(t).Exec(f.ctx, `SELECT durable_jobs.approve_change($1)`, id)
+	requireSQLState(t, err, "42501", "a worker cannot approve")
+
+	// A forged setting in the checker's session is no approval.
+	tx, err := checker.Begin(f.ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(f.ctx, fmt.Sprintf(`SET LOCAL leasefence.change_proposal = '%d'`, id))
+	require.NoError(t, err)
+	_, err = tx.Exec(f.ctx, `SELECT durable_jobs.update_queue_lease_policy($1, '30 seconds', NULL, NULL, NULL, 'OPS-51: longer', 'OPS-51', $2)`,
+		f.queue, checkerName)
+	requireSQLState(t, err, "LF002", "a forged proposal setting does not pass for an approval")
+	require.NoError(t, tx.Rollback(f.ctx))
+
+	before := f.maxEvidenceID(t)
+	_, err = checker.Exec(f.ctx, `SELECT durable_jobs.approve_change($1)`, id)
+	require.NoError(t, err)
+	var lease string
+	require.NoError(t, f.admin.QueryRow(f.ctx, `SELECT lease_duration::text FROM durable_jobs.queue_lease_policies() WHERE queue_name = $1`,
+		f.queue).Scan(&lease))
+	require.Equal(t, "00:00:20", lease, "the approved change took effect")
+	rows, err := f.admin.Query(f.ctx, `SELECT evidence_kind || '|' || changed_by_role || '|' || COALESCE(change_approver, '-')
+		|| '|' || COALESCE(new_values ->> 'proposed_by', '-')
+		FROM durable_jobs.control_evidence_record WHERE evidence_record_id > $1 ORDER BY evidence_record_id`, before)
+	require.NoError(t, err)
+	records, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{
+		"change_approved|" + checkerName + "|" + checkerName + "|" + makerName,
+		"lease_policy_changed|" + checkerName + "|" + checkerName + "|-",
+	}, records, "the approval names the proposer, the change its approver")
+	_, err = checker.Exec(f.ctx, `SELECT durable_jobs.approve_change($1)`, id)
+	requireSQLState(t, err, "LF002", "a decided proposal is not approved twice")
+
+	// An expired proposal is not approved; a rejection needs a reason.
+	require.NoError(t, maker.QueryRow(f.ctx, `SELECT durable_jobs.propose_change('retention_policy', $1,
+		'{"payload_retention": "2 hours", "record_retention": "3 hours"}', 'OPS-52: shorter')`, f.queue).Scan(&id))
+	_, err = f.admin.Exec(f.ctx, `UPDATE durable_jobs.pending_change SET expires_at = now() - interval '1 second' WHERE change_id = $1`, id)
+	require.NoError(t, err)
+	_, err = checker.Exec(f.ctx, `SELECT durable_jobs.approve_change($1)`, id)
+	requireSQLState(t, err, "LF002", "an expired proposal")
+	var state string
+	require.NoError(t, checker.QueryRow(f.ctx, `SELECT change_state FROM durable_jobs.pending_changes() WHERE change_id = $1`, id).Scan(&state))
+	require.Equal(t, "expired", state)
+	_, err = maker.Exec(f.ctx, `SELECT durable_jobs.reject_change($1, 'OPS-52: withdrawn')`, id)
+	require.NoError(t, err, "a proposer may withdraw its proposal")
+
+	// Switching maker-checker off is a change like any other.
+	_, err = maker.Exec(f.ctx, `SELECT durable_jobs.set_maker_checker(false, '1 hour', 'OPS-53: back to one', 'OPS-53')`)
+	requireSQLState(t, err, "LF002", "maker-checker is not switched off by one login")
+	require.NoError(t, maker.QueryRow(f.ctx, `SELECT durable_jobs.propose_change('change_control', NULL,
+		'{"ticket_pattern": "^[A-Z][A-Z0-9]+-[0-9]+$", "require_approver": false, "approver_must_differ": true,
+		  "reason_pattern": null, "require_second_operator": false, "proposal_lifetime": "1 hour"}', 'OPS-53: back to one', 'OPS-53')`).Scan(&id))
+	_, err = checker.Exec(f.ctx, `SELECT durable_jobs.approve_change($1)`, id)
+	require.NoError(t, err)
+	var second bool
+	require.NoError(t, f.admin.QueryRow(f.ctx, `SELECT require_second_operator FROM durable_jobs.change_control()`).Scan(&second))
+	require.False(t, second)
+	_, err = maker.Exec(f.ctx, `SELECT durable_jobs.set_queue_lease_policy($1, '10 seconds', '1 second', '1 minute', true, 'OPS-54: alone again')`, f.queue)
+	require.NoError(t, err, "one login changes policies alone again")
+}
+
+// A retention row removed without evidence before migration 026 is in no
+// baseline and nothing can clear it: it is not reported for ever after the
+// baseline (only records after the newest baseline are compared).
+func TestControlMismatchesStartAtTheNewestBaseline(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	operator := f.connect(t, f.db.LoginURL(t, "durable_job_operator"))
+	_, err := operator.Exec(f.ctx, `SELECT durable_jobs.set_queue_retention_policy($1, '2 hours', '3 hours', 'OPS-39: retention')`, f.queue)
+	require.NoError(t, err)
+	tx, err := f.admin.Begin(f.ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(f.ctx, `ALTER TABLE durable_jobs.queue_retention_policy DISABLE TRIGGER queue_retention_policy_evidence`)
+	require.NoError(t, err)
+	_, err = tx.Exec(f.ctx, `DELETE FROM durable_jobs.queue_retention_policy WHERE queue_name = $1`, f.queue)
+	require.NoError(t, err)
+	_, err = tx.Exec(f.ctx, `ALTER TABLE durable_jobs.queue_retention_policy ENABLE TRIGGER queue_retention_policy_evidence`)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(f.ctx))
+	var n int
+	require.NoError(t, f.admin.QueryRow(f.ctx, `SELECT count(*) FROM durable_jobs.control_evidence_mismatches() WHERE queue_name = $1`, f.queue).Scan(&n))
+	require.Equal(t, 1, n, "a row removed around its evidence is a finding")
+
+	// A later install of 026 (down and up again) takes a new baseline.
+	_, err = f.admin.Exec(f.ctx, `SELECT durable_jobs.lock_evidence_order();
+		INSERT INTO durable_jobs.control_evidence_record (evidence_kind, new_values, change_reason)
+		SELECT 'migration_applied', jsonb_build_object('migration_version', 26, 'retention_baseline',
+			(SELECT jsonb_agg(jsonb_build_object('policy_queue_name', p.queue_name, 'payload_retention', p.payload_retention,
+			 'record_retention', p.record_retention)) FROM durable_jobs.queue_retention_policy p)), 'a new baseline'`)
+	require.NoError(t, err)
+	require.NoError(t, f.admin.QueryRow(f.ctx, `SELECT count(*) FROM durable_jobs.control_evidence_mismatches()`).Scan(&n))
+	require.Zero(t, n, "records before the newest baseline are not compared")
+}

@@ -4,7 +4,7 @@
 -- writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(191);
+SELECT plan(202);
 
 -- Schema, type, tables -------------------------------------------------------
 
@@ -23,13 +23,13 @@ SELECT types_are('durable_jobs', ARRAY['job_status_kind'],
 SELECT tables_are('durable_jobs',
     ARRAY['job_record', 'job_payload_record', 'job_outcome_ledger', 'queue_lease_policy',
           'control_evidence_record', 'lease_outcome_tally', 'queue_retention_policy', 'change_control_setting',
-          'evidence_order_lock'],
-    'the schema holds exactly the nine private tables of the bundle (change_control_setting from migration 015, evidence_order_lock from 024)');
+          'evidence_order_lock', 'job_action_record'],
+    'the schema holds exactly the ten private tables of the bundle (change_control_setting from migration 015, evidence_order_lock from 024, job_action_record from 026)');
 SELECT views_are('durable_jobs', ARRAY[]::name[], 'the schema has no views');
 SELECT sequences_are('durable_jobs',
     ARRAY['job_record_job_record_id_seq', 'job_outcome_ledger_job_outcome_record_id_seq',
-          'control_evidence_record_evidence_record_id_seq'],
-    'the only sequences are the identity sequences of the three id columns');
+          'control_evidence_record_evidence_record_id_seq', 'job_action_record_job_action_record_id_seq'],
+    'the only sequences are the identity sequences of the four id columns (job_action_record''s from migration 026)');
 -- Migration 014: the evidence table and its sequence have an owner of their
 -- own; every other table and sequence is the installer's (the schema's owner).
 SELECT is_empty(
@@ -63,6 +63,10 @@ SELECT columns_are('durable_jobs', 'control_evidence_record',
 SELECT columns_are('durable_jobs', 'lease_outcome_tally',
     ARRAY['tally_minute', 'queue_name', 'outcome_kind', 'tally_backend_pid', 'counted_by_role', 'outcome_count'],
     'lease_outcome_tally has exactly its per-backend tally columns (migration 004)');
+SELECT columns_are('durable_jobs', 'job_action_record',
+    ARRAY['job_action_record_id', 'job_record_id', 'action_kind', 'acted_by_role', 'acted_at', 'change_reason',
+          'change_ticket', 'change_approver'],
+    'job_action_record (migration 026) has exactly the columns of a job''s action trail: which job, what, who, when, why, ticket, approver');
 
 SELECT col_type_is('durable_jobs', 'job_record', 'lease_claim_digest', 'bytea',
     'the claim token is stored as a bytea digest');
@@ -95,6 +99,8 @@ SELECT indexes_are('durable_jobs', 'control_evidence_record', ARRAY['control_evi
     'control_evidence_record has only its primary key');
 SELECT indexes_are('durable_jobs', 'lease_outcome_tally', ARRAY['lease_outcome_tally_pkey', 'lease_outcome_tally_recent'],
     'lease_outcome_tally has its primary key and an index on the tally minute for recent-window reads');
+SELECT indexes_are('durable_jobs', 'job_action_record', ARRAY['job_action_record_pkey', 'job_action_record_job_lookup'],
+    'job_action_record has its primary key and a lookup by job (the trail of one job, and the cascade when a job is purged)');
 
 SELECT has_index('durable_jobs', 'job_record', 'job_record_idempotency_key_unique',
     ARRAY['queue_name', 'idempotency_key_digest'],
@@ -158,7 +164,10 @@ SELECT set_eq(
              ('durable_jobs.change_control_setting', 'change_control_setting_pattern', 'c'),
              ('durable_jobs.change_control_setting', 'change_control_setting_reason_pattern', 'c'),
              ('durable_jobs.evidence_order_lock', 'evidence_order_lock_pkey', 'p'),
-             ('durable_jobs.evidence_order_lock', 'evidence_order_lock_single', 'c')$$,
+             ('durable_jobs.evidence_order_lock', 'evidence_order_lock_single', 'c'),
+             ('durable_jobs.job_action_record', 'job_action_record_pkey', 'p'),
+             ('durable_jobs.job_action_record', 'job_action_record_kind', 'c'),
+             ('durable_jobs.job_action_record', 'job_action_record_job', 'f')$$,
     'every constraint of the bundle has its chosen name, and there are no unnamed extras');
 SELECT col_is_pk('durable_jobs', 'lease_outcome_tally', ARRAY['tally_minute', 'queue_name', 'outcome_kind', 'tally_backend_pid', 'counted_by_role'],
     'a tally row is one UTC minute, queue, outcome kind and backend: no two live sessions share a row');
@@ -186,6 +195,13 @@ SELECT throws_ok(
 SELECT triggers_are('durable_jobs', 'control_evidence_record',
     ARRAY['control_evidence_record_append_only', 'control_evidence_record_no_truncate', 'control_evidence_record_chain'],
     'control evidence is guarded by the append-only and no-truncate triggers and chained by the chain trigger');
+SELECT triggers_are('durable_jobs', 'queue_retention_policy',
+    ARRAY['queue_retention_policy_stamp', 'queue_retention_policy_no_truncate', 'queue_retention_policy_evidence'],
+    'the retention policy table stamps who changed a row, refuses TRUNCATE and records every row change as evidence (migration 026)');
+SELECT triggers_are('durable_jobs', 'change_control_setting',
+    ARRAY['change_control_setting_stamp', 'change_control_setting_no_delete', 'change_control_setting_no_truncate',
+          'change_control_setting_evidence'],
+    'the change-control setting stamps who changed it, refuses DELETE and TRUNCATE and records every change as evidence (migration 026)');
 SELECT triggers_are('durable_jobs', 'job_record', ARRAY[]::name[],
     'job_record has no trigger: migration 017 moved the generation floor of 011 into claim_next_jobs, because a BEFORE ROW UPDATE trigger locks the old row before every UPDATE of job_record');
 
@@ -241,8 +257,12 @@ SELECT functions_are('durable_jobs',
           'change_control', 'set_change_control', 'set_change_reason_pattern', 'update_queue_lease_policy',
           'queue_name_pattern', 'queue_name_is_well_formed', 'worker_owner_id_pattern',
           'worker_owner_id_is_well_formed', 'effective_lease_policy_queue',
-          'failure_reason_code_pattern', 'failure_reason_code_is_well_formed'],
-    'the schema holds exactly the contract functions, the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue, change control (015), the partial policy change and the rule functions (016) and the private helpers');
+          'failure_reason_code_pattern', 'failure_reason_code_is_well_formed',
+          'continue_evidence_chain', 'stamp_control_change', 'refuse_control_removal', 'record_retention_policy_change',
+          'record_change_control_change', 'set_change_record', 'check_change_record', 'cancel_job_recorded',
+          'replay_job_recorded', 'record_job_action', 'operator_job_actions', 'control_evidence_mismatches',
+          'job_status_mismatches'],
+    'the schema holds exactly the contract functions, the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue, change control (015), the partial policy change and the rule functions (016), the control-table evidence, operator action trail and audit functions (026) and the private helpers');
 
 CREATE TEMP TABLE expected_signature (
     function_name   name PRIMARY KEY,
@@ -355,7 +375,61 @@ FROM (VALUES ('require_well_formed'::name, '{text,text,text}'::name[]), ('claim_
              ('queue_name_pattern', '{}'), ('queue_name_is_well_formed', '{text}'),
              ('worker_owner_id_pattern', '{}'), ('worker_owner_id_is_well_formed', '{text}'),
              ('failure_reason_code_pattern', '{}'), ('failure_reason_code_is_well_formed', '{text}'),
-             ('effective_lease_policy_queue', '{text}')) AS h(function_name, argument_types);
+             ('effective_lease_policy_queue', '{text}'),
+             ('cancel_job_recorded', '{bigint,text,text,text}'), ('replay_job_recorded', '{bigint,text,text,text}'),
+             ('check_change_record', '{durable_jobs.change_control_setting,text,text,text}'),
+             ('set_change_record', '{text,text,text}'), ('stamp_control_change', '{}'),
+             ('refuse_control_removal', '{}')) AS h(function_name, argument_types);
+
+-- Migration 026: the new functions' parameters, results, owners and
+-- SECURITY DEFINER (the private bodies of cancel_job and replay_job run as
+-- their definer wrappers' owner, so they are owned by it and not definers).
+CREATE TEMP TABLE expected_026 (
+    signature   text PRIMARY KEY,
+    arguments   text NOT NULL,
+    owner_role  name NOT NULL,
+    is_definer  boolean NOT NULL
+) ON COMMIT DROP;
+INSERT INTO expected_026 VALUES
+ ('durable_jobs.cancel_job(bigint,text,text,text)',
+  'p_job_record_id bigint, p_change_reason text, p_change_ticket text DEFAULT NULL::text, p_change_approver text DEFAULT NULL::text -> boolean',
+  'durable_job_producer_owner', true),
+ ('durable_jobs.replay_job(bigint,text,text,text)',
+  'p_job_record_id bigint, p_change_reason text, p_change_ticket text DEFAULT NULL::text, p_change_approver text DEFAULT NULL::text -> boolean',
+  'durable_job_producer_owner', true),
+ ('durable_jobs.cancel_job_recorded(bigint,text,text,text)',
+  'p_job_record_id bigint, p_change_reason text, p_change_ticket text, p_change_approver text -> boolean',
+  'durable_job_producer_owner', false),
+ ('durable_jobs.replay_job_recorded(bigint,text,text,text)',
+  'p_job_record_id bigint, p_change_reason text, p_change_ticket text, p_change_approver text -> boolean',
+  'durable_job_producer_owner', false),
+ ('durable_jobs.record_job_action(bigint,text,text,text,text,text,text,text)',
+  'p_job_record_id bigint, p_queue_name text, p_action_kind text, p_previous_status text, p_new_status text, p_change_reason text, p_change_ticket text, p_change_approver text -> void',
+  'durable_job_retention_owner', true),
+ ('durable_jobs.set_queue_retention_policy(text,interval,interval,text,text,text)',
+  'p_queue_name text, p_payload_retention interval, p_record_retention interval, p_change_reason text, p_change_ticket text, p_change_approver text DEFAULT NULL::text -> void',
+  'durable_job_retention_owner', true),
+ ('durable_jobs.erase_job_payload(bigint,text,text,text)',
+  'p_job_record_id bigint, p_change_reason text, p_change_ticket text, p_change_approver text DEFAULT NULL::text -> boolean',
+  'durable_job_retention_owner', true),
+ ('durable_jobs.record_retention_policy_change()', ' -> trigger', 'durable_job_retention_owner', true),
+ ('durable_jobs.continue_evidence_chain(bigint,bytea,text,text,text)',
+  'p_previous_head_id bigint, p_previous_head_hash bytea, p_change_reason text, p_change_ticket text DEFAULT NULL::text, p_change_approver text DEFAULT NULL::text -> bigint',
+  'durable_job_policy_owner', true),
+ ('durable_jobs.record_change_control_change()', ' -> trigger', 'durable_job_policy_owner', true),
+ ('durable_jobs.operator_job_actions(bigint)',
+  'p_job_record_id bigint -> TABLE(action_kind text, acted_at timestamp with time zone, acted_by_role text, change_reason text, change_ticket text, change_approver text)',
+  'durable_job_audit_owner', true),
+ ('durable_jobs.control_evidence_mismatches()', ' -> TABLE(control_table text, queue_name text, mismatch text)',
+  'durable_job_audit_owner', true),
+ ('durable_jobs.job_status_mismatches()', ' -> TABLE(queue_name text, job_status text, job_count bigint)',
+  'durable_job_audit_owner', true);
+SELECT results_eq(
+    $$SELECT e.signature, pg_get_function_arguments(p.oid) || ' -> ' || pg_get_function_result(p.oid),
+             p.proowner::regrole::name, p.prosecdef
+      FROM expected_026 e LEFT JOIN pg_proc p ON p.oid = to_regprocedure(e.signature) ORDER BY e.signature$$,
+    $$SELECT e.signature, e.arguments, e.owner_role, e.is_definer FROM expected_026 e ORDER BY e.signature$$,
+    'the functions of migration 026 have exactly their parameters and results, are owned by their family''s definer role and are SECURITY DEFINER but for the private bodies of cancel_job and replay_job');
 
 -- Migration 024: lock_evidence_order runs as durable_job_policy_owner, the one
 -- role (with superusers) that may lock the evidence-order lock's row.
@@ -393,8 +467,15 @@ SELECT is_empty(
             WHEN 'durable_jobs.record_deployment(text,text,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.record_policy_change()' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s',
                 'IntervalStyle=postgres', 'DateStyle=ISO, MDY', 'TimeZone=UTC', 'extra_float_digits=1']
-            WHEN 'durable_jobs.set_queue_retention_policy(text,interval,interval,text)' THEN ARRAY['search_path=pg_catalog, pg_temp',
+            WHEN 'durable_jobs.set_queue_retention_policy(text,interval,interval,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp',
                 'IntervalStyle=postgres', 'DateStyle=ISO, MDY', 'TimeZone=UTC', 'extra_float_digits=1']
+            WHEN 'durable_jobs.record_retention_policy_change()' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s',
+                'IntervalStyle=postgres', 'DateStyle=ISO, MDY', 'TimeZone=UTC', 'extra_float_digits=1']
+            WHEN 'durable_jobs.record_change_control_change()' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
+            WHEN 'durable_jobs.continue_evidence_chain(bigint,bytea,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
+            WHEN 'durable_jobs.cancel_job(bigint,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
+            WHEN 'durable_jobs.replay_job(bigint)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
+            WHEN 'durable_jobs.replay_job(bigint,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.lock_evidence_order()' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.set_change_reason_pattern(text,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
             WHEN 'durable_jobs.set_change_control(text,boolean,boolean,text,text,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s']
@@ -404,7 +485,7 @@ SELECT is_empty(
             ELSE ARRAY['search_path=pg_catalog, pg_temp'] END$$,
     'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic, lock_timeout where it takes the evidence lock and (migration 024) the four output settings where it renders durations into evidence; only the seven inlined rule functions of migrations 016 and 021 set nothing');
 SELECT is((SELECT count(*)::integer FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef),
-          40, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), release_job_claims (migration 023), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) and lock_evidence_order and set_change_reason_pattern (migration 024) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
+          51, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), release_job_claims (migration 023), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) and lock_evidence_order and set_change_reason_pattern (migration 024) and the eleven of migration 026 (the cancel_job, replay_job, set_queue_retention_policy and erase_job_payload overloads with a change record, continue_evidence_chain, the two control-table evidence triggers, record_job_action, operator_job_actions, control_evidence_mismatches and job_status_mismatches) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef

@@ -4,7 +4,7 @@
 -- renewal owner none on payloads; no bundle role can log in or escalate.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(528);
+SELECT plan(629);
 
 -- Which runtime role may execute which function. record_deployment_version
 -- is not a runtime function: only the role that applied the bundle runs it.
@@ -82,7 +82,26 @@ INSERT INTO expected_execute VALUES
  ('queue_name_is_well_formed', '{text}', '{}'),
  ('worker_owner_id_pattern', '{}', '{}'),
  ('worker_owner_id_is_well_formed', '{text}', '{}'),
- ('effective_lease_policy_queue', '{text}', '{}');
+ ('effective_lease_policy_queue', '{text}', '{}'),
+ -- migration 026: operator actions on record, control tables that record
+ -- their own changes, the chain continued across a restart, two audit reads
+ ('cancel_job', '{bigint,text,text,text}', '{durable_job_operator}'),
+ ('replay_job', '{bigint,text,text,text}', '{durable_job_operator}'),
+ ('set_queue_retention_policy', '{text,interval,interval,text,text,text}', '{durable_job_operator}'),
+ ('erase_job_payload', '{bigint,text,text,text}', '{durable_job_operator}'),
+ ('continue_evidence_chain', '{bigint,bytea,text,text,text}', '{durable_job_operator}'),
+ ('operator_job_actions', '{bigint}', '{durable_job_operator}'),
+ ('control_evidence_mismatches', '{}', '{durable_job_auditor,durable_job_operator}'),
+ ('job_status_mismatches', '{}', '{durable_job_auditor,durable_job_operator}'),
+ ('cancel_job_recorded', '{bigint,text,text,text}', '{}'),
+ ('replay_job_recorded', '{bigint,text,text,text}', '{}'),
+ ('record_job_action', '{bigint,text,text,text,text,text,text,text}', '{}'),
+ ('check_change_record', '{durable_jobs.change_control_setting,text,text,text}', '{}'),
+ ('set_change_record', '{text,text,text}', '{}'),
+ ('stamp_control_change', '{}', '{}'),
+ ('refuse_control_removal', '{}', '{}'),
+ ('record_retention_policy_change', '{}', '{}'),
+ ('record_change_control_change', '{}', '{}');
 
 CREATE TEMP TABLE runtime_role (role_name name PRIMARY KEY) ON COMMIT DROP;
 INSERT INTO runtime_role VALUES
@@ -94,10 +113,10 @@ INSERT INTO definer_role VALUES
 CREATE TEMP TABLE private_table (table_name name PRIMARY KEY) ON COMMIT DROP;
 INSERT INTO private_table VALUES
  ('job_record'), ('job_payload_record'), ('job_outcome_ledger'), ('queue_lease_policy'),
- ('control_evidence_record'), ('lease_outcome_tally'), ('queue_retention_policy');
+ ('control_evidence_record'), ('lease_outcome_tally'), ('queue_retention_policy'), ('job_action_record');
 GRANT SELECT ON expected_execute, runtime_role, definer_role, private_table TO PUBLIC;
 
--- EXECUTE, function by function and role by role (61 x 4 + 61 for PUBLIC) ------------
+-- EXECUTE, function by function and role by role (81 x 4 + 81 for PUBLIC) ------------
 
 SELECT function_privs_are('durable_jobs', e.function_name, e.argument_types, r.role_name,
     CASE WHEN r.role_name = ANY (e.runtime_roles) THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
@@ -138,6 +157,10 @@ SELECT lives_ok($$SELECT durable_jobs.enqueue_job('privilege_check_queue', '{}':
 SELECT throws_ok($$SELECT * FROM durable_jobs.claim_next_job('privilege_check_queue', 'w1')$$, '42501', NULL,
     'a producer cannot claim a job');
 SELECT throws_ok($$SELECT durable_jobs.replay_job(0)$$, '42501', NULL, 'a producer cannot replay a job');
+SELECT throws_ok($$SELECT durable_jobs.cancel_job(0, 'CHG-1: a producer''s reason')$$, '42501', NULL,
+    'a producer cannot cancel with a reason: the cancel on record is an operator''s (migration 026)');
+SELECT throws_ok($$SELECT * FROM durable_jobs.operator_job_actions(0)$$, '42501', NULL,
+    'a producer cannot read a job''s action trail');
 SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('privilege_check_queue', '10 s', '1 s', '1 h', true, 'r')$$,
     '42501', NULL, 'a producer cannot change a lease policy');
 SELECT throws_ok($$SELECT * FROM durable_jobs.lease_health_by_queue()$$, '42501', NULL,
@@ -174,6 +197,9 @@ SELECT throws_ok($$SELECT durable_jobs.enqueue_job('privilege_check_queue', '{}'
     'an auditor cannot enqueue a job');
 SELECT throws_ok($$SELECT * FROM durable_jobs.claim_next_job('privilege_check_queue', 'w1')$$, '42501', NULL,
     'an auditor cannot claim a job');
+SELECT throws_ok($$SELECT * FROM durable_jobs.operator_job_actions(0)$$, '42501', NULL,
+    'an auditor cannot read a job''s action trail (it names logins and holds job ids)');
+SELECT lives_ok($$SELECT * FROM durable_jobs.job_status_mismatches()$$, 'an auditor can read job_status_mismatches');
 SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('privilege_check_queue', '10 s', '1 s', '1 h', true, 'r')$$,
     '42501', NULL, 'an auditor cannot change a lease policy');
 RESET ROLE;
@@ -229,7 +255,7 @@ SELECT throws_ok(format('SELECT 1 FROM durable_jobs.%I LIMIT 1', t.table_name), 
 FROM private_table t ORDER BY t.table_name;
 SELECT throws_ok(format('UPDATE durable_jobs.%I SET queue_name = queue_name WHERE false', t.table_name), '42501', NULL,
     'a producer cannot UPDATE durable_jobs.' || t.table_name || ' directly')
-FROM private_table t WHERE t.table_name NOT IN ('job_payload_record', 'job_outcome_ledger')
+FROM private_table t WHERE t.table_name NOT IN ('job_payload_record', 'job_outcome_ledger', 'job_action_record')
 ORDER BY t.table_name;
 SELECT throws_ok($$UPDATE durable_jobs.job_payload_record SET job_payload = job_payload WHERE false$$, '42501', NULL,
     'a producer cannot UPDATE durable_jobs.job_payload_record directly');
@@ -243,7 +269,7 @@ SELECT throws_ok(format('SELECT 1 FROM durable_jobs.%I LIMIT 1', t.table_name), 
 FROM private_table t ORDER BY t.table_name;
 SELECT throws_ok(format('UPDATE durable_jobs.%I SET queue_name = queue_name WHERE false', t.table_name), '42501', NULL,
     'a worker cannot UPDATE durable_jobs.' || t.table_name || ' directly')
-FROM private_table t WHERE t.table_name NOT IN ('job_payload_record', 'job_outcome_ledger')
+FROM private_table t WHERE t.table_name NOT IN ('job_payload_record', 'job_outcome_ledger', 'job_action_record')
 ORDER BY t.table_name;
 SELECT throws_ok($$UPDATE durable_jobs.job_payload_record SET job_payload = job_payload WHERE false$$, '42501', NULL,
     'a worker cannot UPDATE durable_jobs.job_payload_record directly');
@@ -257,7 +283,7 @@ SELECT throws_ok(format('SELECT 1 FROM durable_jobs.%I LIMIT 1', t.table_name), 
 FROM private_table t ORDER BY t.table_name;
 SELECT throws_ok(format('UPDATE durable_jobs.%I SET queue_name = queue_name WHERE false', t.table_name), '42501', NULL,
     'an operator cannot UPDATE durable_jobs.' || t.table_name || ' directly')
-FROM private_table t WHERE t.table_name NOT IN ('job_payload_record', 'job_outcome_ledger')
+FROM private_table t WHERE t.table_name NOT IN ('job_payload_record', 'job_outcome_ledger', 'job_action_record')
 ORDER BY t.table_name;
 SELECT throws_ok($$UPDATE durable_jobs.job_payload_record SET job_payload = job_payload WHERE false$$, '42501', NULL,
     'an operator cannot UPDATE durable_jobs.job_payload_record directly');
@@ -271,7 +297,7 @@ SELECT throws_ok(format('SELECT 1 FROM durable_jobs.%I LIMIT 1', t.table_name), 
 FROM private_table t ORDER BY t.table_name;
 SELECT throws_ok(format('UPDATE durable_jobs.%I SET queue_name = queue_name WHERE false', t.table_name), '42501', NULL,
     'an auditor cannot UPDATE durable_jobs.' || t.table_name || ' directly')
-FROM private_table t WHERE t.table_name NOT IN ('job_payload_record', 'job_outcome_ledger')
+FROM private_table t WHERE t.table_name NOT IN ('job_payload_record', 'job_outcome_ledger', 'job_action_record')
 ORDER BY t.table_name;
 SELECT throws_ok($$UPDATE durable_jobs.job_payload_record SET job_payload = job_payload WHERE false$$, '42501', NULL,
     'an auditor cannot UPDATE durable_jobs.job_payload_record directly');

@@ -308,17 +308,21 @@ SELECT ok(NOT has_table_privilege('durable_job_retention_owner', 'durable_jobs.c
           'the retention owner can neither delete nor update control evidence');
 SELECT is(ARRAY(SELECT p.oid::regprocedure::text FROM pg_proc p
                 WHERE p.proowner = 'durable_job_retention_owner'::regrole ORDER BY 1),
-          ARRAY['durable_jobs.erase_job_payload(bigint,text)', 'durable_jobs.purge_expired_job_data(integer)',
-                'durable_jobs.queue_retention_policies()', 'durable_jobs.require_valid_change_reason(text,text)',
-                'durable_jobs.set_queue_retention_policy(text,interval,interval,text)'],
-          'the retention owner owns exactly the family''s functions');
+          ARRAY['durable_jobs.erase_job_payload(bigint,text)', 'durable_jobs.erase_job_payload(bigint,text,text,text)',
+                'durable_jobs.purge_expired_job_data(integer)', 'durable_jobs.queue_retention_policies()',
+                'durable_jobs.record_job_action(bigint,text,text,text,text,text,text,text)',
+                'durable_jobs.record_retention_policy_change()', 'durable_jobs.require_valid_change_reason(text,text)',
+                'durable_jobs.set_queue_retention_policy(text,interval,interval,text)',
+                'durable_jobs.set_queue_retention_policy(text,interval,interval,text,text,text)'],
+          'the retention owner owns exactly the family''s functions (since migration 026 also the overloads with ticket and approver, the retention table''s evidence trigger and the job action trail''s writer)');
 SELECT is(ARRAY(SELECT p.oid::regprocedure::text FROM pg_proc p
                 WHERE p.proowner = 'durable_job_retention_owner'::regrole
                   AND has_function_privilege('durable_job_operator', p.oid, 'EXECUTE') ORDER BY 1),
-          ARRAY['durable_jobs.erase_job_payload(bigint,text)', 'durable_jobs.purge_expired_job_data(integer)',
-                'durable_jobs.queue_retention_policies()',
-                'durable_jobs.set_queue_retention_policy(text,interval,interval,text)'],
-          'operators execute the family''s public functions, not its private helper');
+          ARRAY['durable_jobs.erase_job_payload(bigint,text)', 'durable_jobs.erase_job_payload(bigint,text,text,text)',
+                'durable_jobs.purge_expired_job_data(integer)', 'durable_jobs.queue_retention_policies()',
+                'durable_jobs.set_queue_retention_policy(text,interval,interval,text)',
+                'durable_jobs.set_queue_retention_policy(text,interval,interval,text,text,text)'],
+          'operators execute the family''s public functions, not its private helpers (the reason check, the evidence trigger, the action trail''s writer)');
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.proowner = 'durable_job_retention_owner'::regrole
@@ -330,11 +334,15 @@ SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.proowner = 'durable_job_retention_owner'::regrole
         AND (p.prosecdef IS DISTINCT FROM (p.proname <> 'require_valid_change_reason')
-             OR p.proconfig IS DISTINCT FROM CASE WHEN p.proname = 'set_queue_retention_policy'
+             OR p.proconfig IS DISTINCT FROM CASE p.oid::regprocedure::text
+                 WHEN 'durable_jobs.set_queue_retention_policy(text,interval,interval,text,text,text)'
                  THEN ARRAY['search_path=pg_catalog, pg_temp', 'IntervalStyle=postgres', 'DateStyle=ISO, MDY',
                             'TimeZone=UTC', 'extra_float_digits=1']
+                 WHEN 'durable_jobs.record_retention_policy_change()'
+                 THEN ARRAY['search_path=pg_catalog, pg_temp', 'lock_timeout=10s', 'IntervalStyle=postgres',
+                            'DateStyle=ISO, MDY', 'TimeZone=UTC', 'extra_float_digits=1']
                  ELSE ARRAY['search_path=pg_catalog, pg_temp'] END)$$,
-    'every public retention function is SECURITY DEFINER and every one pins search_path (and, migration 024, set_queue_retention_policy the settings its evidence is rendered under)');
+    'every retention function but the reason check is SECURITY DEFINER and every one pins search_path (and, migration 024, set_queue_retention_policy the settings its evidence is rendered under; since migration 026 the evidence is written by the table''s trigger, which pins them and bounds its wait for the evidence-order lock, and the four-argument overload is a SQL wrapper of the six-argument one)');
 
 SELECT * FROM finish();
 ROLLBACK;

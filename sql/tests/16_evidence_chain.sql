@@ -25,8 +25,10 @@ CREATE TEMP VIEW t16_broken_links AS
           FROM durable_jobs.control_evidence_chain() c) x
     WHERE x.record_hash <> pg_catalog.sha256(x.previous_record_hash || x.content_digest)
        OR x.previous_record_hash <> COALESCE(x.prior_hash, decode(repeat('00', 32), 'hex'));
-CREATE ROLE t16_approver LOGIN;
-CREATE ROLE t16_nologin NOLOGIN;
+-- Since migration 026 an approver must hold durable_job_operator: both do,
+-- so the one refused below is refused for not being a login.
+CREATE ROLE t16_approver LOGIN IN ROLE durable_job_operator;
+CREATE ROLE t16_nologin NOLOGIN IN ROLE durable_job_operator;
 
 -- The chain ---------------------------------------------------------------------
 

@@ -1,17 +1,20 @@
 -- 23_change_control: migration 015 (functions/change_control.sql).
 -- The change-control setting: its defaults keep the rules fixed before
 -- (ticket ^[A-Z][A-Z0-9]+-[0-9]+$, no approver required, self-approval
--- refused); only an operator sets it, with a structured change record, and
+-- refused; since migration 026 an approver must hold durable_job_operator);
+-- only an operator sets it, with a structured change record, and
 -- the change is control evidence; a pattern that is too long, empty or not a
 -- regular expression is refused with LF003 and changes nothing; every change
 -- record (lease policy, direct policy-table change, retention, change
 -- control) is then checked against the new setting with LF002.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(43);
+SELECT plan(45);
 
-CREATE ROLE t23_approver LOGIN;
-CREATE ROLE t23_nologin NOLOGIN;
+-- Since migration 026 an approver must hold durable_job_operator.
+CREATE ROLE t23_approver LOGIN IN ROLE durable_job_operator;
+CREATE ROLE t23_nologin NOLOGIN IN ROLE durable_job_operator;
+CREATE ROLE t23_worker_login LOGIN IN ROLE durable_job_worker;
 
 CREATE FUNCTION pg_temp.t23_state()
 RETURNS text LANGUAGE sql AS $$
@@ -73,10 +76,10 @@ SELECT results_eq(
     $$SELECT evidence_kind, queue_name, previous_values, new_values, change_reason, change_ticket, change_approver, changed_by_role = session_user
       FROM durable_jobs.control_evidence_record ORDER BY evidence_record_id DESC LIMIT 1$$,
     $$VALUES ('change_control_changed'::text, NULL::text,
-              '{"ticket_pattern": "^[A-Z][A-Z0-9]+-[0-9]+$", "require_approver": false, "approver_must_differ": true}'::jsonb,
-              '{"ticket_pattern": "^CHG[0-9]{7}$", "require_approver": true, "approver_must_differ": true}'::jsonb,
+              '{"ticket_pattern": "^[A-Z][A-Z0-9]+-[0-9]+$", "require_approver": false, "approver_must_differ": true, "reason_pattern": null}'::jsonb,
+              '{"ticket_pattern": "^CHG[0-9]{7}$", "require_approver": true, "approver_must_differ": true, "reason_pattern": null}'::jsonb,
               'tighter change control'::text, 'SEC-23'::text, 't23_approver'::text, true)$$,
-    'the change is one change_control_changed record with the values before and after, reason, ticket, approver and login');
+    'the change is one change_control_changed record with every setting before and after (since migration 026 all four, written by the table''s trigger), reason, ticket, approver and login');
 SELECT results_eq($$SELECT ticket_pattern, require_approver, approver_must_differ, changed_by_role = session_user FROM durable_jobs.change_control()$$,
     $$VALUES ('^CHG[0-9]{7}$'::text, true, true, true)$$, 'the setting holds the new values and who set them');
 
@@ -94,6 +97,8 @@ SELECT throws_ok(format('SELECT durable_jobs.set_queue_lease_policy(%L, %L, %L, 
     'LF002', 'invalid change record', 'the changing login cannot approve its own change when approver_must_differ is set');
 SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t23.q', '30 s', '10 s', '1 h', true, 'longer lease', 'CHG0000023', 't23_nologin')$$,
     'LF002', 'invalid change record', 'an approver that is not a login is refused');
+SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t23.q', '30 s', '10 s', '1 h', true, 'longer lease', 'CHG0000023', 't23_worker_login')$$,
+    'LF002', 'invalid change record', 'a login that does not hold durable_job_operator (a worker''s) is refused as approver (migration 026)');
 SELECT throws_ok($$SELECT durable_jobs.set_queue_retention_policy('t23.q', '2 days', '10 days', 'CHG0000023 shorter retention')$$,
     'LF002', 'invalid change record', 'a retention change, which carries no approver, is refused when an approver is required');
 SELECT throws_ok($$SELECT durable_jobs.set_change_control('^CHG[0-9]{7}$', false, true, 'loosen', 'CHG0000023')$$,
@@ -118,6 +123,8 @@ SELECT lives_ok(format('SELECT durable_jobs.set_queue_lease_policy(%L, %L, %L, %
     'with approver_must_differ off the changing login may approve its own change');
 SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t23.q', '30 s', '10 s', '1 h', true, 'longer lease', 'CHG0000026', 't23_missing')$$,
     'LF002', 'invalid change record', 'an approver that does not exist is still refused');
+SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t23.q', '30 s', '10 s', '1 h', true, 'longer lease', 'CHG0000026', 't23_worker_login')$$,
+    'LF002', 'invalid change record', 'a worker login is still refused as approver with approver_must_differ off');
 RESET ROLE;
 SELECT is((SELECT count(*)::integer FROM durable_jobs.control_evidence_record WHERE evidence_kind = 'change_control_changed'), 2,
     'each accepted change-control change wrote exactly one record, each refused one none');
@@ -156,10 +163,13 @@ SELECT lives_ok($$SELECT durable_jobs.set_change_reason_pattern('', 'CHG0000037:
 RESET ROLE;
 SELECT results_eq(
     $$SELECT previous_values, new_values FROM durable_jobs.control_evidence_record
-      WHERE evidence_kind = 'change_control_changed' AND new_values ? 'reason_pattern' ORDER BY evidence_record_id$$,
-    $$VALUES ('{"reason_pattern": null}'::jsonb, '{"reason_pattern": "^CHG[0-9]{7}: (rollout|rollback|pattern)$"}'::jsonb),
-             ('{"reason_pattern": "^CHG[0-9]{7}: (rollout|rollback|pattern)$"}', '{"reason_pattern": null}')$$,
-    'each accepted pattern change is change_control_changed evidence with the pattern before and after');
+      WHERE evidence_kind = 'change_control_changed'
+        AND previous_values -> 'reason_pattern' IS DISTINCT FROM new_values -> 'reason_pattern' ORDER BY evidence_record_id$$,
+    $$VALUES ('{"ticket_pattern": "^CHG[0-9]{7}$", "require_approver": true, "approver_must_differ": false, "reason_pattern": null}'::jsonb,
+              '{"ticket_pattern": "^CHG[0-9]{7}$", "require_approver": true, "approver_must_differ": false, "reason_pattern": "^CHG[0-9]{7}: (rollout|rollback|pattern)$"}'::jsonb),
+             ('{"ticket_pattern": "^CHG[0-9]{7}$", "require_approver": true, "approver_must_differ": false, "reason_pattern": "^CHG[0-9]{7}: (rollout|rollback|pattern)$"}',
+              '{"ticket_pattern": "^CHG[0-9]{7}$", "require_approver": true, "approver_must_differ": false, "reason_pattern": null}')$$,
+    'each accepted pattern change is change_control_changed evidence with the pattern, and every other setting, before and after');
 SELECT is((SELECT reason_pattern FROM durable_jobs.change_control_setting), NULL, 'the table holds no pattern now');
 
 SELECT * FROM finish();
