@@ -45,10 +45,12 @@ GATED_PACKAGES := ./audit ./evidence ./internal/demo ./internal/textfmt
 # chromium renders the demo's HTML timeline in its test; faketime moves the
 # database clock in the reliability campaign (internal/campaign); pgaudit and
 # pg_cron are loaded by the transport tests (internal/transport: the tested
-# pgaudit configuration, the retention purge scheduled in pg_cron).
+# pgaudit configuration, the retention purge scheduled in pg_cron);
+# openssh-client's ssh-keygen makes the test keys and verifies signed
+# evidence exports as an auditor would (internal/sshsig, cmd/leasectl).
 DEB_PACKAGES := postgresql-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl \
                 postgresql-15-plpgsql-check postgresql-15-pgaudit postgresql-15-cron \
-                prometheus chromium faketime
+                prometheus chromium faketime openssh-client
 
 .PHONY: deps test demo lint tools clean soak bench
 
@@ -77,7 +79,7 @@ deps:
 	  apt-get update -qq; \
 	  apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
-	@for tool in pg_prove promtool chromium /usr/lib/postgresql/15/bin/postgres; do \
+	@for tool in pg_prove promtool chromium ssh-keygen /usr/lib/postgresql/15/bin/postgres; do \
 	  command -v "$$tool" >/dev/null 2>&1 || { echo "make deps: $$tool is still missing after the install" >&2; exit 1; }; \
 	done
 	@for lib in pgaudit pg_cron; do \

@@ -78,6 +78,10 @@ var checkFuncs = map[string]checkFunc{
 	controls.CheckGenerationFloor:        checkGenerationFloor,
 	controls.CheckSecondPrimary:          checkSecondPrimary,
 	controls.CheckSynchronousReplication: checkSynchronousReplication,
+	controls.CheckTLSConfiguration:       checkTLSConfiguration,
+	controls.CheckEvidenceAnchor:         checkEvidenceAnchor,
+	controls.CheckServerIsPrimary:        checkServerIsPrimary,
+	controls.CheckRoleChangeLogging:      checkRoleChangeLogging,
 }
 
 // CheckResult is the outcome of one check.
@@ -127,13 +131,14 @@ func Run(ctx context.Context, db DB, opts ...Option) (Report, error) {
 	}
 	report := Report{Passed: true}
 	for _, check := range Checks() {
+		o.warnings = nil
 		findings, err := checkFuncs[check.ID](ctx, db, &o)
 		if err != nil {
 			return Report{}, &CheckError{Check: check.ID, Err: err}
 		}
-		warnings := []string{}
+		warnings := append([]string{}, o.warnings...)
 		if warningChecks[check.ID] && findings != nil {
-			findings, warnings = nil, findings
+			findings, warnings = nil, append(findings, warnings...)
 		}
 		if findings == nil {
 			findings = []string{}

@@ -27,14 +27,23 @@
 // leasectl does (its text shows them as \u000a style escapes; its JSON
 // keeps them as they are).
 //
-// A check may also report warnings (CheckResult.Warnings; today only
-// AUDIT-SYNCHRONOUS-REPLICATION): they are reported and never fail the
-// check or the audit. WithHosts gives Run the hosts of a multi-host URL
+// A check may also report warnings (CheckResult.Warnings:
+// AUDIT-SYNCHRONOUS-REPLICATION, AUDIT-ROLE-CHANGE-LOGGING, and
+// AUDIT-TLS-CONFIGURATION when it cannot read the pg_hba rules): they are
+// reported and never fail the check or the audit. WithHosts gives Run the hosts of a multi-host URL
 // (HostConfigs splits one), so that AUDIT-SECOND-PRIMARY can report another
 // primary of the same cluster:
 //
 //	cfg := pool.Config().ConnConfig
 //	report, err := audit.Run(ctx, pool, audit.WithHosts(audit.HostConfigs(cfg)...))
+//
+// WithEvidenceAnchor gives Run an earlier export (ParseAnchor) for
+// AUDIT-EVIDENCE-ANCHOR, which VerifyAnchor also runs on its own, and
+// RequireRoleChangeLogging makes AUDIT-ROLE-CHANGE-LOGGING's warning a
+// finding. RunStamped is Run with what makes the result evidence: the
+// database time, the database's name and system identifier, the bundle
+// versions and a body digest (BodyDigest, which the evidence report uses
+// too). ReadAccess reads the access review of `leasectl access`.
 //
 // Each check has a stable identifier (AUDIT-SEARCH-PATH, ...) that starts
 // every finding it reports; Checks lists them with what a passing database
@@ -56,7 +65,10 @@
 // AUDIT-SECOND-PRIMARY connects to each host given by WithHosts with the
 // same login and reads pg_control_system(), pg_is_in_recovery() and
 // pg_postmaster_start_time(), which every login may call; a host it cannot
-// reach or read is skipped.
+// reach or read is skipped. AUDIT-TLS-CONFIGURATION reads pg_hba_file_rules
+// (superusers, or a login granted SELECT on it and EXECUTE on its function)
+// and AUDIT-ROLE-CHANGE-LOGGING shared_preload_libraries (superusers and
+// pg_read_all_settings); without them they warn that they could not tell.
 //
 // # What it never reports
 //

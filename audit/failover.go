@@ -21,8 +21,18 @@ type Option func(*options)
 
 // options are what the Options of one Run set.
 type options struct {
-	hosts []*pgx.ConnConfig
+	hosts  []*pgx.ConnConfig
+	anchor *Anchor
+	// requireRoleLogging makes AUDIT-ROLE-CHANGE-LOGGING's problem a
+	// finding (RequireRoleChangeLogging).
+	requireRoleLogging bool
+	// warnings collects the warnings of the check running now (see warn).
+	warnings []string
 }
+
+// warn adds a warning to the check running now: reported, never failing
+// the check or the audit.
+func (o *options) warn(warning string) { o.warnings = append(o.warnings, warning) }
 
 // WithHosts gives Run the hosts of the connection URL, one connection
 // configuration each (HostConfigs makes them from a multi-host URL's
@@ -245,16 +255,34 @@ func timelineText(tli *int64) string {
 	return strconv.FormatInt(*tli, 10)
 }
 
-// checkSynchronousReplication: synchronous_standby_names is set. Its
-// findings are warnings (warningChecks): reported, never failing the audit.
+// checkSynchronousReplication: synchronous_standby_names is set, on a
+// primary (a standby's own setting means nothing until it is promoted).
+// Its findings are warnings (warningChecks): reported, never failing the
+// audit.
 func checkSynchronousReplication(ctx context.Context, pool DB, _ *options) ([]string, error) {
 	var names string
-	if err := pool.QueryRow(ctx, `SELECT pg_catalog.current_setting('synchronous_standby_names')`).Scan(&names); err != nil {
+	var standby bool
+	if err := pool.QueryRow(ctx, `SELECT pg_catalog.current_setting('synchronous_standby_names'), pg_catalog.pg_is_in_recovery()`).
+		Scan(&names, &standby); err != nil {
 		return nil, err
 	}
-	if names != "" {
-		return nil, nil
+	if names != "" || standby {
+		return nil, nil // a standby commits nothing; AUDIT-SERVER-IS-PRIMARY reports it
 	}
 	return []string{"synchronous_standby_names is empty: commits do not wait for a standby, so a failover can lose " +
 		"acknowledged completions (the job runs again) and the runbook requires synchronous replication"}, nil
+}
+
+// StandbyFinding is what AUDIT-SERVER-IS-PRIMARY reports about a standby.
+const StandbyFinding = "the server is a standby (pg_is_in_recovery() is true): it accepts no writes, and what it shows is " +
+	"the primary's state as far as it has replayed; audit the primary (add target_session_attrs=read-write to a multi-host URL)"
+
+// checkServerIsPrimary: the audited server is a primary, not a standby in
+// recovery.
+func checkServerIsPrimary(ctx context.Context, pool DB, _ *options) ([]string, error) {
+	var standby bool
+	if err := pool.QueryRow(ctx, `SELECT pg_catalog.pg_is_in_recovery()`).Scan(&standby); err != nil || !standby {
+		return nil, err
+	}
+	return []string{StandbyFinding}, nil
 }

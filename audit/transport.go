@@ -94,12 +94,14 @@ func checkServerLogSecrets(ctx context.Context, pool DB) ([]string, error) {
 }
 
 // checkUnencryptedSessions: no session of a login in a runtime role in this
-// database is a TCP connection without TLS. Local socket sessions
-// (client_addr NULL) are not counted, nor the auditing login's own
-// sessions. Sessions the auditing login may not see (it lacks
-// pg_read_all_stats) show no TLS state and are not counted either.
+// database is a TCP connection without TLS, and the auditing session itself
+// is no TCP connection from beyond loopback without TLS (or GSSAPI
+// encryption). Local socket sessions (client_addr NULL) are not counted;
+// the auditing login's other sessions are not counted either. Sessions the
+// auditing login may not see (it lacks pg_read_all_stats) show no TLS state
+// and are not counted.
 func checkUnencryptedSessions(ctx context.Context, pool DB) ([]string, error) {
-	return collectStrings(ctx, pool, `
+	findings, err := collectStrings(ctx, pool, `
 		SELECT 'login ' || a.usename || ' has ' || pg_catalog.count(*) || ' TCP session(s) without TLS'
 		FROM pg_catalog.pg_stat_activity a
 		JOIN pg_catalog.pg_stat_ssl s ON s.pid = a.pid
@@ -110,4 +112,9 @@ func checkUnencryptedSessions(ctx context.Context, pool DB) ([]string, error) {
 		              AND pg_catalog.pg_has_role(a.usesysid, g.oid, 'MEMBER'))
 		GROUP BY a.usename
 		ORDER BY 1`, runtimeRoles)
+	if err != nil {
+		return nil, err
+	}
+	own, err := ownPlaintextSession(ctx, pool)
+	return append(findings, optionalFinding(own)...), err
 }

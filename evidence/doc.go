@@ -3,7 +3,8 @@
 // recorded deployments, the lease policies and their history, renewal
 // enablement changes, disposal (what the retention purge and erasure
 // removed, as counts, and retention policy changes), aggregate lease
-// outcomes, jobs by status and the result of every audit check, each
+// outcomes, jobs by status, the result of every audit check and the access
+// review (audit.ReadAccess, as `leasectl access` shows it), each
 // section mapped to the control identifiers (LF-...) that docs/compliance
 // uses.
 //
@@ -32,18 +33,22 @@
 // a time). The histories hold only the records written in [Since, Until);
 // the outcome totals count whole minutes of it, from tallies the database
 // keeps 30 days; with Until the lease policies are each queue's policy as
-// of Until, reconstructed from the evidence. Jobs by status and the audit
-// result are always as of report time.
+// of Until, reconstructed from the evidence. Jobs by status, the audit
+// result and the access review are always as of report time.
 //
 // # Anchoring the evidence chain
 //
 // Report.Chain gives the period's evidence record count, first and last
-// id and chain head (the record_hash of the last record, which covers
-// every record before it). The chain is an unkeyed SHA-256 inside the
-// database: the table's owner, with the triggers off, can rewrite a record
-// and recompute every later hash, or delete the newest records, and
-// AUDIT-EVIDENCE-CHAIN still passes. Keep each exported report: the same
-// period reported again must give the same chain head and last id.
+// id, chain head (the record_hash of the last record, which covers every
+// record before it) and every record's id and hash (Links). The chain is
+// an unkeyed SHA-256 inside the database: the table's owner, with the
+// triggers off, can rewrite a record and recompute every later hash, or
+// delete the newest records, and AUDIT-EVIDENCE-CHAIN still passes. Keep
+// each exported report outside the database: its JSON is an anchor that
+// audit.ParseAnchor reads and audit.VerifyAnchor (`leasectl evidence
+// verify --anchor`) compares with the live chain, naming the first record
+// that differs or is missing, and following a chain that restarted only
+// through an evidence_chain_continued record naming the anchor's head.
 //
 // # The JSON
 //

@@ -1,10 +1,8 @@
 package evidence
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -60,8 +58,8 @@ type Section struct {
 	Shows string `json:"shows"`
 	// Controls are the controls the section supports.
 	Controls []Control `json:"controls"`
-	// Data is Migration, []Record, []Policy, Disposal, []Outcome, []Status
-	// or audit.Report, by section.
+	// Data is Migration, []Record, []Policy, Disposal, []Outcome, []Status,
+	// audit.Report or audit.AccessReview (without its as_of), by section.
 	Data any `json:"data"`
 }
 
@@ -69,8 +67,11 @@ type Section struct {
 // schema_version. It changes whenever a field is added, removed or changes
 // meaning. Version 1 was the unversioned shape before it; version 2 added
 // schema_version, database, evidence_chain, body_digest, the records'
-// ticket and approver, and the disposal section.
-const SchemaVersion = 2
+// ticket and approver, and the disposal section; version 3 added the
+// evidence chain's links (every record's id and record_hash), which make
+// the report an anchor (`leasectl evidence verify --anchor`), and the
+// access review section (EVIDENCE-ACCESS-REVIEW).
+const SchemaVersion = 3
 
 // Report is the whole control-evidence report.
 type Report struct {
@@ -100,15 +101,9 @@ type Report struct {
 	Period Period `json:"-"`
 }
 
-// Database identifies the database a report is of.
-type Database struct {
-	// SystemIdentifier is the cluster's system identifier
-	// (pg_control_system()), in decimal; a restored copy keeps it, a new
-	// cluster has another.
-	SystemIdentifier string `json:"system_identifier"`
-	// Name is the database's name.
-	Name string `json:"name"`
-}
+// Database identifies the database a report is of: the same type as the
+// audit's (audit.Database).
+type Database = audit.Database
 
 // Chain places a period's evidence records in the hash chain: how many
 // records the period holds, the first and last record's id, and the chain
@@ -126,6 +121,18 @@ type Chain struct {
 	LastID *int64 `json:"last_id"`
 	// Head is the hex record_hash of the last record, nil when none.
 	Head *string `json:"chain_head"`
+	// Links are the period's records' ids and record hashes, oldest
+	// first: what `leasectl evidence verify --anchor` compares the live
+	// chain with, naming the first record that differs.
+	Links []ChainLink `json:"links"`
+}
+
+// ChainLink is one record of the chain: its id and record_hash.
+type ChainLink struct {
+	// ID is the record's id.
+	ID int64 `json:"id"`
+	// Hash is the hex record_hash.
+	Hash string `json:"record_hash"`
 }
 
 // Period is a report's period in database time.
@@ -316,6 +323,7 @@ type data struct {
 	outcomes  []goclient.LeaseOutcomeTotal
 	statuses  []goclient.JobStatusTotal
 	audit     audit.Report
+	access    audit.AccessReview
 }
 
 // Build reads the database through pool, a login granted
@@ -328,11 +336,11 @@ func Build(ctx context.Context, pool *pgxpool.Pool, opts Options) (Report, error
 		return Report{}, err
 	}
 	d := data{}
-	if err := pool.QueryRow(ctx, `SELECT pg_catalog.clock_timestamp(), pg_catalog.current_database(),
-		(SELECT s.system_identifier::text FROM pg_catalog.pg_control_system() s)`).
-		Scan(&d.period.GeneratedAt, &d.database.Name, &d.database.SystemIdentifier); err != nil {
+	id, err := audit.ReadIdentity(ctx, pool)
+	if err != nil {
 		return Report{}, &ReadError{"read database time", err}
 	}
+	d.period.GeneratedAt, d.database = id.GeneratedAt, id.Database
 	d.period.Since = resolve(opts.Since, opts.SinceBack, d.period.GeneratedAt)
 	d.period.Until = resolve(opts.Until, opts.UntilBack, d.period.GeneratedAt)
 	if !d.period.Until.IsZero() && !d.period.Since.IsZero() && !d.period.Until.After(d.period.Since) {
@@ -365,6 +373,9 @@ func Build(ctx context.Context, pool *pgxpool.Pool, opts Options) (Report, error
 	if d.statuses, err = client.JobStatusTotals(ctx); err != nil {
 		return Report{}, &ReadError{"read job status totals", err}
 	}
+	if d.access, err = readAccess(ctx, pool); err != nil {
+		return Report{}, &ReadError{"read the access review", err}
+	}
 	if d.audit, err = audit.Run(ctx, pool); err != nil {
 		return Report{}, err
 	}
@@ -373,6 +384,20 @@ func Build(ctx context.Context, pool *pgxpool.Pool, opts Options) (Report, error
 		return Report{}, &ReadError{"read disposal evidence", err}
 	}
 	return report, nil
+}
+
+// readAccess reads the access review in one read-only snapshot, without
+// its own time: the report's generated_at is its time, and a time inside
+// the body would make two reports of the same state differ.
+func readAccess(ctx context.Context, pool *pgxpool.Pool) (audit.AccessReview, error) {
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return audit.AccessReview{}, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	review, err := audit.ReadAccess(ctx, tx)
+	review.AsOf = ""
+	return review, err
 }
 
 // resolve returns at, or back before now when at is zero and back
@@ -488,7 +513,10 @@ func toRecord(r evidenceRow) Record {
 
 // chainOf places the period's records in the hash chain.
 func chainOf(records []evidenceRow) Chain {
-	c := Chain{RecordCount: len(records)}
+	c := Chain{RecordCount: len(records), Links: make([]ChainLink, 0, len(records))}
+	for _, r := range records {
+		c.Links = append(c.Links, ChainLink{ID: r.ID, Hash: hex.EncodeToString(r.Hash)})
+	}
 	if len(records) > 0 {
 		first, last := records[0].ID, records[len(records)-1].ID
 		head := hex.EncodeToString(records[len(records)-1].Hash)
@@ -567,24 +595,8 @@ func sortedKeys(m map[[2]string]int64) [][2]string {
 // encoding/json does without HTML escaping, numbers as written. For a
 // report whose strings hold no U+2028 or U+2029 this is the SHA-256 of
 // `jq -S -c 'del(.generated_at, .body_digest)'` without its final newline.
-func BodyDigest(reportJSON []byte) (string, error) {
-	dec := json.NewDecoder(bytes.NewReader(reportJSON))
-	dec.UseNumber()
-	var body map[string]any
-	if err := dec.Decode(&body); err != nil {
-		return "", err
-	}
-	delete(body, "generated_at")
-	delete(body, "body_digest")
-	var canonical bytes.Buffer
-	enc := json.NewEncoder(&canonical)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(body); err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(bytes.TrimSuffix(canonical.Bytes(), []byte("\n")))
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
-}
+// It is audit.BodyDigest, which digests the audit's JSON the same way.
+func BodyDigest(reportJSON []byte) (string, error) { return audit.BodyDigest(reportJSON) }
 
 // build arranges the data into the sections of internal/controls and
 // digests the body.
@@ -626,6 +638,7 @@ func build(d data) (Report, error) {
 		controls.SectionOutcomes:    outcomes,
 		controls.SectionJobStatus:   statuses,
 		controls.SectionAudit:       d.audit,
+		controls.SectionAccess:      d.access,
 	}
 	report := Report{SchemaVersion: SchemaVersion, GeneratedAt: formatTime(d.period.GeneratedAt), Database: d.database,
 		Chain: chainOf(d.records), Controls: controls.Controls(), Period: d.period}
@@ -657,6 +670,4 @@ func build(d data) (Report, error) {
 
 // formatTime prints a time as UTC with milliseconds, as every leasefence
 // report does.
-func formatTime(t time.Time) string {
-	return t.UTC().Format("2006-01-02T15:04:05.000Z")
-}
+func formatTime(t time.Time) string { return audit.FormatTime(t) }

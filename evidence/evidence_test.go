@@ -82,12 +82,25 @@ func TestBuildReportsPoliciesAsOfUntilAndOnlyRecordsBeforeIt(t *testing.T) {
 	require.Equal(t, int64(1), *report.Chain.FirstID)
 	require.Equal(t, last, *report.Chain.LastID)
 	require.Equal(t, head, *report.Chain.Head)
+	require.Len(t, report.Chain.Links, count, "every record of the period is a link")
+	require.Equal(t, ChainLink{ID: last, Hash: head}, report.Chain.Links[count-1])
 	encoded, err := json.Marshal(report)
 	require.NoError(t, err)
 	digest, err := BodyDigest(encoded)
 	require.NoError(t, err)
 	require.Equal(t, report.BodyDigest, digest)
 	require.True(t, sections[controls.SectionAudit].(audit.Report).Passed)
+	access := sections[controls.SectionAccess].(audit.AccessReview)
+	require.Empty(t, access.AsOf, "the report's generated_at is the review's time")
+	require.NotEmpty(t, access.Logins)
+	// Its digest is of its own content (the shared cluster's logins
+	// change under other tests, so no second read is compared here; the
+	// CLI's test compares with leasectl access on a cluster of its own).
+	section, err := json.Marshal(access)
+	require.NoError(t, err)
+	own, err := audit.BodyDigest(section)
+	require.NoError(t, err)
+	require.Equal(t, own, access.BodyDigest)
 	from, short := report.Period.OutcomesCoverFrom()
 	require.True(t, short, "an open start is longer than the tallies are kept")
 	require.Equal(t, report.Period.GeneratedAt.Add(-OutcomeRetention), from)
@@ -185,7 +198,7 @@ func TestReportDisposalSumsPurgesAndErasuresAndRefusesAMalformedPurgeRecord(t *t
 	require.Equal(t, 6, c.RecordCount)
 	require.Equal(t, int64(7), *c.FirstID)
 	require.Equal(t, int64(12), *c.LastID)
-	require.Equal(t, Chain{RecordCount: 0}, chainOf(nil))
+	require.Equal(t, Chain{RecordCount: 0, Links: []ChainLink{}}, chainOf(nil))
 }
 
 // A period with a job and a stale renewal in it: the outcome and job status

@@ -48,6 +48,7 @@ func ExampleBuild() {
 	// EVIDENCE-LEASE-OUTCOMES LF-INT-02
 	// EVIDENCE-JOB-STATUS LF-AVL-01
 	// EVIDENCE-AUDIT-RESULT LF-AUD-02
+	// EVIDENCE-ACCESS-REVIEW LF-ACC-04
 	// up to date: true
 	// policy * 30 s
 }

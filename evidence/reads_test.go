@@ -34,8 +34,14 @@ func TestBuildNamesEachReadItCouldNotDo(t *testing.T) {
 			Options{}, "read lease outcome totals"},
 		{"job status totals", `REVOKE EXECUTE ON FUNCTION durable_jobs.job_status_totals FROM durable_job_auditor`,
 			Options{}, "read job status totals"},
+		{"access review", `REVOKE SELECT ON pg_catalog.pg_auth_members FROM PUBLIC`, Options{}, "read the access review"},
 		{"audit", `REVOKE SELECT ON pg_catalog.pg_proc FROM PUBLIC`, Options{}, ""},
 	}
+	// The access review's snapshot cannot even begin.
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := readAccess(canceled, testdb.New(t).Pool(t))
+	require.ErrorIs(t, err, context.Canceled)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -13,7 +13,7 @@ import (
 // written from audit.Checks (internal/controls), the one place they are
 // named.
 var auditUsage = `Usage:
-  leasectl audit [--output text|json] [--database-url URL]
+  leasectl audit [--output text|json] [--evidence-anchor FILE] [--require-pgaudit] [--database-url URL]
 
 Checks the live database against leasefence's contract and prints one line
 per finding, each starting with the check's stable identifier:
@@ -29,7 +29,27 @@ example the table owner); they are always rolled back.
 
 AUDIT-SECOND-PRIMARY connects to every host of a multi-host --database-url
 and reports another primary of the same cluster. AUDIT-SYNCHRONOUS-REPLICATION
-reports warnings ("warning: ..." lines): they never fail the audit.
+reports warnings ("warning: ..." lines): they never fail the audit, and
+neither does AUDIT-TLS-CONFIGURATION's warning that a login which cannot read
+pg_hba_file_rules (only superusers can, unless granted) did not check them.
+Against a standby, AUDIT-SERVER-IS-PRIMARY is a finding: audit the primary
+(add target_session_attrs=read-write to a multi-host URL).
+
+AUDIT-ROLE-CHANGE-LOGGING warns when pgaudit is not loaded or its
+pgaudit.log lacks the role class (so a GRANT, REVOKE or DROP ROLE of a bundle
+role leaves no trace); --require-pgaudit makes that a finding, for
+deployments under audit. A plain local install still audits clean.
+
+--evidence-anchor FILE compares the live evidence chain with an earlier
+export (AUDIT-EVIDENCE-ANCHOR), as "leasectl evidence verify --anchor FILE"
+does; without it that check has nothing to compare and passes.
+
+--output json prints the result with schema_version, generated_at (database
+time before the checks ran), database (name and system identifier),
+migration_version (the database's), bundle_version (this leasectl's) and
+body_digest: the SHA-256 of the JSON without generated_at and body_digest,
+keys sorted, computed as for "leasectl evidence" (two audits of the same state
+have the same digest).
 
 Exit code: 0 when every check passes (warnings or not), 2 when there is any
 finding, 1 when the audit itself could not run.
@@ -66,11 +86,24 @@ func wrapWords(first string, indent int, words []string) string {
 func runAudit(ctx context.Context, env *cliEnv, args []string) int {
 	fs := newFlagSet("audit")
 	common := addCommonFlags(fs, true)
+	anchorPath := fs.String("evidence-anchor", "", "compare the evidence chain with this earlier export (`file`)")
+	requirePgaudit := fs.Bool("require-pgaudit", false, "report a server whose pgaudit does not log role changes as a finding, not a warning")
 	if done, code := parseFlags(env, fs, auditUsage, args); done {
 		return code
 	}
 	if err := common.checkOutput(); err != nil {
 		return env.usageError("audit: %s", err)
+	}
+	var opts []audit.Option
+	if *requirePgaudit {
+		opts = append(opts, audit.RequireRoleChangeLogging())
+	}
+	if *anchorPath != "" {
+		anchor, done, code := readAnchor(env, "audit", *anchorPath)
+		if done {
+			return code
+		}
+		opts = append(opts, audit.WithEvidenceAnchor(anchor))
 	}
 	pool, err := connectPool(ctx, common.databaseURL)
 	if err != nil {
@@ -79,12 +112,14 @@ func runAudit(ctx context.Context, env *cliEnv, args []string) int {
 	defer pool.Close()
 	// Every host of a multi-host --database-url, for AUDIT-SECOND-PRIMARY
 	// (it skips the one the pool reached).
-	report, err := audit.Run(ctx, pool, audit.WithHosts(audit.HostConfigs(pool.Config().ConnConfig)...))
+	opts = append(opts, audit.WithHosts(audit.HostConfigs(pool.Config().ConnConfig)...))
+	stamped, err := audit.RunStamped(ctx, pool, opts...)
 	if err != nil {
 		return env.failAudit(err)
 	}
+	report := stamped.Report
 	if common.json() {
-		_ = writeJSON(env.stdout, report)
+		_ = writeJSON(env.stdout, stamped)
 	} else {
 		printAuditText(env, report)
 	}

@@ -59,7 +59,7 @@ func TestAccessReviewFindsExcessAccessAndListsEveryLogin(t *testing.T) {
 		r := leasectl(t, "access", "--output", out, "--database-url", db.URL)
 		requireCode(t, exitOK, r)
 		if out == "text" {
-			require.Contains(t, r.stdout, "access review as of ")
+			require.Regexp(t, `^access review as of \S+ \(database time\), body digest sha256:[0-9a-f]{64}\n`, r.stdout)
 			require.Regexp(t, `etl_accepted\s+-\s+durable_job_operator\s+etl_group\s+`, r.stdout)
 			require.Regexp(t, `ops_bob\s+-\s+durable_job_claim_owner\s+ops_bob\s+`, r.stdout)
 			require.Regexp(t, `monitoring\s+-\s+-\s+-\s+-`, r.stdout)
@@ -72,6 +72,23 @@ func TestAccessReviewFindsExcessAccessAndListsEveryLogin(t *testing.T) {
 		var report accessReportJSON
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &report))
 		require.NotEmpty(t, report.AsOf)
+		require.Regexp(t, `^sha256:[0-9a-f]{64}$`, report.BodyDigest)
+		// The evidence report holds the same review, with the same digest.
+		ev, _ := evidenceJSON(t, db.Pool(t), db.URL)
+		for _, s := range ev.Sections {
+			if s.ID == controls.SectionAccess {
+				var section accessReportJSON
+				require.NoError(t, json.Unmarshal(s.Data, &section))
+				require.Equal(t, report.BodyDigest, section.BodyDigest)
+				require.Empty(t, section.AsOf)
+			}
+		}
+		md := leasectl(t, "evidence", "--database-url", db.URL)
+		requireCode(t, exitOK, md)
+		require.Contains(t, md.stdout, "## Access review (EVIDENCE-ACCESS-REVIEW)")
+		require.Contains(t, md.stdout, "body digest "+report.BodyDigest)
+		require.Regexp(t, `\| etl\\_worker\\_prod \| - \| durable\\_job\\_operator \| etl\\_worker\\_prod \| `, md.stdout)
+		require.Contains(t, md.stdout, "| monitoring | SELECT | durable\\_jobs.job\\_payload\\_record | monitoring |")
 		byLogin := map[string]accessLoginJSON{}
 		for _, l := range report.Logins {
 			byLogin[l.Login] = l

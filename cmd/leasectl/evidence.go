@@ -1,21 +1,28 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"os"
 	"strings"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/mightyetl/leasefence/audit"
 	"github.com/mightyetl/leasefence/evidence"
+	"github.com/mightyetl/leasefence/internal/sshsig"
 	"github.com/mightyetl/leasefence/internal/textfmt"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
 const evidenceUsage = `Usage:
-  leasectl evidence [--format markdown|json] [--since TIME] [--until TIME] [--database-url URL]
+  leasectl evidence [--format markdown|json] [--since TIME] [--until TIME]
+                    [--out FILE [--sign-key KEY]] [--database-url URL]
+  leasectl evidence verify --anchor FILE [--output text|json] [--database-url URL]
+  leasectl evidence continue --anchor FILE --reason TEXT [--ticket T] [--approver A] [--database-url URL]
 
 Writes a control-evidence report for auditors to stdout. Every section names
 the leasefence control identifiers (LF-...) it supports, the same ones
@@ -27,8 +34,9 @@ deployment versions (see "leasectl deployment record"); current lease
 policies; lease policy history with reasons, tickets, approvers and roles;
 renewal enablement changes; disposal (what the retention purge and erasure
 removed, as counts per queue and kind, and retention policy changes);
-aggregate lease outcomes (stale renewals, reclaims); jobs by status; and the
-result of every "leasectl audit" check.
+aggregate lease outcomes (stale renewals, reclaims); jobs by status; the
+result of every "leasectl audit" check; and the access review of "leasectl
+access" at report time, with its body digest.
 
 The report names the database (name and system identifier) and places the
 period's evidence in the hash chain: the record count, the first and last
@@ -46,7 +54,8 @@ clock (720h). Default: everything the database keeps. --until (same forms)
 ends the period before that time: the histories hold only the records inside
 [since, until), the outcome totals count whole minutes in it, and the lease
 policies are each queue's policy as of until, reconstructed from the
-evidence. Jobs by status and the audit result are always as of report time.
+evidence. Jobs by status, the audit result and the access review are always as
+of report time.
 Outcome tallies are kept 30 days; the report says so when the period starts
 earlier.
 
@@ -57,18 +66,52 @@ and bidirectional characters (ESC, newlines, U+202E, ...) are shown as escapes
 like \u202e; role and queue names and audit findings likewise. JSON output
 holds the values as they are, as JSON strings. --output json is the
 same as --format json. Needs a login granted durable_job_auditor.
+
+The JSON lists every record of the period with its record_hash
+(evidence_chain.links): kept outside the database, it is an anchor that
+"leasectl evidence verify --anchor FILE" compares the live chain with,
+naming the first record that differs or is missing.
+
+--out FILE writes the report to FILE (mode 600), which must not exist yet,
+instead of stdout. --sign-key KEY (with --out) also writes FILE.sig, a detached SSH
+signature by the private key KEY (OpenSSH, PKCS#1, PKCS#8 or SEC 1; mode 600;
+no passphrase) in namespace ` + evidenceSignatureNamespace + `, which an auditor checks
+with OpenSSH's own tool and an allowed_signers file holding the public key:
+
+  ssh-keygen -Y verify -f allowed_signers -I IDENTITY -n ` + evidenceSignatureNamespace + ` -s FILE.sig < FILE
+
+"leasectl evidence verify" and "leasectl evidence continue": run them with
+--help.
 `
+
+// evidenceSignatureNamespace is the SSH signature namespace of signed
+// evidence exports: a signature made for another purpose (a git commit, a
+// file) does not verify as one.
+const evidenceSignatureNamespace = "leasefence-evidence"
 
 // runEvidence is "leasectl evidence".
 func runEvidence(ctx context.Context, env *cliEnv, args []string) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "verify":
+			return runEvidenceVerify(ctx, env, args[1:])
+		case "continue":
+			return runEvidenceContinue(ctx, env, args[1:])
+		}
+	}
 	fs := newFlagSet("evidence")
 	common := addCommonFlags(fs, true)
 	common.output = ""
 	format := fs.String("format", "markdown", "report format: markdown or json")
 	since := fs.String("since", "", "only records from this time on: RFC 3339 time or a duration back (720h)")
 	until := fs.String("until", "", "only records before this time: RFC 3339 time or a duration back (24h)")
+	out := fs.String("out", "", "write the report to this new `file` instead of stdout")
+	signKey := fs.String("sign-key", "", "with --out: sign the report with this SSH private `key`, into FILE.sig")
 	if done, code := parseFlags(env, fs, evidenceUsage, args); done {
 		return code
+	}
+	if *signKey != "" && *out == "" {
+		return env.usageError("evidence: --sign-key needs --out FILE: the signature is written next to the export, to FILE.sig")
 	}
 	switch common.output {
 	case "":
@@ -91,6 +134,13 @@ func runEvidence(ctx context.Context, env *cliEnv, args []string) int {
 		return env.usageError("evidence: --until must be an RFC 3339 time or a positive duration, not %q", *until)
 	}
 
+	var signer ssh.Signer
+	if *signKey != "" {
+		var err error
+		if signer, err = sshsig.LoadSigner(*signKey); err != nil {
+			return env.fail("read --sign-key", err)
+		}
+	}
 	pool, err := connectPool(ctx, common.databaseURL)
 	if err != nil {
 		return env.fail("connect to database", err)
@@ -108,12 +158,41 @@ func runEvidence(ctx context.Context, env *cliEnv, args []string) int {
 	case err != nil:
 		return env.failAudit(err)
 	}
+	var body bytes.Buffer
 	if *format == "json" {
-		_ = writeJSON(env.stdout, report)
+		_ = writeJSON(&body, report)
+	} else {
+		// Written as it is: every value in it went through printf.
+		body.WriteString(renderEvidenceMarkdown(report))
+	}
+	if *out == "" {
+		_, _ = env.stdout.Write(body.Bytes())
 		return exitOK
 	}
-	// Written as it is: every value in it went through printf.
-	_, _ = io.WriteString(env.stdout, renderEvidenceMarkdown(report))
+	return writeExport(env, *out, body.Bytes(), signer)
+}
+
+// writeExport writes an export to path, which must not exist yet (mode
+// 600, as migrate down's export: it names logins), and,
+// with a signer, its detached SSH signature to path.sig.
+func writeExport(env *cliEnv, path string, body []byte, signer ssh.Signer) int {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return env.fail("write --out", err)
+	}
+	_, err = f.Write(body)
+	if err = errors.Join(err, f.Sync(), f.Close()); err != nil {
+		return env.fail("write --out", err)
+	}
+	printf(env.stdout, "wrote %s\n", path)
+	if signer == nil {
+		return exitOK
+	}
+	if err := sshsig.WriteSignature(path+".sig", signer, evidenceSignatureNamespace, body); err != nil {
+		return env.fail("sign --out", err)
+	}
+	printf(env.stdout, "wrote %s.sig (%s signature, namespace %s, key %s)\n", path, signer.PublicKey().Type(),
+		evidenceSignatureNamespace, ssh.FingerprintSHA256(signer.PublicKey()))
 	return exitOK
 }
 
@@ -233,6 +312,8 @@ func renderEvidenceMarkdown(report evidence.Report) string {
 			for _, s := range data {
 				w("| %s | %s | %d |\n", markdownCell(s.Queue), s.Status, s.Count)
 			}
+		case audit.AccessReview:
+			writeAccessReview(&b, data)
 		case audit.Report:
 			if data.Passed {
 				w("**Passed**: every check, no findings.\n\n")
@@ -264,6 +345,47 @@ func renderEvidenceMarkdown(report evidence.Report) string {
 		w("| %s | %s | %s | %s |\n", c.ID, c.Title, strings.Join(c.TrustServicesCriteria, ", "), strings.Join(c.CSAPAreas, ", "))
 	}
 	return b.String()
+}
+
+// writeAccessReview writes the access review as Markdown tables: each
+// login with its attributes and leasefence roles, then the privileges
+// granted outside the bundle's roles.
+func writeAccessReview(b *strings.Builder, review audit.AccessReview) {
+	printf(b, "As of the report's generation time; body digest %s (as `leasectl access --output json` gives for the same access).\n\n", review.BodyDigest)
+	b.WriteString("| login | attributes | leasefence role | granted to | grantor |\n|---|---|---|---|---|\n")
+	for _, l := range review.Logins {
+		var attrs []string
+		for _, a := range []struct {
+			on   bool
+			name string
+		}{{l.Superuser, "SUPERUSER"}, {l.BypassRLS, "BYPASSRLS"}, {l.CreateRole, "CREATEROLE"}} {
+			if a.on {
+				attrs = append(attrs, a.name)
+			}
+		}
+		attributes := markdownCell(strings.Join(attrs, ", "))
+		if len(l.Roles) == 0 {
+			printf(b, "| %s | %s | - | - | - |\n", markdownCell(l.Login), attributes)
+		}
+		for _, r := range l.Roles {
+			printf(b, "| %s | %s | %s | %s | %s |\n", markdownCell(l.Login), attributes, markdownCell(r.Role),
+				markdownCell(r.GrantedTo), markdownCell(r.Grantor))
+		}
+	}
+	b.WriteString("\nPrivileges in schema durable_jobs granted outside the bundle's roles:\n\n")
+	rows := 0
+	for _, l := range append([]audit.AccessLogin{{Login: "PUBLIC", Privileges: review.Public}}, review.Logins...) {
+		for _, p := range l.Privileges {
+			if rows == 0 {
+				b.WriteString("| login | privilege | on | granted to |\n|---|---|---|---|\n")
+			}
+			printf(b, "| %s | %s | %s | %s |\n", markdownCell(l.Login), markdownCell(p.Privilege), markdownCell(p.On), markdownCell(p.GrantedTo))
+			rows++
+		}
+	}
+	if rows == 0 {
+		b.WriteString("None.\n")
+	}
 }
 
 // writeRecords writes evidence records as a Markdown table; ticket and

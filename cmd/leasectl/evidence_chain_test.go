@@ -126,7 +126,11 @@ func TestEvidenceChainHeadOfAnEarlierReportExposesARewrittenChain(t *testing.T) 
 	require.NoError(t, admin.QueryRow(ctx, `SELECT encode(record_hash, 'hex') FROM durable_jobs.control_evidence_record
 		WHERE evidence_record_id = $1`, last).Scan(&head))
 	require.Equal(t, evidence.SchemaVersion, earlier.SchemaVersion)
-	require.Equal(t, evidence.Chain{RecordCount: 2, FirstID: &first, LastID: &last, Head: &head}, earlier.Chain)
+	var firstHead string
+	require.NoError(t, admin.QueryRow(ctx, `SELECT encode(record_hash, 'hex') FROM durable_jobs.control_evidence_record
+		WHERE evidence_record_id = $1`, first).Scan(&firstHead))
+	require.Equal(t, evidence.Chain{RecordCount: 2, FirstID: &first, LastID: &last, Head: &head,
+		Links: []evidence.ChainLink{{ID: first, Hash: firstHead}, {ID: last, Hash: head}}}, earlier.Chain)
 	var name, system string
 	require.NoError(t, admin.QueryRow(ctx, `SELECT current_database(), (SELECT system_identifier::text FROM pg_control_system())`).
 		Scan(&name, &system))
@@ -175,7 +179,7 @@ func TestEvidenceChainHeadOfAnEarlierReportExposesARewrittenChain(t *testing.T) 
 
 	// A period without records says so.
 	empty, _ := evidenceJSON(t, admin, auditor, "--since", databaseClock(t, admin))
-	require.Equal(t, evidence.Chain{}, empty.Chain)
+	require.Equal(t, evidence.Chain{Links: []evidence.ChainLink{}}, empty.Chain)
 	r = leasectl(t, "evidence", "--since", databaseClock(t, admin), "--database-url", auditor)
 	requireCode(t, exitOK, r)
 	require.Contains(t, r.stdout, "Evidence chain: the period holds no evidence records.\n")

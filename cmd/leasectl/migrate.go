@@ -68,6 +68,10 @@ it (see pg_locks and pg_stat_activity, or pg_terminate_backend). Every lock a
 migration waits for after that is bounded by --lock-timeout too; a wait that
 runs out fails that migration, which changes nothing.
 
+Against a standby (a server in recovery) up, down and status say so and exit
+1: connect to the primary, for example with target_session_attrs=read-write
+in a multi-host URL.
+
 The connecting role must be a superuser (for example postgres). migrate
 refuses any other role, a ` + sqlbundle.VersionTable + ` that is not the plain
 table it creates, and pre-existing durable_job_* roles that can log in, are
@@ -145,6 +149,9 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) int {
 		return env.fail("connect to database", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	if err := refuseStandby(ctx, conn); err != nil {
+		return env.fail("migrate "+action, err)
+	}
 	// The migrator takes the lock again (a session may hold an advisory
 	// lock more than once) and so never waits; closing the connection
 	// releases whatever is left.
@@ -241,6 +248,9 @@ func migrateStatus(ctx context.Context, env *cliEnv, common *commonFlags) int {
 		return env.fail("connect to database", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	if err := refuseStandby(ctx, conn); err != nil {
+		return env.fail("migrate status", err)
+	}
 	current, _, err := sqlbundle.ReadVersion(ctx, conn)
 	if err != nil {
 		return env.fail("read current version", err)
@@ -284,6 +294,20 @@ func migrateStatus(ctx context.Context, env *cliEnv, common *commonFlags) int {
 		}
 	}
 	return code
+}
+
+// errStandby is what migrate says on a standby, where nothing can be
+// migrated and the version it shows is only as far as it has replayed.
+var errStandby = errors.New("the server is a standby (pg_is_in_recovery() is true): migrations run on the primary; " +
+	"connect to it, for example with every host of the cluster in the URL and target_session_attrs=read-write")
+
+// refuseStandby returns errStandby when conn's server is in recovery.
+func refuseStandby(ctx context.Context, conn *pgx.Conn) error {
+	var standby bool
+	if err := conn.QueryRow(ctx, `SELECT pg_catalog.pg_is_in_recovery()`).Scan(&standby); err != nil || !standby {
+		return err
+	}
+	return errStandby
 }
 
 // bundleRoleNames are the cluster-wide roles the bundle creates (see

@@ -135,6 +135,14 @@ const (
 	CheckSecondPrimary = "AUDIT-SECOND-PRIMARY"
 	// CheckSynchronousReplication: the server commits with a synchronous standby (a warning, never a failure).
 	CheckSynchronousReplication = "AUDIT-SYNCHRONOUS-REPLICATION"
+	// CheckTLSConfiguration: no pg_hba rule or listen setting lets a runtime login connect without TLS from beyond loopback.
+	CheckTLSConfiguration = "AUDIT-TLS-CONFIGURATION"
+	// CheckEvidenceAnchor: the live evidence chain holds an earlier export's chain head (with --evidence-anchor).
+	CheckEvidenceAnchor = "AUDIT-EVIDENCE-ANCHOR"
+	// CheckServerIsPrimary: the audited server is a primary, not a standby.
+	CheckServerIsPrimary = "AUDIT-SERVER-IS-PRIMARY"
+	// CheckRoleChangeLogging: pgaudit logs role changes (a warning unless the audit requires it).
+	CheckRoleChangeLogging = "AUDIT-ROLE-CHANGE-LOGGING"
 )
 
 // Evidence section identifiers. Each names one entry of EvidenceSections.
@@ -159,6 +167,8 @@ const (
 	SectionJobStatus = "EVIDENCE-JOB-STATUS"
 	// SectionAudit is the result of every audit check.
 	SectionAudit = "EVIDENCE-AUDIT-RESULT"
+	// SectionAccess is the access review: every login's leasefence roles and grants outside the bundle's roles.
+	SectionAccess = "EVIDENCE-ACCESS-REVIEW"
 )
 
 var controlTable = []Control{
@@ -208,10 +218,10 @@ var controlTable = []Control{
 		"Alert rules fire on renewal database failures, stale-claim rate (the client's and the database's own gauge), scheduler lag, safety-margin exhaustion, abnormal reclaim frequency and a collector that stopped reporting; each rule carries a runbook_url and is unit-tested, and the history of fired alerts can be exported for an audit period (docs/operations/runbook.md).",
 		[]string{"CC7.2", "CC7.3", "A1.2"}, []string{"Incident management", "Logging and monitoring"}},
 	{AuditAppendOnly, "Control evidence is append-only and tamper-evident",
-		"Triggers refuse UPDATE, DELETE and TRUNCATE of control-evidence records for every role that cannot disable them, and no runtime role holds a table privilege. A superuser or the table owner can disable a trigger, so each record also carries a hash over its content and the previous record's hash: `leasectl audit` (AUDIT-EVIDENCE-CHAIN) reports a record deleted, altered or reordered with the hashes left as they were. The chain is unkeyed and kept in the same database, so the table owner with the triggers off can rewrite a record and recompute every later hash, or delete the newest records, and the audit passes; each evidence report prints its period's record count, first and last id and chain head, and reporting the same period again shows such a change against an earlier exported report.",
+		"Triggers refuse UPDATE, DELETE and TRUNCATE of control-evidence records for every role that cannot disable them, and no runtime role holds a table privilege. A superuser or the table owner can disable a trigger, so each record also carries a hash over its content and the previous record's hash: `leasectl audit` (AUDIT-EVIDENCE-CHAIN) reports a record deleted, altered or reordered with the hashes left as they were. The chain is unkeyed and kept in the same database, so the table owner with the triggers off can rewrite a record and recompute every later hash, or delete the newest records, and the audit passes; each evidence report prints its period's record count, first and last id and chain head and lists every record's hash, so that a report kept outside (signed with an SSH key, on write-once storage) is an anchor: `leasectl evidence verify --anchor` and AUDIT-EVIDENCE-ANCHOR name the first record of it that the live chain lacks or holds with another hash, and follow a chain that restarted only through an evidence_chain_continued record naming the anchor's head.",
 		[]string{"CC7.2", "CC8.1"}, []string{"Logging and monitoring", "Change management"}},
 	{AuditConfiguration, "The live database is audited against the contract",
-		"`leasectl audit` checks the live catalogs against the contract and exits non-zero on any finding; its result is part of the evidence report.",
+		"`leasectl audit` checks the live catalogs against the contract and exits non-zero on any finding; its JSON names the database time, database, bundle versions and body digest, and its result is part of the evidence report.",
 		[]string{"CC4.1", "CC7.1"}, []string{"Compliance", "Vulnerability management"}},
 }
 
@@ -256,8 +266,11 @@ var auditCheckTable = []AuditCheck{
 		"For every login in a runtime role, the log settings in force for it (its own, the database's, the server's) do not write bind parameters, which carry claim tokens and payloads, to the server log: log_parameter_max_length is 0 wherever log_statement is mod or all or log_min_duration_statement is not -1, and log_parameter_max_length_on_error is 0.",
 		[]string{PrivacyTelemetry, AuditConfiguration}},
 	{CheckUnencryptedSessions, "Runtime sessions are encrypted",
-		"No session of a login in a runtime role in this database is a TCP connection without TLS (pg_stat_ssl); local socket sessions are not counted. Without pg_read_all_stats the auditing login sees only its own sessions.",
+		"No session of a login in a runtime role in this database is a TCP connection without TLS (pg_stat_ssl); local socket sessions are not counted. Without pg_read_all_stats the auditing login sees only its own sessions. The audit's own session is no TCP connection from beyond loopback without TLS or GSSAPI encryption.",
 		[]string{PrivacyTelemetry, AuditConfiguration}},
+	{CheckTLSConfiguration, "Runtime logins cannot connect without TLS from beyond loopback",
+		"The server does not listen beyond loopback (listen_addresses other than localhost, 127.0.0.0/8 or ::1) with ssl off, and no pg_hba rule (pg_hba_file_rules) of type host, hostnossl or hostnogssenc that is not reject admits a login of a runtime role (all, the login, or +role of a role it holds) to this database from beyond loopback. A server that accepts only loopback and socket connections passes. A login that cannot read pg_hba_file_rules (superusers can; others need a grant) gets a warning that the rules were not checked.",
+		[]string{PrivacyTelemetry, AccessLeastPrivilege, AuditConfiguration}},
 	{CheckLoginTimeouts, "Runtime logins cannot hold a job row for ever",
 		"Every login in the producer, worker or operator role has a non-zero statement_timeout and idle_in_transaction_session_timeout in force (its own, the database's or the server's), so a job row it locks (a completion or cancel left open) is held for a bounded time and cannot block reclaim or cancel past it.",
 		[]string{IntegrityFencing, AvailabilityHealth, AuditConfiguration}},
@@ -273,11 +286,20 @@ var auditCheckTable = []AuditCheck{
 	{CheckEvidenceChain, "Evidence hash chain is intact",
 		"Every control-evidence record's record_hash is sha256(previous_record_hash || its content digest), each links to the record before it (32 zero bytes for the first), and the chain and policy-evidence triggers exist and fire in every session.",
 		[]string{AuditAppendOnly, ChangePolicy, AuditConfiguration}},
+	{CheckEvidenceAnchor, "Evidence chain holds an earlier export",
+		"With `--evidence-anchor FILE` (an earlier `leasectl evidence` JSON or `migrate down --evidence-export` file): the live chain holds every record of the export with the same hashes, recomputed from each record's content, and continues from the last one; or it holds them up to some record (or none, after a reinstall) and an evidence_chain_continued record after it names exactly the export's last id and hash (the live records between are named). A record rewritten with the chain recomputed, the newest records deleted, an older backup restored, or a chain begun anew without a continuation is a finding naming the first record that differs or is missing. Without an anchor there is nothing to compare and the check passes.",
+		[]string{AuditAppendOnly, ChangeMigrations, AuditConfiguration}},
 	{CheckAccessReview, "Logins hold only the access their job needs",
 		"No login (superusers aside) or PUBLIC holds a table, column or sequence privilege in schema durable_jobs; no login holds a definer owner role, directly or inherited; no login holds both durable_job_worker and durable_job_operator unless its role comment says 'leasefence: separation of duties accepted: <TICKET-1>'.",
 		[]string{AccessReview, AccessLeastPrivilege, PrivacyPayloadApart, AuditConfiguration}},
+	{CheckRoleChangeLogging, "Role changes are logged",
+		"pgaudit is loaded (shared_preload_libraries) and pgaudit.log, as in force for the auditing session, includes the role class, so every GRANT, REVOKE, CREATE, ALTER and DROP ROLE (of a bundle role too) is written to the server log with the login that ran it. Otherwise a warning, which never fails the audit (a plain local install audits clean); with `--require-pgaudit` (audit.RequireRoleChangeLogging), for deployments under audit, a finding. A login that cannot read shared_preload_libraries (superusers and pg_read_all_settings can) is told it cannot tell.",
+		[]string{AccessReview, AuditConfiguration}},
 	{CheckGenerationFloor, "Fencing generations survive promotion",
 		"Every claim's generation is at least its WAL timeline's floor. From bundle version 17 the floor is in durable_jobs.claim_next_jobs: its installed source computes the floor and claims with GREATEST(generation + 1, floor) (any other change to it is AUDIT-FUNCTION-DRIFT's). At versions 11 to 16 the trigger job_record_generation_floor of migration 011 exists on durable_jobs.job_record, fires in every session (enabled O or A), executes durable_jobs.raise_generation_to_floor() and is defined exactly as 011 defines it (the function's body is compared by AUDIT-FUNCTION-DRIFT). It reports nothing on a bundle older than 011 (AUDIT-MIGRATION-VERSION does).",
+		[]string{IntegrityFencing, AuditConfiguration}},
+	{CheckServerIsPrimary, "The audited server is a primary",
+		"pg_is_in_recovery() is false: the audit runs against the primary, which takes the writes and records the evidence. A standby shows the primary's state only as far as it has replayed, and its settings (synchronous_standby_names) mean nothing until it is promoted; pointing at one is a finding, and AUDIT-SYNCHRONOUS-REPLICATION does not warn there.",
 		[]string{IntegrityFencing, AuditConfiguration}},
 	{CheckSecondPrimary, "No second primary on the URL's other hosts",
 		"No other host of the connection URL (a multi-host URL, as on failover) that the audit can reach is also a primary (pg_is_in_recovery() false) with the same system identifier (pg_control_system()): an old primary that came back after a promotion issues fencing generations and accepts terminal writes beside the new one. A host it cannot reach is not a finding.",
@@ -318,6 +340,9 @@ var evidenceSectionTable = []EvidenceSection{
 	{SectionAudit, "Audit result",
 		"The result of every `leasectl audit` check at report time, with any findings.",
 		[]string{AuditConfiguration, AccessLeastPrivilege, AccessDefinerRoles, AccessDefinerPath, PrivacyPayloadApart, AuditAppendOnly}},
+	{SectionAccess, "Access review",
+		"Every login of the cluster with its SUPERUSER, BYPASSRLS and CREATEROLE attributes and each leasefence role it holds (directly or inherited, with the role granted and the grantor), and every table, column or sequence privilege in schema durable_jobs granted outside the bundle's roles, as `leasectl access` shows them, at report time (the report's generated_at), with the review's own body digest (the same as `leasectl access --output json` gives for the same access). Who was granted or revoked a role, and when, is in pgaudit's role log, not here.",
+		[]string{AccessReview, AccessLeastPrivilege}},
 }
 
 // Controls returns every control, in a fixed order. The slice is a copy;

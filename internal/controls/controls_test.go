@@ -10,7 +10,7 @@ import (
 func TestTablesAreConsistent(t *testing.T) {
 	require.NoError(t, Validate())
 	require.NotEmpty(t, Controls())
-	require.Len(t, AuditChecks(), 23)
+	require.Len(t, AuditChecks(), 27)
 	require.NotEmpty(t, EvidenceSections())
 }
 
@@ -56,8 +56,9 @@ func TestEveryAuditCheckAndSectionIsNamedByConstant(t *testing.T) {
 	checks := []string{CheckSearchPath, CheckPublicExecute, CheckRuntimePrivileges, CheckDefinerAttributes,
 		CheckRenewalPayload, CheckSchemaCreate, CheckEvidenceAppendOnly, CheckMigrationVersion,
 		CheckObjectDependencies, CheckDefinerOwners, CheckEvidenceTrigger, CheckFunctionDrift,
-		CheckServerLogSecrets, CheckUnencryptedSessions, CheckLoginTimeouts,
-		CheckPolicyEvidence, CheckControlEvidence, CheckJobStatuses, CheckEvidenceChain, CheckAccessReview, CheckGenerationFloor, CheckSecondPrimary,
+		CheckServerLogSecrets, CheckUnencryptedSessions, CheckTLSConfiguration, CheckLoginTimeouts,
+		CheckPolicyEvidence, CheckControlEvidence, CheckJobStatuses, CheckEvidenceChain, CheckEvidenceAnchor,
+		CheckAccessReview, CheckRoleChangeLogging, CheckGenerationFloor, CheckServerIsPrimary, CheckSecondPrimary,
 		CheckSynchronousReplication}
 	require.Len(t, AuditChecks(), len(checks))
 	for i, a := range AuditChecks() {

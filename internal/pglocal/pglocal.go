@@ -44,6 +44,12 @@ type Options struct {
 	// (pg_hba.conf is initdb's), so a test can compare both.
 	TLS *TLS
 
+	// ListenAddresses is the server's listen_addresses; "127.0.0.1" when
+	// empty. A test of what a server reachable from other hosts looks like
+	// sets "*" (the cluster still answers on 127.0.0.1, and its pg_hba.conf
+	// is initdb's, which admits loopback connections only).
+	ListenAddresses string
+
 	// Superuser is the name of the bootstrap superuser; "postgres" when
 	// empty.
 	Superuser string
@@ -128,7 +134,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	for name := range opts.Settings {
 		if reservedSettings[name] {
-			return nil, fmt.Errorf("pglocal: setting %q is chosen by Start (use Options.SharedPreloadLibraries for shared_preload_libraries, Options.TLS for ssl)", name)
+			return nil, fmt.Errorf("pglocal: setting %q is chosen by Start (use Options.SharedPreloadLibraries for shared_preload_libraries, Options.TLS for ssl, Options.ListenAddresses for listen_addresses)", name)
 		}
 	}
 	binDir := opts.BinDir
@@ -250,8 +256,12 @@ func (c *Cluster) writeTLS(t *TLS) ([]string, error) {
 
 // serverArgs builds the postgres arguments other than -D and -p.
 func serverArgs(socketDir string, opts Options) []string {
+	listen := opts.ListenAddresses
+	if listen == "" {
+		listen = "127.0.0.1"
+	}
 	args := []string{
-		"-c", "listen_addresses=127.0.0.1",
+		"-c", "listen_addresses=" + listen,
 		"-c", "unix_socket_directories=" + socketDir,
 	}
 	if len(opts.SharedPreloadLibraries) > 0 {

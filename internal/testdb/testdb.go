@@ -185,6 +185,9 @@ type ClusterExtras struct {
 	PreloadLibraries []string
 	// TLS turns ssl on with this certificate (pglocal.Options.TLS).
 	TLS *pglocal.TLS
+	// ListenAddresses is the server's listen_addresses
+	// (pglocal.Options.ListenAddresses; 127.0.0.1 when empty).
+	ListenAddresses string
 }
 
 // OwnClusterWith is OwnCluster for a cluster started with extras: more
@@ -378,6 +381,7 @@ func startLocal(ctx context.Context, extras ClusterExtras) (*server, error) {
 		Settings:               settings,
 		SharedPreloadLibraries: append([]string{"plpgsql_check"}, extras.PreloadLibraries...),
 		TLS:                    extras.TLS,
+		ListenAddresses:        extras.ListenAddresses,
 		InitdbCache:            initdbCacheDir(),
 		Logf:                   logf,
 	})
