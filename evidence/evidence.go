@@ -576,6 +576,43 @@ func disposalOf(records []evidenceRow) (Disposal, error) {
 	return d, nil
 }
 
+// OperatorAction is how many jobs one login acted on in one way in one
+// queue during the period.
+type OperatorAction struct {
+	// Queue is the queue.
+	Queue string `json:"queue_name"`
+	// Action is the evidence kind: job_cancelled, job_replayed or
+	// job_payload_erased.
+	Action string `json:"action"`
+	// Login is the login that acted (the records' changed_by_role).
+	Login string `json:"login"`
+	// Count is how many jobs.
+	Count int64 `json:"jobs"`
+}
+
+// operatorActionsOf counts the period's operator actions on jobs per
+// queue, action and login, in that order.
+func operatorActionsOf(records []evidenceRow) []OperatorAction {
+	counts := map[[3]string]int64{}
+	for _, r := range records {
+		if r.Kind == "job_cancelled" || r.Kind == "job_replayed" || r.Kind == "job_payload_erased" {
+			queue := ""
+			if r.Queue != nil {
+				queue = *r.Queue
+			}
+			counts[[3]string{queue, r.Kind, r.ChangedByRole}]++
+		}
+	}
+	out := []OperatorAction{}
+	for k, n := range counts {
+		out = append(out, OperatorAction{Queue: k[0], Action: k[1], Login: k[2], Count: n})
+	}
+	slices.SortFunc(out, func(a, b OperatorAction) int {
+		return cmp.Or(cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.Action, b.Action), cmp.Compare(a.Login, b.Login))
+	})
+	return out
+}
+
 // sortedKeys returns a map's keys in order.
 func sortedKeys(m map[[2]string]int64) [][2]string {
 	keys := make([][2]string, 0, len(m))
@@ -628,17 +665,19 @@ func build(d data) (Report, error) {
 		return Report{}, err
 	}
 	byID := map[string]any{
-		controls.SectionMigration:   migration,
-		controls.SectionMigrations:  recordsOfKind(d.records, "migration_applied", "migration_reverted"),
-		controls.SectionDeployments: recordsOfKind(d.records, "deployment_recorded"),
-		controls.SectionPolicies:    policies,
-		controls.SectionPolicy:      recordsOfKind(d.records, "lease_policy_changed", "change_control_changed"),
-		controls.SectionEnablement:  recordsOfKind(d.records, "renewal_enablement_changed"),
-		controls.SectionDisposal:    disposal,
-		controls.SectionOutcomes:    outcomes,
-		controls.SectionJobStatus:   statuses,
-		controls.SectionAudit:       d.audit,
-		controls.SectionAccess:      d.access,
+		controls.SectionMigration:       migration,
+		controls.SectionMigrations:      recordsOfKind(d.records, "migration_applied", "migration_reverted"),
+		controls.SectionDeployments:     recordsOfKind(d.records, "deployment_recorded"),
+		controls.SectionPolicies:        policies,
+		controls.SectionPolicy:          recordsOfKind(d.records, "lease_policy_changed", "change_control_changed"),
+		controls.SectionEnablement:      recordsOfKind(d.records, "renewal_enablement_changed"),
+		controls.SectionDisposal:        disposal,
+		controls.SectionOutcomes:        outcomes,
+		controls.SectionJobStatus:       statuses,
+		controls.SectionAudit:           d.audit,
+		controls.SectionAccess:          d.access,
+		controls.SectionApprovals:       recordsOfKind(d.records, "change_proposed", "change_approved", "change_rejected"),
+		controls.SectionOperatorActions: operatorActionsOf(d.records),
 	}
 	report := Report{SchemaVersion: SchemaVersion, GeneratedAt: formatTime(d.period.GeneratedAt), Database: d.database,
 		Chain: chainOf(d.records), Controls: controls.Controls(), Period: d.period}

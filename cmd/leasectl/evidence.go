@@ -312,6 +312,15 @@ func renderEvidenceMarkdown(report evidence.Report) string {
 			for _, s := range data {
 				w("| %s | %s | %d |\n", markdownCell(s.Queue), s.Status, s.Count)
 			}
+		case []evidence.OperatorAction:
+			if len(data) == 0 {
+				w("No operator actions on jobs.\n")
+				continue
+			}
+			w("| queue | action | login | jobs |\n|---|---|---|---|\n")
+			for _, a := range data {
+				w("| %s | %s | %s | %d |\n", markdownCell(a.Queue), a.Action, markdownCell(a.Login), a.Count)
+			}
 		case audit.AccessReview:
 			writeAccessReview(&b, data)
 		case audit.Report:

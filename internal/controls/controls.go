@@ -58,6 +58,10 @@ const (
 	ChangeEnablement = "LF-CHG-03"
 	// ChangeDeployment is LF-CHG-04: deployment versions are recorded.
 	ChangeDeployment = "LF-CHG-04"
+	// ChangeApproval is LF-CHG-05: where maker-checker is on, a change takes effect only when a second operator approves it in its own session.
+	ChangeApproval = "LF-CHG-05"
+	// ChangeOperatorActions is LF-CHG-06: operator actions on single jobs (cancel, replay, erasure) are recorded.
+	ChangeOperatorActions = "LF-CHG-06"
 	// AccessLeastPrivilege is LF-ACC-01: runtime roles can only call functions.
 	AccessLeastPrivilege = "LF-ACC-01"
 	// AccessDefinerRoles is LF-ACC-02: function owners hold no elevated attributes.
@@ -169,6 +173,10 @@ const (
 	SectionAudit = "EVIDENCE-AUDIT-RESULT"
 	// SectionAccess is the access review: every login's leasefence roles and grants outside the bundle's roles.
 	SectionAccess = "EVIDENCE-ACCESS-REVIEW"
+	// SectionApprovals lists the maker-checker proposals, approvals and rejections.
+	SectionApprovals = "EVIDENCE-APPROVALS"
+	// SectionOperatorActions counts the operator actions on single jobs per queue, action and login.
+	SectionOperatorActions = "EVIDENCE-OPERATOR-ACTIONS"
 )
 
 var controlTable = []Control{
@@ -184,6 +192,12 @@ var controlTable = []Control{
 	{ChangeDeployment, "Deployment versions are recorded",
 		"The deploying pipeline (the role that applies the bundle) records each deployed application version, with a reason, in the same append-only evidence.",
 		[]string{"CC8.1"}, []string{"Change management"}},
+	{ChangeApproval, "Approvals are acts of a second operator",
+		"With maker-checker on (change-control set --require-second-operator), a lease policy, retention or change-control change is proposed by one operator login and takes effect only when another operator login approves it in its own session before the proposal expires; proposal, approval or rejection, and the change are each recorded with login and time. An approver named in any change must hold durable_job_operator.",
+		[]string{"CC8.1", "CC5.2"}, []string{"Change management"}},
+	{ChangeOperatorActions, "Operator actions on jobs are recorded",
+		"An operator's cancel, replay and payload erasure carry a checked reason (and the ticket and approver change control asks for), are kept in the job's action trail (leasectl jobs show) and are chained evidence naming the queue and the login, never the job.",
+		[]string{"CC8.1", "CC7.4"}, []string{"Change management", "Incident management"}},
 	{AccessLeastPrivilege, "Runtime roles can only call functions",
 		"Application roles execute only the functions of their job (produce, work, operate, audit) and hold no privilege on any table, view or sequence; PUBLIC executes nothing.",
 		[]string{"CC6.1", "CC6.3"}, []string{"Access control"}},
@@ -325,6 +339,12 @@ var evidenceSectionTable = []EvidenceSection{
 	{SectionPolicy, "Lease policy history",
 		"Every recorded lease policy change in the period with old and new values, reason, ticket, approver and role, every change of the change-control setting that governs them (ticket pattern, approver rules: kind change_control_changed), and each queue's policy as of the period's end reconstructed from the evidence.",
 		[]string{ChangePolicy, AuditAppendOnly}},
+	{SectionApprovals, "Approvals",
+		"Every maker-checker record of the period: each proposal (change_proposed: kind, queue, proposed values, expiry, reason, ticket, proposing login), approval (change_approved: the approving login, with the proposer and when it proposed) and rejection (change_rejected), each followed in the chain by the change an approval applied.",
+		[]string{ChangeApproval, AuditAppendOnly}},
+	{SectionOperatorActions, "Operator actions on jobs",
+		"How many jobs each login cancelled (job_cancelled, with a reason), replayed (job_replayed) and erased the payload of (job_payload_erased) in each queue during the period: counts only, never a job id or a reason. A producer application's own cancel is processing, not an operator action, and is not counted.",
+		[]string{ChangeOperatorActions, AuditAppendOnly}},
 	{SectionEnablement, "Renewal enablement history",
 		"Every change of a queue's renewal switch with reason and role.",
 		[]string{ChangeEnablement, AuditAppendOnly}},
