@@ -88,6 +88,9 @@ type Report struct {
 	Until *string `json:"until"`
 	// Chain anchors the period's evidence records in the hash chain.
 	Chain Chain `json:"evidence_chain"`
+	// OutcomesWindow is what the lease outcome figures count: the whole
+	// minutes inside the period (the tallies count per minute).
+	OutcomesWindow OutcomesWindow `json:"lease_outcomes_window"`
 	// BodyDigest is "sha256:" and the hex SHA-256 of the report's JSON
 	// without generated_at and body_digest (see BodyDigest): two reports
 	// of the same state and period have the same digest.
@@ -143,6 +146,31 @@ type Period struct {
 	Since time.Time
 	// Until is the end, zero when open.
 	Until time.Time
+}
+
+// OutcomesWindow is the span the lease outcome figures count: the whole
+// minutes inside the period, from its start rounded up to a minute to its
+// end rounded down (a minute the period holds only part of is left out,
+// at either end); open ends are nil.
+type OutcomesWindow struct {
+	// Granularity is "whole minutes".
+	Granularity string `json:"granularity"`
+	// From is the first minute counted, or nil from the oldest tally.
+	From *string `json:"from"`
+	// Until is the end of the last minute counted, or nil up to the report.
+	Until *string `json:"until"`
+}
+
+// outcomesWindow returns the window of a period (see OutcomesWindow).
+func (p Period) outcomesWindow() (from, until time.Time) {
+	from, until = p.Since, p.Until
+	if !from.IsZero() && !from.Truncate(time.Minute).Equal(from) {
+		from = from.Truncate(time.Minute).Add(time.Minute)
+	}
+	if !until.IsZero() {
+		until = until.Truncate(time.Minute)
+	}
+	return from, until
 }
 
 // OutcomesCoverFrom returns the earliest time the outcome totals can cover
@@ -360,11 +388,15 @@ func Build(ctx context.Context, pool *pgxpool.Pool, opts Options) (Report, error
 	if err != nil {
 		return Report{}, &ReadError{"read lease policies", err}
 	}
-	if d.outcomes, err = client.LeaseOutcomeTotals(ctx, d.period.Since); err != nil {
+	// Whole minutes inside the period: from its start rounded up (the
+	// totals count from the minute that holds their since) to its end
+	// rounded down (subtracting the totals from the minute that holds it).
+	outcomesFrom, outcomesUntil := d.period.outcomesWindow()
+	if d.outcomes, err = client.LeaseOutcomeTotals(ctx, outcomesFrom); err != nil {
 		return Report{}, &ReadError{"read lease outcome totals", err}
 	}
-	if !d.period.Until.IsZero() {
-		later, err := client.LeaseOutcomeTotals(ctx, d.period.Until)
+	if !outcomesUntil.IsZero() {
+		later, err := client.LeaseOutcomeTotals(ctx, outcomesUntil)
 		if err != nil {
 			return Report{}, &ReadError{"read lease outcome totals", err}
 		}
@@ -680,7 +712,18 @@ func build(d data) (Report, error) {
 		controls.SectionOperatorActions: operatorActionsOf(d.records),
 	}
 	report := Report{SchemaVersion: SchemaVersion, GeneratedAt: formatTime(d.period.GeneratedAt), Database: d.database,
-		Chain: chainOf(d.records), Controls: controls.Controls(), Period: d.period}
+		Chain: chainOf(d.records), Controls: controls.Controls(), Period: d.period,
+		OutcomesWindow: OutcomesWindow{Granularity: "whole minutes"}}
+	if from, until := d.period.outcomesWindow(); !from.IsZero() || !until.IsZero() {
+		if !from.IsZero() {
+			f := formatTime(from)
+			report.OutcomesWindow.From = &f
+		}
+		if !until.IsZero() {
+			u := formatTime(until)
+			report.OutcomesWindow.Until = &u
+		}
+	}
 	if !d.period.Since.IsZero() {
 		since := formatTime(d.period.Since)
 		report.Since = &since

@@ -308,3 +308,23 @@ func TestReportCountsOperatorActionsAndListsApprovals(t *testing.T) {
 	require.NotContains(t, string(body), fmt.Sprintf(`"job_record_id":%d`, first), "no job ids")
 	require.NotContains(t, string(body), "duplicate order\",\"action", "no reasons in the counts")
 }
+
+// Issue 39, item 8: a period's lease outcome figures are the whole minutes
+// inside it, and the report says so: a period from 03:20:10 to 03:25:40
+// counts 03:21:00 to 03:25:00 (the minutes it holds only part of are out,
+// at either end); a period on minute boundaries counts exactly itself.
+func TestOutcomesWindowIsTheWholeMinutesInsideThePeriod(t *testing.T) {
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339, s)
+		require.NoError(t, err)
+		return v
+	}
+	from, until := Period{Since: at("2026-12-06T03:20:10Z"), Until: at("2026-12-06T03:25:40Z")}.outcomesWindow()
+	require.Equal(t, at("2026-12-06T03:21:00Z"), from)
+	require.Equal(t, at("2026-12-06T03:25:00Z"), until)
+	from, until = Period{Since: at("2026-12-06T03:20:00Z"), Until: at("2026-12-06T03:25:00Z")}.outcomesWindow()
+	require.Equal(t, at("2026-12-06T03:20:00Z"), from)
+	require.Equal(t, at("2026-12-06T03:25:00Z"), until)
+	from, until = Period{}.outcomesWindow()
+	require.True(t, from.IsZero() && until.IsZero(), "an open period is open at both ends")
+}

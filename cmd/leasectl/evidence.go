@@ -230,6 +230,8 @@ func renderEvidenceMarkdown(report evidence.Report) string {
 	default:
 		w("Histories and outcome totals cover everything the database keeps.\n")
 	}
+	w("Lease outcome figures count whole minutes inside the period: from %s until %s.\n",
+		optionalText(report.OutcomesWindow.From), optionalText(report.OutcomesWindow.Until))
 	if from, short := report.Period.OutcomesCoverFrom(); short {
 		w("Outcome tallies are kept 30 days: the outcome totals cover %s on only.\n", textfmt.Time(from))
 	}

@@ -352,7 +352,7 @@ var evidenceSectionTable = []EvidenceSection{
 		"What the retention purge (job_data_purged) and erasure (job_payload_erased) disposed of in the period, summed per queue and kind, and erasures per queue and job status: counts only, never a job id or an erasure's reason; and every retention policy change (retention_policy_changed) with old and new values, reason and role. A job_record count is a job whose row was deleted with its payload, outcome ledger and result documents, which are not counted apart; a payload count is a payload deleted with the job's result documents cleared. Lease outcome tallies older than 30 days are deleted without a record; control evidence is never purged.",
 		[]string{PrivacyDisposal, PrivacyTelemetry, AuditAppendOnly}},
 	{SectionOutcomes, "Aggregate lease outcomes",
-		"Reclaims, stale renewals and stale releases per queue over the report window (queue '*' holds the stale calls not charged to a queue), from bounded tallies kept for 30 days only (the report warns when its period starts earlier).",
+		"Reclaims, stale renewals and stale releases per queue over the whole minutes inside the report window (the tallies count per minute; the report's lease_outcomes_window names the minutes counted; queue '*' holds the stale calls not charged to a queue), from bounded tallies kept for 30 days only (the report warns when its period starts earlier).",
 		[]string{IntegrityOutcomes, IntegrityFencing, AvailabilityHealth}},
 	{SectionJobStatus, "Jobs by status",
 		"How many jobs each queue holds in each status at report time (not as of the period's end); counts only.",
