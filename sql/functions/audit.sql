@@ -431,3 +431,53 @@ END;
 ALTER FUNCTION durable_jobs.job_status_mismatches() OWNER TO durable_job_audit_owner;
 REVOKE ALL ON FUNCTION durable_jobs.job_status_mismatches() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION durable_jobs.job_status_mismatches() TO durable_job_auditor;
+
+-- processing_counts: per queue, what was processed in [p_since, p_until)
+-- (since migration 026; NULL: open): jobs enqueued (created then), outcomes
+-- the workers recorded (succeeded, retried, failed: the outcome ledger's
+-- rows recorded then) and the operators' cancels and replays (the action
+-- trail, since 026). Each figure is counted where it happened, so a
+-- period's figures do not change once it has passed, until the retention
+-- purge removes its jobs (the purge's own counts are in its evidence). A
+-- job failed by a claim because its attempts were used up writes no
+-- outcome and is not counted as failed. Counts only. Reads the job, ledger
+-- and action tables in one pass each; takes no lock.
+CREATE OR REPLACE FUNCTION durable_jobs.processing_counts(p_since timestamptz, p_until timestamptz)
+RETURNS TABLE (queue_name text, enqueued bigint, succeeded bigint, retried bigint, failed bigint,
+               cancelled bigint, replayed bigint)
+LANGUAGE sql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    WITH events AS (
+        SELECT j.queue_name, 'enqueued' AS event
+        FROM durable_jobs.job_record j
+        WHERE (p_since IS NULL OR j.created_at >= p_since) AND (p_until IS NULL OR j.created_at < p_until)
+        UNION ALL
+        SELECT j.queue_name, l.outcome_status::text
+        FROM durable_jobs.job_outcome_ledger l
+        JOIN durable_jobs.job_record j ON j.job_record_id = l.job_record_id
+        WHERE (p_since IS NULL OR l.recorded_at >= p_since) AND (p_until IS NULL OR l.recorded_at < p_until)
+        UNION ALL
+        SELECT j.queue_name, a.action_kind
+        FROM durable_jobs.job_action_record a
+        JOIN durable_jobs.job_record j ON j.job_record_id = a.job_record_id
+        WHERE a.action_kind IN ('cancelled', 'replayed')
+          AND (p_since IS NULL OR a.acted_at >= p_since) AND (p_until IS NULL OR a.acted_at < p_until)
+    )
+    SELECT e.queue_name,
+           pg_catalog.count(*) FILTER (WHERE e.event = 'enqueued'),
+           pg_catalog.count(*) FILTER (WHERE e.event = 'SUCCEEDED'),
+           pg_catalog.count(*) FILTER (WHERE e.event = 'RETRY_SCHEDULED'),
+           pg_catalog.count(*) FILTER (WHERE e.event = 'FAILED'),
+           pg_catalog.count(*) FILTER (WHERE e.event = 'cancelled'),
+           pg_catalog.count(*) FILTER (WHERE e.event = 'replayed')
+    FROM events e
+    GROUP BY e.queue_name
+    ORDER BY e.queue_name;
+END;
+
+ALTER FUNCTION durable_jobs.processing_counts(timestamptz, timestamptz) OWNER TO durable_job_audit_owner;
+REVOKE ALL ON FUNCTION durable_jobs.processing_counts(timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION durable_jobs.processing_counts(timestamptz, timestamptz) TO durable_job_auditor;
