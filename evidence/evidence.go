@@ -350,6 +350,7 @@ type data struct {
 	policies  []goclient.LeasePolicy
 	outcomes  []goclient.LeaseOutcomeTotal
 	statuses  []goclient.JobStatusTotal
+	processed []Processing
 	audit     audit.Report
 	access    audit.AccessReview
 }
@@ -401,6 +402,9 @@ func Build(ctx context.Context, pool *pgxpool.Pool, opts Options) (Report, error
 			return Report{}, &ReadError{"read lease outcome totals", err}
 		}
 		d.outcomes = subtractOutcomes(d.outcomes, later)
+	}
+	if d.processed, err = processingOf(ctx, pool, d.period); err != nil {
+		return Report{}, &ReadError{"read processing counts", err}
 	}
 	if d.statuses, err = client.JobStatusTotals(ctx); err != nil {
 		return Report{}, &ReadError{"read job status totals", err}
@@ -608,6 +612,38 @@ func disposalOf(records []evidenceRow) (Disposal, error) {
 	return d, nil
 }
 
+// Processing is what one queue processed in the period
+// (durable_jobs.processing_counts): each figure counted when it happened,
+// so a closed period's figures stay as they are until the retention purge
+// removes its jobs.
+type Processing struct {
+	// Queue is the queue.
+	Queue string `json:"queue_name"`
+	// Enqueued is how many jobs were created.
+	Enqueued int64 `json:"enqueued"`
+	// Succeeded, Retried and Failed are the outcomes workers recorded.
+	Succeeded int64 `json:"succeeded"`
+	// Retried is how many retries workers scheduled.
+	Retried int64 `json:"retried"`
+	// Failed is how many failures workers recorded.
+	Failed int64 `json:"failed"`
+	// Cancelled is how many jobs were cancelled (the action trail).
+	Cancelled int64 `json:"cancelled"`
+	// Replayed is how many jobs operators replayed.
+	Replayed int64 `json:"replayed"`
+}
+
+// processingOf reads the period's processing counts per queue.
+func processingOf(ctx context.Context, pool *pgxpool.Pool, p Period) ([]Processing, error) {
+	rows, _ := pool.Query(ctx, `SELECT queue_name, enqueued, succeeded, retried, failed, cancelled, replayed
+		FROM durable_jobs.processing_counts($1, $2)`, optional(p.Since), optional(p.Until))
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Processing])
+	if out == nil && err == nil {
+		out = []Processing{}
+	}
+	return out, err
+}
+
 // OperatorAction is how many jobs one login acted on in one way in one
 // queue during the period.
 type OperatorAction struct {
@@ -710,6 +746,7 @@ func build(d data) (Report, error) {
 		controls.SectionAccess:          d.access,
 		controls.SectionApprovals:       recordsOfKind(d.records, "change_proposed", "change_approved", "change_rejected"),
 		controls.SectionOperatorActions: operatorActionsOf(d.records),
+		controls.SectionProcessing:      d.processed,
 	}
 	report := Report{SchemaVersion: SchemaVersion, GeneratedAt: formatTime(d.period.GeneratedAt), Database: d.database,
 		Chain: chainOf(d.records), Controls: controls.Controls(), Period: d.period,

@@ -287,11 +287,14 @@ func TestReportCountsOperatorActionsAndListsApprovals(t *testing.T) {
 	report, err := Build(ctx, db.LoginPool(t, "durable_job_auditor"), Options{})
 	require.NoError(t, err)
 	var actions []OperatorAction
+	var processed []Processing
 	var approvals []string
 	for _, s := range report.Sections {
 		switch s.ID {
 		case controls.SectionOperatorActions:
 			actions = s.Data.([]OperatorAction)
+		case controls.SectionProcessing:
+			processed = s.Data.([]Processing)
 		case controls.SectionApprovals:
 			for _, r := range s.Data.([]Record) {
 				approvals = append(approvals, r.Kind+" by "+r.ChangedByRole)
@@ -303,6 +306,8 @@ func TestReportCountsOperatorActionsAndListsApprovals(t *testing.T) {
 		{Queue: "t39.actions", Action: "job_replayed", Login: checkerName, Count: 1},
 	}, actions)
 	require.Equal(t, []string{"change_proposed by " + makerName, "change_approved by " + checkerName}, approvals)
+	require.Equal(t, []Processing{{Queue: "t39.actions", Enqueued: 2, Cancelled: 2, Replayed: 1}}, processed,
+		"the period's processing, each counted when it happened")
 	body, err := json.Marshal(report)
 	require.NoError(t, err)
 	require.NotContains(t, string(body), fmt.Sprintf(`"job_record_id":%d`, first), "no job ids")

@@ -2044,6 +2044,70 @@ END;
 ALTER FUNCTION durable_jobs.policy_evidence_mismatches() OWNER TO durable_job_audit_owner;
 
 --
+-- Name: job_action_record; Type: TABLE; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE TABLE durable_jobs.job_action_record (
+    job_action_record_id bigint NOT NULL,
+    job_record_id bigint NOT NULL,
+    action_kind text NOT NULL,
+    acted_by_role text DEFAULT SESSION_USER NOT NULL,
+    acted_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    change_reason text,
+    change_ticket text,
+    change_approver text,
+    CONSTRAINT job_action_record_kind CHECK ((action_kind = ANY (ARRAY['cancelled'::text, 'replayed'::text, 'payload_erased'::text])))
+);
+
+ALTER TABLE durable_jobs.job_action_record OWNER TO postgres;
+
+--
+-- Name: TABLE job_action_record; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON TABLE durable_jobs.job_action_record IS 'Each job''s action trail: cancels, replays and payload erasures, with who, when, why, ticket and approver. Removed with the job.';
+
+--
+-- Name: processing_counts(timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+CREATE FUNCTION durable_jobs.processing_counts(p_since timestamp with time zone, p_until timestamp with time zone) RETURNS TABLE(queue_name text, enqueued bigint, succeeded bigint, retried bigint, failed bigint, cancelled bigint, replayed bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    BEGIN ATOMIC
+ WITH events AS (
+          SELECT j.queue_name,
+             'enqueued'::text AS event
+            FROM durable_jobs.job_record j
+           WHERE (((processing_counts.p_since IS NULL) OR (j.created_at >= processing_counts.p_since)) AND ((processing_counts.p_until IS NULL) OR (j.created_at < processing_counts.p_until)))
+         UNION ALL
+          SELECT j.queue_name,
+             (l.outcome_status)::text AS outcome_status
+            FROM (durable_jobs.job_outcome_ledger l
+              JOIN durable_jobs.job_record j ON ((j.job_record_id = l.job_record_id)))
+           WHERE (((processing_counts.p_since IS NULL) OR (l.recorded_at >= processing_counts.p_since)) AND ((processing_counts.p_until IS NULL) OR (l.recorded_at < processing_counts.p_until)))
+         UNION ALL
+          SELECT j.queue_name,
+             a.action_kind
+            FROM (durable_jobs.job_action_record a
+              JOIN durable_jobs.job_record j ON ((j.job_record_id = a.job_record_id)))
+           WHERE ((a.action_kind = ANY (ARRAY['cancelled'::text, 'replayed'::text])) AND ((processing_counts.p_since IS NULL) OR (a.acted_at >= processing_counts.p_since)) AND ((processing_counts.p_until IS NULL) OR (a.acted_at < processing_counts.p_until)))
+         )
+  SELECT e.queue_name,
+     count(*) FILTER (WHERE (e.event = 'enqueued'::text)) AS count,
+     count(*) FILTER (WHERE (e.event = 'SUCCEEDED'::text)) AS count,
+     count(*) FILTER (WHERE (e.event = 'RETRY_SCHEDULED'::text)) AS count,
+     count(*) FILTER (WHERE (e.event = 'FAILED'::text)) AS count,
+     count(*) FILTER (WHERE (e.event = 'cancelled'::text)) AS count,
+     count(*) FILTER (WHERE (e.event = 'replayed'::text)) AS count
+    FROM events e
+   GROUP BY e.queue_name
+   ORDER BY e.queue_name;
+END;
+
+ALTER FUNCTION durable_jobs.processing_counts(p_since timestamp with time zone, p_until timestamp with time zone) OWNER TO durable_job_audit_owner;
+
+--
 -- Name: propose_change(text, text, jsonb, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
 --
 
@@ -3600,30 +3664,6 @@ ALTER TABLE durable_jobs.evidence_order_lock OWNER TO postgres;
 COMMENT ON TABLE durable_jobs.evidence_order_lock IS 'leasefence: the evidence-order lock, one row locked FOR UPDATE by lock_evidence_order; private to its owner.';
 
 --
--- Name: job_action_record; Type: TABLE; Schema: durable_jobs; Owner: postgres
---
-
-CREATE TABLE durable_jobs.job_action_record (
-    job_action_record_id bigint NOT NULL,
-    job_record_id bigint NOT NULL,
-    action_kind text NOT NULL,
-    acted_by_role text DEFAULT SESSION_USER NOT NULL,
-    acted_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
-    change_reason text,
-    change_ticket text,
-    change_approver text,
-    CONSTRAINT job_action_record_kind CHECK ((action_kind = ANY (ARRAY['cancelled'::text, 'replayed'::text, 'payload_erased'::text])))
-);
-
-ALTER TABLE durable_jobs.job_action_record OWNER TO postgres;
-
---
--- Name: TABLE job_action_record; Type: COMMENT; Schema: durable_jobs; Owner: postgres
---
-
-COMMENT ON TABLE durable_jobs.job_action_record IS 'Each job''s action trail: cancels, replays and payload erasures, with who, when, why, ticket and approver. Removed with the job.';
-
---
 -- Name: job_action_record_job_action_record_id_seq; Type: SEQUENCE; Schema: durable_jobs; Owner: postgres
 --
 
@@ -4531,6 +4571,12 @@ GRANT INSERT(result_document) ON TABLE durable_jobs.job_outcome_ledger TO durabl
 GRANT UPDATE(result_document) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_retention_owner;
 
 --
+-- Name: COLUMN job_outcome_ledger.recorded_at; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(recorded_at) ON TABLE durable_jobs.job_outcome_ledger TO durable_job_audit_owner;
+
+--
 -- Name: TABLE job_record; Type: ACL; Schema: durable_jobs; Owner: postgres
 --
 
@@ -4870,6 +4916,66 @@ GRANT ALL ON FUNCTION durable_jobs.pending_changes(p_include_decided boolean) TO
 
 REVOKE ALL ON FUNCTION durable_jobs.policy_evidence_mismatches() FROM PUBLIC;
 GRANT ALL ON FUNCTION durable_jobs.policy_evidence_mismatches() TO durable_job_auditor;
+
+--
+-- Name: COLUMN job_action_record.job_action_record_id; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(job_action_record_id) ON TABLE durable_jobs.job_action_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN job_action_record.job_record_id; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(job_record_id) ON TABLE durable_jobs.job_action_record TO durable_job_retention_owner;
+GRANT SELECT(job_record_id) ON TABLE durable_jobs.job_action_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN job_action_record.action_kind; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(action_kind) ON TABLE durable_jobs.job_action_record TO durable_job_retention_owner;
+GRANT SELECT(action_kind) ON TABLE durable_jobs.job_action_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN job_action_record.acted_by_role; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(acted_by_role) ON TABLE durable_jobs.job_action_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN job_action_record.acted_at; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(acted_at) ON TABLE durable_jobs.job_action_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN job_action_record.change_reason; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(change_reason) ON TABLE durable_jobs.job_action_record TO durable_job_retention_owner;
+GRANT SELECT(change_reason) ON TABLE durable_jobs.job_action_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN job_action_record.change_ticket; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(change_ticket) ON TABLE durable_jobs.job_action_record TO durable_job_retention_owner;
+GRANT SELECT(change_ticket) ON TABLE durable_jobs.job_action_record TO durable_job_audit_owner;
+
+--
+-- Name: COLUMN job_action_record.change_approver; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT INSERT(change_approver) ON TABLE durable_jobs.job_action_record TO durable_job_retention_owner;
+GRANT SELECT(change_approver) ON TABLE durable_jobs.job_action_record TO durable_job_audit_owner;
+
+--
+-- Name: FUNCTION processing_counts(p_since timestamp with time zone, p_until timestamp with time zone); Type: ACL; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.processing_counts(p_since timestamp with time zone, p_until timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.processing_counts(p_since timestamp with time zone, p_until timestamp with time zone) TO durable_job_auditor;
 
 --
 -- Name: FUNCTION propose_change(p_change_kind text, p_queue_name text, p_proposed_values jsonb, p_change_reason text, p_change_ticket text); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
@@ -5218,59 +5324,6 @@ GRANT ALL ON FUNCTION durable_jobs.worker_owner_id_pattern() TO durable_job_audi
 --
 
 GRANT SELECT(lock_slot),UPDATE(lock_slot) ON TABLE durable_jobs.evidence_order_lock TO durable_job_policy_owner;
-
---
--- Name: COLUMN job_action_record.job_action_record_id; Type: ACL; Schema: durable_jobs; Owner: postgres
---
-
-GRANT SELECT(job_action_record_id) ON TABLE durable_jobs.job_action_record TO durable_job_audit_owner;
-
---
--- Name: COLUMN job_action_record.job_record_id; Type: ACL; Schema: durable_jobs; Owner: postgres
---
-
-GRANT INSERT(job_record_id) ON TABLE durable_jobs.job_action_record TO durable_job_retention_owner;
-GRANT SELECT(job_record_id) ON TABLE durable_jobs.job_action_record TO durable_job_audit_owner;
-
---
--- Name: COLUMN job_action_record.action_kind; Type: ACL; Schema: durable_jobs; Owner: postgres
---
-
-GRANT INSERT(action_kind) ON TABLE durable_jobs.job_action_record TO durable_job_retention_owner;
-GRANT SELECT(action_kind) ON TABLE durable_jobs.job_action_record TO durable_job_audit_owner;
-
---
--- Name: COLUMN job_action_record.acted_by_role; Type: ACL; Schema: durable_jobs; Owner: postgres
---
-
-GRANT SELECT(acted_by_role) ON TABLE durable_jobs.job_action_record TO durable_job_audit_owner;
-
---
--- Name: COLUMN job_action_record.acted_at; Type: ACL; Schema: durable_jobs; Owner: postgres
---
-
-GRANT SELECT(acted_at) ON TABLE durable_jobs.job_action_record TO durable_job_audit_owner;
-
---
--- Name: COLUMN job_action_record.change_reason; Type: ACL; Schema: durable_jobs; Owner: postgres
---
-
-GRANT INSERT(change_reason) ON TABLE durable_jobs.job_action_record TO durable_job_retention_owner;
-GRANT SELECT(change_reason) ON TABLE durable_jobs.job_action_record TO durable_job_audit_owner;
-
---
--- Name: COLUMN job_action_record.change_ticket; Type: ACL; Schema: durable_jobs; Owner: postgres
---
-
-GRANT INSERT(change_ticket) ON TABLE durable_jobs.job_action_record TO durable_job_retention_owner;
-GRANT SELECT(change_ticket) ON TABLE durable_jobs.job_action_record TO durable_job_audit_owner;
-
---
--- Name: COLUMN job_action_record.change_approver; Type: ACL; Schema: durable_jobs; Owner: postgres
---
-
-GRANT INSERT(change_approver) ON TABLE durable_jobs.job_action_record TO durable_job_retention_owner;
-GRANT SELECT(change_approver) ON TABLE durable_jobs.job_action_record TO durable_job_audit_owner;
 
 --
 -- Name: TABLE job_payload_record; Type: ACL; Schema: durable_jobs; Owner: postgres

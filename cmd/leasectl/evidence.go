@@ -314,6 +314,16 @@ func renderEvidenceMarkdown(report evidence.Report) string {
 			for _, s := range data {
 				w("| %s | %s | %d |\n", markdownCell(s.Queue), s.Status, s.Count)
 			}
+		case []evidence.Processing:
+			if len(data) == 0 {
+				w("Nothing processed.\n")
+				continue
+			}
+			w("| queue | enqueued | succeeded | retried | failed | cancelled | replayed |\n|---|---|---|---|---|---|---|\n")
+			for _, p := range data {
+				w("| %s | %d | %d | %d | %d | %d | %d |\n", markdownCell(p.Queue), p.Enqueued, p.Succeeded, p.Retried,
+					p.Failed, p.Cancelled, p.Replayed)
+			}
 		case []evidence.OperatorAction:
 			if len(data) == 0 {
 				w("No operator actions on jobs.\n")

@@ -177,6 +177,8 @@ const (
 	SectionApprovals = "EVIDENCE-APPROVALS"
 	// SectionOperatorActions counts the operator actions on single jobs per queue, action and login.
 	SectionOperatorActions = "EVIDENCE-OPERATOR-ACTIONS"
+	// SectionProcessing counts what each queue processed in the period.
+	SectionProcessing = "EVIDENCE-PROCESSING"
 )
 
 var controlTable = []Control{
@@ -354,6 +356,9 @@ var evidenceSectionTable = []EvidenceSection{
 	{SectionOutcomes, "Aggregate lease outcomes",
 		"Reclaims, stale renewals and stale releases per queue over the whole minutes inside the report window (the tallies count per minute; the report's lease_outcomes_window names the minutes counted; queue '*' holds the stale calls not charged to a queue), from bounded tallies kept for 30 days only (the report warns when its period starts earlier).",
 		[]string{IntegrityOutcomes, IntegrityFencing, AvailabilityHealth}},
+	{SectionProcessing, "Processing in the period",
+		"Per queue, jobs enqueued, succeeded, retried, failed (outcomes workers recorded), cancelled and replayed during the period, each counted when it happened (durable_jobs.processing_counts), so a closed period's figures do not change when a job changes later; they drop only when the retention purge removes the period's jobs. Counts only.",
+		[]string{IntegrityOutcomes, AvailabilityHealth, PrivacyTelemetry}},
 	{SectionJobStatus, "Jobs by status",
 		"How many jobs each queue holds in each status at report time (not as of the period's end); counts only.",
 		[]string{AvailabilityHealth, PrivacyTelemetry}},

@@ -277,7 +277,7 @@ SELECT functions_are('durable_jobs',
           'continue_evidence_chain', 'stamp_control_change', 'refuse_control_removal', 'record_retention_policy_change',
           'record_change_control_change', 'set_change_record', 'check_change_record', 'cancel_job_recorded',
           'replay_job_recorded', 'record_job_action', 'operator_job_actions', 'control_evidence_mismatches',
-          'job_status_mismatches', 'require_valid_change_control', 'set_maker_checker', 'approved_proposer',
+          'job_status_mismatches', 'processing_counts', 'require_valid_change_control', 'set_maker_checker', 'approved_proposer',
           'propose_change', 'decide_change', 'approve_change', 'reject_change', 'pending_changes'],
     'the schema holds exactly the contract functions, the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue, change control (015), the partial policy change and the rule functions (016), the control-table evidence, operator action trail, audit and maker-checker functions (026) and the private helpers');
 
@@ -443,6 +443,9 @@ INSERT INTO expected_026 VALUES
   'durable_job_audit_owner', true),
  ('durable_jobs.job_status_mismatches()', ' -> TABLE(queue_name text, job_status text, job_count bigint)',
   'durable_job_audit_owner', true),
+ ('durable_jobs.processing_counts(timestamp with time zone,timestamp with time zone)',
+  'p_since timestamp with time zone, p_until timestamp with time zone -> TABLE(queue_name text, enqueued bigint, succeeded bigint, retried bigint, failed bigint, cancelled bigint, replayed bigint)',
+  'durable_job_audit_owner', true),
  ('durable_jobs.change_control()',
   ' -> TABLE(ticket_pattern text, require_approver boolean, approver_must_differ boolean, changed_at timestamp with time zone, changed_by_role text, reason_pattern text, require_second_operator boolean, proposal_lifetime interval)',
   'durable_job_policy_owner', true),
@@ -530,7 +533,7 @@ SELECT is_empty(
             ELSE ARRAY['search_path=pg_catalog, pg_temp'] END$$,
     'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic, lock_timeout where it takes the evidence lock and (migration 024) the four output settings where it renders durations into evidence; only the seven inlined rule functions of migrations 016 and 021 set nothing');
 SELECT is((SELECT count(*)::integer FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef),
-          57, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), release_job_claims (migration 023), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) and lock_evidence_order and set_change_reason_pattern (migration 024) and the eleven of migration 026 (the cancel_job, replay_job, set_queue_retention_policy and erase_job_payload overloads with a change record, continue_evidence_chain, the two control-table evidence triggers, record_job_action, operator_job_actions, control_evidence_mismatches and job_status_mismatches) and the six maker-checker functions of 026 (set_maker_checker, approved_proposer, propose_change, approve_change, reject_change, pending_changes) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
+          58, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), release_job_claims (migration 023), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) and lock_evidence_order and set_change_reason_pattern (migration 024) and the twelve of migration 026 (the cancel_job, replay_job, set_queue_retention_policy and erase_job_payload overloads with a change record, continue_evidence_chain, the two control-table evidence triggers, record_job_action, operator_job_actions, control_evidence_mismatches, job_status_mismatches and processing_counts) and the six maker-checker functions of 026 (set_maker_checker, approved_proposer, propose_change, approve_change, reject_change, pending_changes) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef

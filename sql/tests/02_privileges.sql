@@ -4,7 +4,7 @@
 -- renewal owner none on payloads; no bundle role can log in or escalate.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(699);
+SELECT plan(704);
 
 -- Which runtime role may execute which function. record_deployment_version
 -- is not a runtime function: only the role that applied the bundle runs it.
@@ -93,6 +93,7 @@ INSERT INTO expected_execute VALUES
  ('operator_job_actions', '{bigint}', '{durable_job_operator}'),
  ('control_evidence_mismatches', '{}', '{durable_job_auditor,durable_job_operator}'),
  ('job_status_mismatches', '{}', '{durable_job_auditor,durable_job_operator}'),
+ ('processing_counts', '{"timestamp with time zone","timestamp with time zone"}', '{durable_job_auditor,durable_job_operator}'),
  ('cancel_job_recorded', '{bigint,text,text,text}', '{}'),
  ('replay_job_recorded', '{bigint,text,text,text}', '{}'),
  ('record_job_action', '{bigint,text,text,text,text,text,text,text}', '{}'),
