@@ -333,3 +333,35 @@ func TestOutcomesWindowIsTheWholeMinutesInsideThePeriod(t *testing.T) {
 	from, until = Period{}.outcomesWindow()
 	require.True(t, from.IsZero() && until.IsZero(), "an open period is open at both ends")
 }
+
+// Issue 39, item 8: a closed period's processing figures do not change
+// when a job changes after the period (job status totals are a snapshot of
+// report time, these are not).
+func TestClosedPeriodProcessingStaysWhenJobsChangeLater(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	admin := db.Pool(t)
+	var job int64
+	require.NoError(t, admin.QueryRow(ctx, `SELECT durable_jobs.enqueue_job('t39.closed', '{}')`).Scan(&job))
+	var until time.Time
+	require.NoError(t, admin.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&until))
+	auditor := db.LoginPool(t, "durable_job_auditor")
+	processed := func() []Processing {
+		t.Helper()
+		report, err := Build(ctx, auditor, Options{Until: until})
+		require.NoError(t, err)
+		for _, s := range report.Sections {
+			if s.ID == controls.SectionProcessing {
+				return s.Data.([]Processing)
+			}
+		}
+		t.Fatal("no processing section")
+		return nil
+	}
+	before := processed()
+	require.Contains(t, before, Processing{Queue: "t39.closed", Enqueued: 1})
+	_, err := db.LoginPool(t, "durable_job_operator").Exec(ctx, `SELECT durable_jobs.cancel_job($1, 'OPS-4: not needed')`, job)
+	require.NoError(t, err)
+	require.Equal(t, before, processed(), "a cancel after the period leaves its figures as they were")
+}
