@@ -109,6 +109,8 @@ $function$;
 ALTER FUNCTION durable_jobs.set_queue_retention_policy(text, interval, interval, text, text, text) OWNER TO durable_job_retention_owner;
 REVOKE ALL ON FUNCTION durable_jobs.set_queue_retention_policy(text, interval, interval, text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION durable_jobs.set_queue_retention_policy(text, interval, interval, text, text, text) TO durable_job_operator;
+-- approve_change (maker-checker, migration 026) applies an approved retention proposal.
+GRANT EXECUTE ON FUNCTION durable_jobs.set_queue_retention_policy(text, interval, interval, text, text, text) TO durable_job_policy_owner;
 
 -- set_queue_retention_policy (without ticket or approver): the same as the
 -- overload above with no ticket and no approver, so it is refused (LF002)
