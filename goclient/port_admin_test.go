@@ -99,7 +99,8 @@ func TestUpdateQueueLeasePolicyKeepsTheSettingsLeftOut(t *testing.T) {
 	require.True(t, got.RenewalEnabled)
 	require.WithinDuration(t, time.Now(), got.ChangedAt, time.Minute)
 
-	approverURL, err := url.Parse(db.LoginURL(t, "durable_job_auditor"))
+	// An approver holds the operator role (migration 026).
+	approverURL, err := url.Parse(db.LoginURL(t, "durable_job_operator"))
 	require.NoError(t, err)
 	approverRole := approverURL.User.Username()
 	got, err = operator.UpdateQueueLeasePolicy(ctx, goclient.LeasePolicyUpdate{Queue: "etl.update",
