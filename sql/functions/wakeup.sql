@@ -83,6 +83,7 @@ SET search_path = pg_catalog, pg_temp
 AS $function$
 DECLARE
     v_next timestamptz;
+    v_now timestamptz;
 BEGIN
     IF p_queue_name IS NULL OR pg_catalog.pg_collation_for(p_queue_name) NOT IN ('"default"', '"C"', '"POSIX"')
        OR NOT durable_jobs.queue_name_is_well_formed(p_queue_name) THEN
@@ -93,7 +94,9 @@ BEGIN
     WHERE j.queue_name = p_queue_name AND j.job_status IN ('QUEUED', 'RETRY_SCHEDULED')
     ORDER BY j.run_after
     LIMIT 1;
-    RETURN pg_catalog.make_interval(secs => GREATEST(pg_catalog.date_part('epoch', v_next - pg_catalog.clock_timestamp()), 0));
+    v_now := pg_catalog.clock_timestamp();
+    RETURN CASE WHEN v_next > v_now THEN pg_catalog.make_interval(secs => pg_catalog.date_part('epoch', v_next - v_now))
+                WHEN v_next IS NOT NULL THEN interval '0' END;
 END;
 $function$;
 

@@ -4,7 +4,7 @@
 -- writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(191);
+SELECT plan(195);
 
 -- Schema, type, tables -------------------------------------------------------
 
@@ -186,8 +186,8 @@ SELECT throws_ok(
 SELECT triggers_are('durable_jobs', 'control_evidence_record',
     ARRAY['control_evidence_record_append_only', 'control_evidence_record_no_truncate', 'control_evidence_record_chain'],
     'control evidence is guarded by the append-only and no-truncate triggers and chained by the chain trigger');
-SELECT triggers_are('durable_jobs', 'job_record', ARRAY[]::name[],
-    'job_record has no trigger: migration 017 moved the generation floor of 011 into claim_next_jobs, because a BEFORE ROW UPDATE trigger locks the old row before every UPDATE of job_record');
+SELECT triggers_are('durable_jobs', 'job_record', ARRAY['job_record_wake_workers'],
+    'job_record has only the AFTER ROW wake-up trigger of migration 027 (no BEFORE ROW UPDATE trigger: migration 017 moved the generation floor of 011 into claim_next_jobs, because one locks the old row before every UPDATE of job_record)');
 
 -- Comments where promised ----------------------------------------------------------
 
@@ -241,8 +241,9 @@ SELECT functions_are('durable_jobs',
           'change_control', 'set_change_control', 'set_change_reason_pattern', 'update_queue_lease_policy',
           'queue_name_pattern', 'queue_name_is_well_formed', 'worker_owner_id_pattern',
           'worker_owner_id_is_well_formed', 'effective_lease_policy_queue',
-          'failure_reason_code_pattern', 'failure_reason_code_is_well_formed'],
-    'the schema holds exactly the contract functions, the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue, change control (015), the partial policy change and the rule functions (016) and the private helpers');
+          'failure_reason_code_pattern', 'failure_reason_code_is_well_formed',
+          'wake_queue_workers', 'queue_next_due_in'],
+    'the schema holds exactly the contract functions, the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue, change control (015), the partial policy change and the rule functions (016), the wake-ups (027) and the private helpers');
 
 CREATE TEMP TABLE expected_signature (
     function_name   name PRIMARY KEY,
@@ -291,6 +292,7 @@ INSERT INTO expected_signature VALUES
   'boolean', 'durable_job_terminal_owner'),
  ('release_job_claims', '{text,bigint[],uuid[]}', 'p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[]',
   'TABLE(job_record_id bigint, released boolean)', 'durable_job_terminal_owner'),
+ ('queue_next_due_in', '{text}', 'p_queue_name text', 'interval', 'durable_job_claim_owner'),
  ('set_queue_lease_policy', '{text,interval,interval,interval,boolean,text}',
   'p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text',
   'void', 'durable_job_policy_owner'),
@@ -404,7 +406,7 @@ SELECT is_empty(
             ELSE ARRAY['search_path=pg_catalog, pg_temp'] END$$,
     'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic, lock_timeout where it takes the evidence lock and (migration 024) the four output settings where it renders durations into evidence; only the seven inlined rule functions of migrations 016 and 021 set nothing');
 SELECT is((SELECT count(*)::integer FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef),
-          40, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), release_job_claims (migration 023), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) and lock_evidence_order and set_change_reason_pattern (migration 024) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
+          41, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), release_job_claims (migration 023), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) and lock_evidence_order and set_change_reason_pattern (migration 024) and queue_next_due_in (migration 027) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef
