@@ -306,9 +306,14 @@
 //
 // A TxHandler holds one connection of the client's pool for as long as it
 // runs, so a TxHandler worker needs a pool of at least Concurrency + 1
-// connections (the extra one claims); NewWorker refuses a smaller one
-// ("pool MaxConns must be at least Concurrency + 1 for a TxHandler ...",
-// ConfigError.Field "Concurrency"), and the worker never claims more jobs than
+// connections (the extra one claims). A pool from NewPool or
+// ParsePoolConfig whose connection string sets no pool_max_conns holds
+// DefaultPoolMaxConns (10) whatever the number of CPUs, enough up to
+// Concurrency 9. NewWorker refuses a smaller pool with the sizes and the
+// fix ("pool MaxConns is 4, and a TxHandler with Concurrency 4 needs at
+// least 5 (...): set pool_max_conns=5 or more in the connection string (or
+// MaxConns in the pool's config), or lower Concurrency", ConfigError.Field
+// "Concurrency"), and the worker never claims more jobs than
 // the pool has connections free, so no claim waits unstarted while its
 // lease runs. A worked example: Concurrency 8 with a TxHandler needs
 // MaxConns 9; the heartbeat opens its own pool of RenewalPoolSize
