@@ -150,6 +150,20 @@ func (r *Report) WriteMarkdown(w io.Writer, command string) error {
 		}
 		p("\n")
 	}
+	for _, pk := range r.Pickup {
+		p("## Pickup: an idle worker and a new job, against River\n\n")
+		p("%d jobs enqueued one at a time, %s apart (each its own transaction), on an idle worker of each side\n", pk.Jobs, pk.Gap)
+		p("at its defaults with %d workers: `goclient.Worker` (1 s poll, the wake-up listener of migration 027)\n", pk.Workers)
+		p("and River (the peer, `-mode pickup`). Latency is from the enqueue's return (after its COMMIT) to\n")
+		p("the handler's first line, by the Go monotonic clock of one process. Idle is the side's database's\n")
+		p("transactions a second (pg_stat_database) over %s with the worker started and nothing to do.\n\n", pk.Ours.IdleWindow)
+		p("| side | p50 ms | p99 ms | idle tx/s |\n| --- | ---: | ---: | ---: |\n")
+		p("| ours | %.1f | %.1f | %.2f |\n", pk.Ours.P50MS, pk.Ours.P99MS, pk.Ours.IdleTxPerSec)
+		p("| River | %.1f | %.1f | %.2f |\n\n", pk.River.P50MS, pk.River.P99MS, pk.River.IdleTxPerSec)
+		p("Goal (issue 37): p50 at most a quarter of River's (%s), p99 no higher (%s), idle no more (%s).\n\n",
+			yesNo(pk.Ours.P50MS <= pk.River.P50MS/4), yesNo(pk.Ours.P99MS <= pk.River.P99MS),
+			yesNo(pk.Ours.IdleTxPerSec <= pk.River.IdleTxPerSec))
+	}
 	if len(r.Heartbeat) > 0 {
 		h := r.Heartbeat[0]
 		p("## Heartbeat at scale\n\n")
@@ -316,3 +330,6 @@ func writeLadders(p func(string, ...any), comparisons []Comparison, cfg ConfigFa
 		p("against it in the same rounds, %.2f.\n\n", top.Ratio)
 	}
 }
+
+// yesNo is "met" or "not met".
+func yesNo(ok bool) string { return map[bool]string{true: "met", false: "not met"}[ok] }

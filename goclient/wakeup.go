@@ -8,7 +8,6 @@ import (
 	"errors"
 	"log/slog"
 	"time"
-
 )
 
 // Wake-ups (migration 027): the trigger job_record_wake_workers notifies a
