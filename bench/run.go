@@ -57,7 +57,7 @@ type Config struct {
 	HeartbeatHold time.Duration
 	// Steps, when not empty, are the only steps run (by name: renewal,
 	// function wrapper, hardening, claims, claim_next_jobs, claim ladder,
-	// HOT share, finished rows, end to end, enqueue, pickup, heartbeat, heartbeat slow, profile).
+	// HOT share, finished rows, end to end, enqueue, pickup, wakeup cost, heartbeat, heartbeat slow, profile).
 	Steps []string
 	// PeersDir is the folder of the peer modules (bench/peers).
 	PeersDir string
@@ -311,6 +311,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{"end to end", r.endToEnd},
 		{"enqueue", r.enqueue},
 		{"pickup", r.pickup},
+		{"wakeup cost", r.wakeupCost},
 		{"heartbeat", r.heartbeatAtScale},
 		{"heartbeat slow", r.heartbeatSlow},
 		{"profile", r.profile},
