@@ -44,6 +44,9 @@ const (
 	// due now that the claim just made did not get (another session held
 	// its row): it keeps such a worker from claiming in a tight loop.
 	minDueWait = 20 * time.Millisecond
+	// wakeCooldown is the least time between two claims woken by the
+	// wake-up listener when the first found nothing.
+	wakeCooldown = 50 * time.Millisecond
 )
 
 // errNoNotifications: LISTEN succeeded but the probe notification sent from

@@ -2,6 +2,8 @@ package goclient_test
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net"
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mightyetl/leasefence/goclient"
@@ -248,4 +251,61 @@ func TestWorkerBehindPgBouncer(t *testing.T) {
 		require.NoError(t, stop())
 		require.NotContains(t, logs.String(), "LISTEN gets no notifications")
 	})
+}
+
+// Any login may NOTIFY any channel, the wake-up channels too: a stranger's
+// notifications make an idle worker claim at most once per 50 ms (after a
+// claim woken by a notification found nothing), not once per notification.
+// Claims are counted by the server (track_functions on the worker's login).
+func TestStrangersNotificationsCostFewClaims(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t, shortPolicy)
+	u, err := url.Parse(e.workerDB)
+	require.NoError(t, err)
+	_, err = e.admin.Exec(ctx, "ALTER ROLE "+pgx.Identifier{u.User.Username()}.Sanitize()+" SET track_functions = 'all'")
+	require.NoError(t, err)
+	logger, logs := debugLogger()
+	_, stop := startedWorker(t, e.worker(goclient.Config{Logger: logger}), wakeupPoll, nil)
+	waitFor(t, 10*time.Second, "the worker to listen", func() bool {
+		return strings.Contains(logs.String(), "leasefence: listening for new jobs")
+	})
+	claims := func() int64 {
+		var n int64
+		require.NoError(t, e.admin.QueryRow(ctx, `SELECT COALESCE(sum(calls), 0)::bigint FROM pg_stat_user_functions
+			WHERE schemaname = 'durable_jobs' AND funcname = 'claim_next_jobs'`).Scan(&n))
+		return n
+	}
+	settled := func() int64 { // the worker's backend reports its calls within about a second of going idle
+		last := claims()
+		for i := 0; i < 20; i++ {
+			time.Sleep(1500 * time.Millisecond)
+			if n := claims(); n == last {
+				return n
+			} else {
+				last = n
+			}
+		}
+		t.Fatal("the claim count never settled")
+		return 0
+	}
+	before := settled()
+	stranger, err := pgx.Connect(ctx, e.db.LoginURL(t, "durable_job_auditor"))
+	require.NoError(t, err)
+	defer stranger.Close(ctx) //nolint:errcheck // a test session
+	sum := md5.Sum([]byte(testQueue))
+	channel := "leasefence_wake_" + hex.EncodeToString(sum[:])[:16]
+	const notifications = 300
+	start := time.Now()
+	for range notifications { // spread out, so that each could wake the worker after its last claim ended
+		_, err := stranger.Exec(ctx, `SELECT pg_notify($1, '')`, channel)
+		require.NoError(t, err)
+		time.Sleep(3 * time.Millisecond)
+	}
+	spam := time.Since(start)
+	claimed := settled() - before
+	t.Logf("%d notifications in %s made %d claims", notifications, spam.Round(time.Millisecond), claimed)
+	require.Less(t, claimed, int64(notifications/3), "claims woken by notifications that found nothing are spaced out")
+	require.LessOrEqual(t, claimed, int64(spam/(50*time.Millisecond))+5, "at most one claim per 50 ms, and the polls")
+	require.NoError(t, stop())
 }

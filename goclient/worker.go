@@ -268,17 +268,30 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	woken := false
+	// notified: the loop was woken by the wake-up listener; quietUntil: a
+	// claim so woken found nothing, so the next one so woken waits until
+	// then (any login may NOTIFY the channel: this bounds the claims a
+	// stranger's notifications cause to one per wakeCooldown).
+	notified := false
+	var quietUntil time.Time
 	for {
 		if w.unavailable() != "" {
 			w.probe(base)
 		}
 		wait := w.cfg.PollInterval
 		if free := w.room(); free > 0 && w.unavailable() == "" && (!woken || free >= w.cfg.Concurrency/claimBatchDivisor) {
+			if quiet := time.Until(quietUntil); notified && quiet > 0 {
+				time.Sleep(quiet)
+			}
 			// The claim itself is not cut short by ctx: a claim that commits
 			// after its caller gave up would leave a job nobody runs.
 			cctx, cancel := context.WithTimeout(base, w.c.claimTimeout())
 			jobs, due, known, err := w.c.claimForWorker(cctx, w.cfg.Queue, free)
 			cancel()
+			if notified && len(jobs) == 0 {
+				quietUntil = time.Now().Add(wakeCooldown)
+			}
+			notified = false
 			if known && due < wait {
 				// The next job falls due before the poll: wake then.
 				wait = max(due, minDueWait)
@@ -302,7 +315,11 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 				// leaving them to a claim of their own. A yield, no wait.
 				runtime.Gosched()
 			}
-			if len(jobs) == free && ctx.Err() == nil {
+			// A claim that got jobs is followed by another at once, for the
+			// room left: jobs that committed during the claim (an enqueue
+			// that did not notify because another transaction of the queue
+			// was notifying, migration 027) start now, not at the next poll.
+			if len(jobs) > 0 && ctx.Err() == nil {
 				continue
 			}
 		}
@@ -313,6 +330,7 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 			return nil
 		case <-poll.C:
 		case <-w.arrived:
+			notified = true
 		case <-w.wake:
 			woken = true
 		}

@@ -115,3 +115,47 @@ func TestWakeupNotifiesTheQueueChannelOncePerTransaction(t *testing.T) {
 	}), "a replay notifies")
 
 }
+
+// One notifying transaction per queue at a time (migration 027): while a
+// transaction that made a job of the queue claimable is in progress (it
+// holds the queue's wake-up key, advisory (1279678293, hashtext(queue))),
+// another that enqueues on the queue commits without a notification, so
+// the two do not queue up behind PostgreSQL's notification lock; the first
+// notifies at its COMMIT. Another queue is not held up. A login that holds
+// the key itself (any login may) only stops the queue's notifications,
+// until it lets go.
+func TestWakeupOneNotifyingTransactionPerQueue(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	other := f.queue + ".other"
+	listener := f.connect(t, f.db.LoginURL(t, "durable_job_auditor"))
+	for _, ch := range []string{wakeChannel(f.queue), wakeChannel(other), "sentinel"} {
+		_, err := listener.Exec(f.ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize())
+		require.NoError(t, err)
+	}
+	ours := []string{wakeChannel(f.queue) + "|"}
+	first, second := f.producer(t), f.producer(t)
+
+	tx, err := first.Begin(f.ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(f.ctx) //nolint:errcheck // committed below
+	enqueueOn(t, f.ctx, tx, f.queue, `{}`)
+	require.Empty(t, f.wakeups(t, listener, func() { enqueueOn(t, f.ctx, second, f.queue, `{}`) }),
+		"an enqueue while another transaction that notifies the queue is open commits without a notification")
+	require.Equal(t, []string{wakeChannel(other) + "|"}, f.wakeups(t, listener, func() { enqueueOn(t, f.ctx, second, other, `{}`) }),
+		"another queue is not held up")
+	require.Equal(t, ours, f.wakeups(t, listener, func() { require.NoError(t, tx.Commit(f.ctx)) }),
+		"the first transaction notifies at its commit")
+	require.Equal(t, ours, f.wakeups(t, listener, func() { enqueueOn(t, f.ctx, second, f.queue, `{}`) }),
+		"then enqueues notify again")
+
+	stranger := f.connect(t, f.db.LoginURL(t, "durable_job_auditor"))
+	_, err = stranger.Exec(f.ctx, `SELECT pg_advisory_lock(1279678293, hashtext($1))`, f.queue)
+	require.NoError(t, err)
+	require.Empty(t, f.wakeups(t, listener, func() { enqueueOn(t, f.ctx, second, f.queue, `{}`) }),
+		"a login holding the queue's wake-up key stops its notifications (the workers poll)")
+	_, err = stranger.Exec(f.ctx, `SELECT pg_advisory_unlock(1279678293, hashtext($1))`, f.queue)
+	require.NoError(t, err)
+	require.Equal(t, ours, f.wakeups(t, listener, func() { enqueueOn(t, f.ctx, second, f.queue, `{}`) }),
+		"and only while it holds it")
+}

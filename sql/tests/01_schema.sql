@@ -186,8 +186,8 @@ SELECT throws_ok(
 SELECT triggers_are('durable_jobs', 'control_evidence_record',
     ARRAY['control_evidence_record_append_only', 'control_evidence_record_no_truncate', 'control_evidence_record_chain'],
     'control evidence is guarded by the append-only and no-truncate triggers and chained by the chain trigger');
-SELECT triggers_are('durable_jobs', 'job_record', ARRAY['job_record_wake_workers'],
-    'job_record has only the AFTER ROW wake-up trigger of migration 027 (no BEFORE ROW UPDATE trigger: migration 017 moved the generation floor of 011 into claim_next_jobs, because one locks the old row before every UPDATE of job_record)');
+SELECT triggers_are('durable_jobs', 'job_record', ARRAY['job_record_wake_workers', 'job_record_wake_workers_after_insert'],
+    'job_record has only the two AFTER wake-up triggers of migration 027 (no BEFORE ROW UPDATE trigger: migration 017 moved the generation floor of 011 into claim_next_jobs, because one locks the old row before every UPDATE of job_record)');
 
 -- Comments where promised ----------------------------------------------------------
 
@@ -242,7 +242,7 @@ SELECT functions_are('durable_jobs',
           'queue_name_pattern', 'queue_name_is_well_formed', 'worker_owner_id_pattern',
           'worker_owner_id_is_well_formed', 'effective_lease_policy_queue',
           'failure_reason_code_pattern', 'failure_reason_code_is_well_formed',
-          'wake_queue_workers', 'queue_next_due_in'],
+          'wake_queue_workers', 'wake_queue_workers_after_insert', 'queue_next_due_in'],
     'the schema holds exactly the contract functions, the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue, change control (015), the partial policy change and the rule functions (016), the wake-ups (027) and the private helpers');
 
 CREATE TEMP TABLE expected_signature (
