@@ -19,23 +19,25 @@ import (
 // side at its defaults; the time from the enqueue's commit to the
 // handler's first line, and the transactions an idle worker costs.
 type PickupResult struct {
-	// Jobs is the number of jobs of each side, Gap the pause between two.
-	Jobs int    `json:"jobs"`
-	Gap  string `json:"gap"`
+	// Jobs is the number of jobs of each side.
+	Jobs int `json:"jobs"`
+	// Gap is the pause between two enqueues.
+	Gap string `json:"gap"`
 	// Workers is both sides' concurrency.
 	Workers int `json:"workers"`
-	// Ours and River are each side's figures.
-	Ours  PickupSide `json:"ours"`
+	// Ours is our side's figures.
+	Ours PickupSide `json:"ours"`
+	// River is River's figures.
 	River PickupSide `json:"river"`
 }
 
 // PickupSide is one side's pickup figures.
 type PickupSide struct {
-	// P50MS and P99MS are the pickup latency's median and 99th percentile,
-	// in milliseconds: from just after the enqueue's commit returned to
-	// the first line of the job's handler, by the Go monotonic clock of
-	// one process.
+	// P50MS is the pickup latency's median in milliseconds: from just
+	// after the enqueue's commit returned to the first line of the job's
+	// handler, by the Go monotonic clock of one process.
 	P50MS float64 `json:"p50_ms"`
+	// P99MS is the pickup latency's 99th percentile in milliseconds.
 	P99MS float64 `json:"p99_ms"`
 	// IdleTxPerSec is the transactions a second (pg_stat_database,
 	// xact_commit + xact_rollback of the side's database) while the
