@@ -23,7 +23,9 @@
 -- makes a job claimable, now and later, without editing the families that
 -- write job_record. An INSERT fires one statement-level trigger, which
 -- notifies once per queue of the inserted rows (a batch enqueue of 1,000
--- jobs is one call, not 1,000). An UPDATE fires a row-level trigger whose
+-- jobs is one call, not 1,000: a row-level INSERT trigger made a batch of
+-- 100 take about twice as long as without any trigger, medians of nine
+-- rounds in one transaction on a loaded machine, 63 against 28 us a job). An UPDATE fires a row-level trigger whose
 -- column list (job_status, run_after) keeps a renewal, which sets
 -- neither, from even evaluating its WHEN clause, and whose WHEN clause
 -- stops a claim or a terminal write (job_status set to something else)
@@ -97,10 +99,14 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $function$
 BEGIN
-    PERFORM pg_catalog.pg_notify('leasefence_wake_' || pg_catalog.left(pg_catalog.md5(q.queue_name), 16), '')
-    FROM (SELECT DISTINCT i.queue_name FROM inserted_jobs i
-          WHERE i.job_status IN ('QUEUED', 'RETRY_SCHEDULED')) q
-    WHERE pg_catalog.pg_try_advisory_xact_lock(1279678293, pg_catalog.hashtext(q.queue_name));
+    -- Row by row, not over the DISTINCT queue names: PostgreSQL folds the
+    -- identical notifications into one, and the key, once taken, is held;
+    -- a DISTINCT cost a single enqueue about a tenth more (the same
+    -- measure), this nothing that could be told from the noise.
+    PERFORM pg_catalog.pg_notify('leasefence_wake_' || pg_catalog.left(pg_catalog.md5(i.queue_name), 16), '')
+    FROM inserted_jobs i
+    WHERE i.job_status IN ('QUEUED', 'RETRY_SCHEDULED')
+      AND pg_catalog.pg_try_advisory_xact_lock(1279678293, pg_catalog.hashtext(i.queue_name));
     RETURN NULL;
 END;
 $function$;
