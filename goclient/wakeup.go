@@ -40,9 +40,11 @@ const (
 	// open one: the first wait is the minimum, each next one doubles.
 	listenBackoffMin = 100 * time.Millisecond
 	listenBackoffMax = 10 * time.Second
-	// minDueWait is the shortest wait for a job the database says falls
-	// due now that the claim just made did not get (another session held
-	// its row): it keeps such a worker from claiming in a tight loop.
+	// minDueWait is the shortest wait for the next due job, and the first
+	// wait for a job the database says is due now that the claim just made
+	// did not get (another session holds its row); each such wait in a row
+	// doubles, up to PollInterval, so a row held for long costs a few
+	// claims, not a tight loop.
 	minDueWait = 20 * time.Millisecond
 	// wakeCooldown is the least time between two claims woken by the
 	// wake-up listener when the first found nothing.

@@ -309,3 +309,40 @@ func TestStrangersNotificationsCostFewClaims(t *testing.T) {
 	require.LessOrEqual(t, claimed, int64(spam/(50*time.Millisecond))+5, "at most one claim per 50 ms, and the polls")
 	require.NoError(t, stop())
 }
+
+// A job that is due but whose row another session holds (an operator's
+// open transaction, here a superuser's SELECT ... FOR UPDATE) is not
+// claimed, yet queue_next_due_in says a job is due now: the worker tries
+// again after 20 ms, then waits twice as long each time (up to its poll
+// interval), so a row held for seconds costs a handful of claims, not one
+// every 20 ms. Once the row is let go, the job starts.
+func TestWorkerBacksOffFromADueJobItCannotClaim(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t, shortPolicy)
+	u, err := url.Parse(e.workerDB)
+	require.NoError(t, err)
+	_, err = e.admin.Exec(ctx, "ALTER ROLE "+pgx.Identifier{u.User.Username()}.Sanitize()+" SET track_functions = 'all'")
+	require.NoError(t, err)
+	id := e.enqueue(1)[0]
+	holder, err := e.admin.Begin(ctx)
+	require.NoError(t, err)
+	defer holder.Rollback(ctx) //nolint:errcheck // rolled back below
+	_, err = holder.Exec(ctx, `SELECT 1 FROM durable_jobs.job_record WHERE job_record_id = $1 FOR UPDATE`, id)
+	require.NoError(t, err)
+	claims := func() int64 {
+		var n int64
+		require.NoError(t, e.admin.QueryRow(ctx, `SELECT COALESCE(sum(calls), 0)::bigint FROM pg_stat_user_functions
+			WHERE schemaname = 'durable_jobs' AND funcname = 'claim_next_jobs'`).Scan(&n))
+		return n
+	}
+	started, stop := startedWorker(t, e.worker(), wakeupPoll, nil)
+	time.Sleep(3 * time.Second)
+	require.NoError(t, holder.Rollback(ctx))
+	awaitStart(t, started, id, time.Now().Add(wakeupBound), "the job once its row was let go")
+	require.NoError(t, stop())
+	var n int64
+	waitFor(t, 15*time.Second, "the worker's claims to be counted", func() bool { n = claims(); return n > 0 })
+	t.Logf("%d claims while the row was held for 3 s, and after", n)
+	require.Less(t, n, int64(20), "a due job that cannot be claimed is retried less and less often (every 20 ms would be 150 claims)")
+}

@@ -274,6 +274,10 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 	// stranger's notifications cause to one per wakeCooldown).
 	notified := false
 	var quietUntil time.Time
+	// stuck is the wait after a claim that got nothing although a job is
+	// due now (another session holds its row): minDueWait at first,
+	// doubled each time in a row, at most PollInterval.
+	stuck := minDueWait
 	for {
 		if w.unavailable() != "" {
 			w.probe(base)
@@ -292,9 +296,15 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 				quietUntil = time.Now().Add(wakeCooldown)
 			}
 			notified = false
+			if len(jobs) > 0 || !known || due > 0 {
+				stuck = minDueWait
+			}
 			if known && due < wait {
 				// The next job falls due before the poll: wake then.
-				wait = max(due, minDueWait)
+				wait = max(due, stuck)
+			}
+			if len(jobs) == 0 && known && due == 0 {
+				stuck = min(2*stuck, w.cfg.PollInterval)
 			}
 			var dbErr *DatabaseError
 			if errors.As(err, &dbErr) || errors.Is(err, ErrConfigurationRejected) || errors.Is(err, ErrClosed) {

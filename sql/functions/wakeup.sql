@@ -102,7 +102,7 @@ BEGIN
     -- Row by row, not over the DISTINCT queue names: PostgreSQL folds the
     -- identical notifications into one, and the key, once taken, is held;
     -- a DISTINCT cost a single enqueue about a tenth more (the same
-    -- measure), this nothing that could be told from the noise.
+    -- measure), going row by row nothing that could be told from the noise.
     PERFORM pg_catalog.pg_notify('leasefence_wake_' || pg_catalog.left(pg_catalog.md5(i.queue_name), 16), '')
     FROM inserted_jobs i
     WHERE i.job_status IN ('QUEUED', 'RETRY_SCHEDULED')
