@@ -37,7 +37,8 @@ const (
 
 // Worker defaults.
 const (
-	// DefaultPollInterval is how long an idle worker waits between claims.
+	// DefaultPollInterval is the longest an idle worker waits between
+	// claims (a notification or a job falling due wakes it sooner).
 	DefaultPollInterval = time.Second
 	// DefaultShutdownTimeout is how long Run waits for in-flight handlers
 	// after its context is cancelled, before it cancels them.
@@ -88,8 +89,12 @@ type WorkerConfig struct {
 	// of Config.RenewalPoolSize connections (default 16), so one such
 	// process opens at most 9 + 16 = 25 connections as its login role.
 	Concurrency int
-	// PollInterval is how long the worker waits after a claim found less
-	// work than it had room for. Default: DefaultPollInterval.
+	// PollInterval is the longest the worker waits after a claim found
+	// less work than it had room for: it claims sooner when its wake-up
+	// listener hears that the queue has work, or when the queue's next job
+	// falls due (see Wake-ups in the package documentation). It is also
+	// how often the worker polls when notifications cannot reach it.
+	// Default: DefaultPollInterval.
 	PollInterval time.Duration
 	// ShutdownTimeout is how long Run lets in-flight handlers finish after
 	// its context is cancelled. Default: DefaultShutdownTimeout.
