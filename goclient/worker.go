@@ -305,8 +305,10 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 				stuck = minDueWait
 			}
 			if known && due < wait {
-				// The next job falls due before the poll: wake then.
-				wait = max(due, stuck)
+				// The next job falls due before the poll: wake then (never
+				// later than the poll, even when the poll is under
+				// minDueWait).
+				wait = min(wait, max(due, stuck))
 			}
 			if len(jobs) == 0 && known && due == 0 {
 				stuck = min(2*stuck, w.cfg.PollInterval)
