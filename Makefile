@@ -47,10 +47,12 @@ GATED_PACKAGES := ./audit ./evidence ./internal/demo ./internal/textfmt
 # pg_cron are loaded by the transport tests (internal/transport: the tested
 # pgaudit configuration, the retention purge scheduled in pg_cron);
 # openssh-client's ssh-keygen makes the test keys and verifies signed
-# evidence exports as an auditor would (internal/sshsig, cmd/leasectl).
+# evidence exports as an auditor would (internal/sshsig, cmd/leasectl); a
+# worker behind pgbouncer in transaction and session pooling is goclient's
+# TestWorkerBehindPgBouncer.
 DEB_PACKAGES := postgresql-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl \
                 postgresql-15-plpgsql-check postgresql-15-pgaudit postgresql-15-cron \
-                prometheus chromium faketime openssh-client
+                prometheus chromium faketime openssh-client pgbouncer
 
 .PHONY: deps test demo lint tools clean soak bench
 
@@ -60,7 +62,7 @@ BENCH_TIME ?= 10s
 deps:
 	@if ! command -v dpkg-query >/dev/null 2>&1; then \
 	  echo "make deps: this is not a Debian-based machine; install PostgreSQL 15 with pgTAP, pg_prove," \
-	       "plpgsql_check and promtool yourself (Debian packages: $(DEB_PACKAGES))" >&2; \
+	       "plpgsql_check, promtool and pgbouncer yourself (Debian packages: $(DEB_PACKAGES))" >&2; \
 	  exit 1; \
 	fi
 	@missing=""; \
@@ -79,7 +81,7 @@ deps:
 	  apt-get update -qq; \
 	  apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
-	@for tool in pg_prove promtool chromium ssh-keygen /usr/lib/postgresql/15/bin/postgres; do \
+	@for tool in pg_prove promtool chromium ssh-keygen /usr/lib/postgresql/15/bin/postgres /usr/sbin/pgbouncer; do \
 	  command -v "$$tool" >/dev/null 2>&1 || { echo "make deps: $$tool is still missing after the install" >&2; exit 1; }; \
 	done
 	@for lib in pgaudit pg_cron; do \

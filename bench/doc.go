@@ -45,7 +45,16 @@
 //     every renewal call slowed by a fixed second (step "heartbeat slow"):
 //     calls in flight, renewals per second, call latency, the smallest
 //     margin left, false expiries and the server's CPU;
-//   - a profile of each function's statements (pg_stat_statements).
+//   - a profile of each function's statements (pg_stat_statements);
+//   - pickup (step "pickup", issue 37): 200 jobs enqueued one at a time
+//     50 ms apart on an idle goclient.Worker and an idle River client, each
+//     at its defaults with 10 workers: the time from the enqueue's commit
+//     to the handler's first line (p50, p99) and the transactions a second
+//     each side costs while idle (pickup.go, the River peer's -mode pickup);
+//   - what migration 027's wake-up triggers cost (step "wakeup cost"):
+//     renewals, claims and enqueues on a database as installed (the
+//     triggers, a session listening) against one alike with the triggers
+//     dropped (wakeup_cost.go).
 //
 // make bench runs it (go run ./bench/cmd/leasebench) and writes
 // bench/RESULTS.md and bench/results.json. make bench BENCH_TIME=3s is the

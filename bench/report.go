@@ -53,6 +53,11 @@ func (r *Report) WriteMarkdown(w io.Writer, command string) error {
 				"(the hardening of migrations 003 and 004: READ COMMITTED check, per-backend tallies, input checks, " +
 				"absolute durations, collation refusal) and the newest; a ratio is the newer version's throughput over " +
 				"version 2's, so below 1.00 the newer version costs more"},
+		{"wakeup", "What the wake-up triggers cost (migration 027)",
+			"no goal beyond 'nothing noticeable'; two databases of this cluster at the newest version, one as installed " +
+				"(the triggers job_record_wake_workers and job_record_wake_workers_after_insert, a session LISTENing on the " +
+				"queue's channel) and one with both triggers dropped; a ratio is the throughput with them over the throughput " +
+				"without, so below 1.00 they cost"},
 		{"claim", "Claim against a bare SKIP LOCKED claim, by live leases in the queue", "goal ≥ 0.80, and flat within 20 % from 0 to the most live leases"},
 		{"poll", "A claim that finds nothing due", "no goal: shows the probe is bounded"},
 		{"claim_wrapper", "What claim_next_job's wrapper costs",
@@ -149,6 +154,20 @@ func (r *Report) WriteMarkdown(w io.Writer, command string) error {
 				joinFloats(e.RiverPerSec, "%.0f"), e.Ratio, e.Goal, met)
 		}
 		p("\n")
+	}
+	for _, pk := range r.Pickup {
+		p("## Pickup: an idle worker and a new job, against River\n\n")
+		p("%d jobs enqueued one at a time, %s apart (each its own transaction), on an idle worker of each side\n", pk.Jobs, pk.Gap)
+		p("at its defaults with %d workers: `goclient.Worker` (1 s poll, the wake-up listener of migration 027)\n", pk.Workers)
+		p("and River (the peer, `-mode pickup`). Latency is from the enqueue's return (after its COMMIT) to\n")
+		p("the handler's first line, by the Go monotonic clock of one process. Idle is the side's database's\n")
+		p("transactions a second (pg_stat_database) over %s with the worker started and nothing to do.\n\n", pk.Ours.IdleWindow)
+		p("| side | p50 ms | p99 ms | idle tx/s |\n| --- | ---: | ---: | ---: |\n")
+		p("| ours | %.1f | %.1f | %.2f |\n", pk.Ours.P50MS, pk.Ours.P99MS, pk.Ours.IdleTxPerSec)
+		p("| River | %.1f | %.1f | %.2f |\n\n", pk.River.P50MS, pk.River.P99MS, pk.River.IdleTxPerSec)
+		p("Goal (issue 37): p50 at most a quarter of River's (%s), p99 no higher (%s), idle no more (%s).\n\n",
+			yesNo(pk.Ours.P50MS <= pk.River.P50MS/4), yesNo(pk.Ours.P99MS <= pk.River.P99MS),
+			yesNo(pk.Ours.IdleTxPerSec <= pk.River.IdleTxPerSec))
 	}
 	if len(r.Heartbeat) > 0 {
 		h := r.Heartbeat[0]
@@ -316,3 +335,6 @@ func writeLadders(p func(string, ...any), comparisons []Comparison, cfg ConfigFa
 		p("against it in the same rounds, %.2f.\n\n", top.Ratio)
 	}
 }
+
+// yesNo is "met" or "not met".
+func yesNo(ok bool) string { return map[bool]string{true: "met", false: "not met"}[ok] }

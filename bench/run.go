@@ -57,7 +57,7 @@ type Config struct {
 	HeartbeatHold time.Duration
 	// Steps, when not empty, are the only steps run (by name: renewal,
 	// function wrapper, hardening, claims, claim_next_jobs, claim ladder,
-	// HOT share, finished rows, end to end, enqueue, heartbeat, heartbeat slow, profile).
+	// HOT share, finished rows, end to end, enqueue, pickup, wakeup cost, heartbeat, heartbeat slow, profile).
 	Steps []string
 	// PeersDir is the folder of the peer modules (bench/peers).
 	PeersDir string
@@ -209,6 +209,8 @@ type Report struct {
 	Enqueue []E2EResult `json:"enqueue"`
 	// Heartbeat is the heartbeat at scale.
 	Heartbeat []HeartbeatResult `json:"heartbeat"`
+	// Pickup is the pickup comparison with River (issue 37).
+	Pickup []PickupResult `json:"pickup,omitempty"`
 }
 
 // ConfigFacts is the part of Config a report records.
@@ -260,7 +262,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		err error
 	}
 	var river chan built
-	if len(cfg.Steps) == 0 || slices.Contains(cfg.Steps, "end to end") || slices.Contains(cfg.Steps, "enqueue") {
+	if len(cfg.Steps) == 0 || slices.Contains(cfg.Steps, "end to end") || slices.Contains(cfg.Steps, "enqueue") ||
+		slices.Contains(cfg.Steps, "pickup") {
 		river = make(chan built, 1)
 		go func() {
 			bin, err := buildRiverPeer(ctx, cfg.PeersDir)
@@ -307,6 +310,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{"finished rows", r.finishedRows},
 		{"end to end", r.endToEnd},
 		{"enqueue", r.enqueue},
+		{"pickup", r.pickup},
+		{"wakeup cost", r.wakeupCost},
 		{"heartbeat", r.heartbeatAtScale},
 		{"heartbeat slow", r.heartbeatSlow},
 		{"profile", r.profile},

@@ -8,6 +8,7 @@ import (
 	"math"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -427,17 +428,30 @@ func (c *Client) claimTimeout() time.Duration {
 	return defaultClaimTimeout
 }
 
+// DefaultPoolMaxConns is the least MaxConns of a pool made by
+// ParsePoolConfig or NewPool from a connection string that sets no
+// pool_max_conns: pgx alone would give the larger of 4 and the number of
+// CPUs, too few on a small machine for a worker with a TxHandler and
+// Concurrency 4 or more (it needs Concurrency + 1). A pool opens its
+// connections only as it uses them, so the higher bound costs nothing
+// unused.
+const DefaultPoolMaxConns = 10
+
 // ParsePoolConfig parses a PostgreSQL URL or keyword/value string into a pool
 // configuration whose connections report application_name "leasefence" and
 // carry statement_timeout (DefaultStatementTimeout when zero). Its
 // OnNotice handler lets the client see a COMMIT that answers with a
 // WARNING (a cancelled wait for a synchronous standby) and report it as
 // ErrCommitTimeout; a pool made otherwise reads such a COMMIT as
-// confirmed.
+// confirmed. Without pool_max_conns in connString, its MaxConns is at
+// least DefaultPoolMaxConns; with it, exactly what it says.
 func ParsePoolConfig(connString string, statementTimeout time.Duration) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
 		return nil, err
+	}
+	if !strings.Contains(connString, "pool_max_conns") {
+		cfg.MaxConns = max(cfg.MaxConns, DefaultPoolMaxConns)
 	}
 	if statementTimeout <= 0 {
 		statementTimeout = DefaultStatementTimeout

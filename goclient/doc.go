@@ -306,9 +306,14 @@
 //
 // A TxHandler holds one connection of the client's pool for as long as it
 // runs, so a TxHandler worker needs a pool of at least Concurrency + 1
-// connections (the extra one claims); NewWorker refuses a smaller one
-// ("pool MaxConns must be at least Concurrency + 1 for a TxHandler ...",
-// ConfigError.Field "Concurrency"), and the worker never claims more jobs than
+// connections (the extra one claims). A pool from NewPool or
+// ParsePoolConfig whose connection string sets no pool_max_conns holds
+// DefaultPoolMaxConns (10) whatever the number of CPUs, enough up to
+// Concurrency 9. NewWorker refuses a smaller pool with the sizes and the
+// fix ("pool MaxConns is 4, and a TxHandler with Concurrency 4 needs at
+// least 5 (...): set pool_max_conns=5 or more in the connection string (or
+// MaxConns in the pool's config), or lower Concurrency", ConfigError.Field
+// "Concurrency"), and the worker never claims more jobs than
 // the pool has connections free, so no claim waits unstarted while its
 // lease runs. A worked example: Concurrency 8 with a TxHandler needs
 // MaxConns 9; the heartbeat opens its own pool of RenewalPoolSize
@@ -366,9 +371,42 @@
 //	WARN   leasefence: claim failed, retrying                  queue_name, error (no "claim")
 //	WARN   leasefence: database unavailable: claims paused     queue_name, reason (no "claim")
 //	INFO   leasefence: database available: claims resumed      queue_name (no "claim")
+//	DEBUG  leasefence: listening for new jobs                  queue_name (no "claim")
+//	WARN   leasefence: wake-up listener lost, polling until    queue_name, error (no "claim"; once per outage)
+//	       it is back
+//	INFO   leasefence: wake-up listener back                   queue_name (no "claim")
+//	WARN   leasefence: LISTEN gets no notifications on this    queue_name, poll_interval (no "claim"; once)
+//	       connection (a pooler in transaction mode?): the
+//	       worker polls every PollInterval
 //	INFO   leasefence: worker stopping                         queue_name, error when claiming failed for good
 //	WARN   leasefence: releasing claims at shutdown            queue_name, abandoned_jobs
 //	INFO   leasefence: worker stopped                          queue_name
+//
+// # Wake-ups
+//
+// An idle Worker does not wait out its PollInterval for new work: the
+// bundle (migration 027) NOTIFYs a queue's wake-up channel when one of its
+// jobs becomes claimable, and each Worker LISTENs there on a connection of
+// its own, opened with the pool's settings but outside the pool (one more
+// connection per worker), so a job on an idle queue starts a few
+// milliseconds after its enqueue commits. Each claim of a worker also reads
+// how long until the queue's next job falls due (queue_next_due_in, in the
+// same round trip and transaction), and a worker that found less work than
+// it had room for sleeps that long when it is shorter than PollInterval
+// (at least 20 ms): a job with a run_after or a retry delay starts when it
+// falls due. A notification carries nothing but its channel, which is
+// derived from a hash of the queue's name (see the threat model, T18).
+//
+// Polling stays: whatever happens to the listener, the worker claims every
+// PollInterval. A listener whose connection drops connects again after
+// 100 ms, doubling up to 10 s, and wakes the worker when it is back (work
+// may have come meanwhile). Before it listens, it sends itself a
+// notification from the pool; when that does not arrive within 5 s (behind
+// PgBouncer in transaction pooling LISTEN cannot work) the worker logs so
+// once and only polls. A claim woken by a notification that found nothing
+// makes the next one so woken wait 50 ms (any login may NOTIFY the
+// channel), and a claim that got jobs is followed by another at once for
+// the room left.
 //
 // # Typed payloads
 //

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // DefaultMaxAttempts is the number of claims a job may use when
@@ -74,7 +75,7 @@ func (c *Client) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]int64
 // does not start the heartbeat; pass the job to Keep for that, or use a
 // Worker.
 func (c *Client) Claim(ctx context.Context, queue string) (Job, error) {
-	jobs, err := c.claim(ctx, queue, func(q querier) ([]Job, error) {
+	jobs, err := c.claim(ctx, queue, func(q *pgxpool.Conn) ([]Job, error) {
 		return claimNextJob(ctx, q, queue, c.cfg.OwnerID)
 	})
 	if err != nil {
@@ -90,15 +91,28 @@ func (c *Client) Claim(ctx context.Context, queue string) (Job, error) {
 // own claim, with Claim's policy check. It returns an empty slice, not an
 // error, when nothing is claimable.
 func (c *Client) ClaimMany(ctx context.Context, queue string, n int) ([]Job, error) {
-	return c.claim(ctx, queue, func(q querier) ([]Job, error) {
-		return claimNextJobs(ctx, q, queue, c.cfg.OwnerID, n)
+	return c.claim(ctx, queue, func(conn *pgxpool.Conn) ([]Job, error) {
+		return claimNextJobs(ctx, conn, queue, c.cfg.OwnerID, n)
 	})
+}
+
+// claimForWorker is ClaimMany and, in the same round trip and
+// transaction, how long until the next job of queue falls due
+// (claimNextJobsAndDue): a worker that found less work than it had room
+// for sleeps that long, at most its poll interval.
+func (c *Client) claimForWorker(ctx context.Context, queue string, n int) (jobs []Job, due time.Duration, known bool, err error) {
+	jobs, err = c.claim(ctx, queue, func(conn *pgxpool.Conn) ([]Job, error) {
+		var claimed []Job
+		claimed, due, known, err = claimNextJobsAndDue(ctx, conn, queue, c.cfg.OwnerID, n)
+		return claimed, err
+	})
+	return jobs, due, known, err
 }
 
 // claim runs one claim call (claimNextJob or claimNextJobs) on a
 // connection of its own and checks every claim's lease against the
 // client's rules and bounds.
-func (c *Client) claim(ctx context.Context, queue string, run func(querier) ([]Job, error)) ([]Job, error) {
+func (c *Client) claim(ctx context.Context, queue string, run func(*pgxpool.Conn) ([]Job, error)) ([]Job, error) {
 	if c.isClosed() {
 		return nil, ErrClosed
 	}

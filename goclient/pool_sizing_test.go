@@ -3,6 +3,7 @@ package goclient_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,14 +40,57 @@ func TestNewWorkerRefusesAPoolTooSmallForItsTxHandlers(t *testing.T) {
 	var ce *goclient.ConfigError
 	require.True(t, errors.As(err, &ce))
 	require.Equal(t, "Concurrency", ce.Field)
-	require.Equal(t, "leasefence: invalid client configuration: pool MaxConns must be at least Concurrency + 1 for a TxHandler "+
-		"(one connection per running job's transaction and one to claim with)", err.Error())
+	require.Equal(t, "leasefence: invalid client configuration: pool MaxConns is 4, and a TxHandler with Concurrency 4 "+
+		"needs at least 5 (one connection per running job's transaction and one to claim with): set pool_max_conns=5 "+
+		"or more in the connection string (or MaxConns in the pool's config), or lower Concurrency", err.Error(),
+		"the error gives the pool's size, the size needed and the fix")
 
 	_, err = c.NewWorker(goclient.WorkerConfig{Queue: testQueue, Concurrency: 3, TxHandler: txNop})
 	require.NoError(t, err, "Concurrency 3 fits a pool of 4")
 	_, err = c.NewWorker(goclient.WorkerConfig{Queue: testQueue, Concurrency: 4,
 		Handler: func(context.Context, goclient.Job) error { return nil }})
 	require.NoError(t, err, "a Handler holds no connection while it runs")
+}
+
+// The README's worker, as written: NewPool(ctx, url, 0) and a TxHandler
+// worker of Concurrency 4 runs on any machine, 2 CPUs included (pgx alone
+// sizes a pool max(4, CPUs), one too few): a pool from a connection string
+// without pool_max_conns holds at least DefaultPoolMaxConns, and one that
+// sets it holds exactly that many.
+func TestNewPoolFitsTheREADMEWorkerOnAnyMachine(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t, shortPolicy)
+	pool, err := goclient.NewPool(ctx, e.workerDB, 0)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	require.GreaterOrEqual(t, pool.Config().MaxConns, int32(goclient.DefaultPoolMaxConns))
+	c := e.client(pool)
+	ids := e.enqueue(4)
+	done := make(chan int64, len(ids))
+	w, err := c.NewWorker(goclient.WorkerConfig{Queue: testQueue, Concurrency: 4, PollInterval: 50 * time.Millisecond,
+		TxHandler: func(ctx context.Context, tx pgx.Tx, job goclient.Job) error {
+			done <- job.ID()
+			return nil
+		}})
+	require.NoError(t, err, "the README's worker starts")
+	stop := runWorker(t, w)
+	for range ids {
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the README's worker did not run its jobs")
+		}
+	}
+	require.NoError(t, stop())
+
+	sep := "?"
+	if strings.Contains(e.workerDB, "?") {
+		sep = "&"
+	}
+	cfg, err := goclient.ParsePoolConfig(e.workerDB+sep+"pool_max_conns=3", 0)
+	require.NoError(t, err)
+	require.EqualValues(t, 3, cfg.MaxConns, "pool_max_conns is kept as given")
 }
 
 // A TxHandler worker claims no more jobs than its pool has connections

@@ -236,12 +236,48 @@ func claimNextJobs(ctx context.Context, q querier, queue, owner string, n int) (
 	return claimJobs(ctx, q, queue, owner, sqlClaimNextJobs, queue, owner, n)
 }
 
+const sqlQueueNextDueIn = `SELECT durable_jobs.queue_next_due_in($1)`
+
+// claimNextJobsAndDue is the worker's claim: claim_next_jobs for up to n
+// jobs of queue, then queue_next_due_in (migration 027), both sent at once
+// and run in one implicit transaction (one round trip, one commit). due is
+// how long until the next job of queue falls due after the claim, and
+// known false when the queue holds none. An error of either statement
+// rolls both back and returns no job.
+func claimNextJobsAndDue(ctx context.Context, conn *pgxpool.Conn, queue, owner string, n int) (jobs []Job, due time.Duration, known bool, err error) {
+	b := &pgx.Batch{}
+	b.Queue(sqlClaimNextJobs, queue, owner, n)
+	b.Queue(sqlQueueNextDueIn, queue)
+	sentAt := time.Now()
+	br := conn.SendBatch(ctx, b)
+	rows, _ := br.Query()
+	jobs, err = collectClaims(rows, queue, owner, sentAt)
+	var wait pgtype.Interval
+	if err == nil {
+		err = br.QueryRow().Scan(&wait)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, 0, false, translateError(err)
+	}
+	return jobs, time.Duration(wait.Microseconds) * time.Microsecond, wait.Valid, nil
+}
+
 // claimJobs runs a claim statement (claimNextJob's or claimNextJobs') and
 // builds the claims. Each job's sentAt is taken just before the call is sent.
 func claimJobs(ctx context.Context, q querier, queue, owner, sql string, args ...any) ([]Job, error) {
 	sentAt := time.Now()
 	rows, _ := q.Query(ctx, sql, args...)
-	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Job, error) {
+	jobs, err := collectClaims(rows, queue, owner, sentAt)
+	return jobs, translateError(err)
+}
+
+// collectClaims reads the rows of a claim statement sent at sentAt into
+// jobs.
+func collectClaims(rows pgx.Rows, queue, owner string, sentAt time.Time) ([]Job, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Job, error) {
 		j := Job{claim: Claim{queue: queue}, sentAt: sentAt}
 		secret := claimToken{owner: owner}
 		var payload []byte
@@ -251,7 +287,6 @@ func claimJobs(ctx context.Context, q querier, queue, owner, sql string, args ..
 		j.payload = func() []byte { return payload }
 		return j, err
 	})
-	return jobs, translateError(err)
 }
 
 const sqlCompleteJob = `SELECT durable_jobs.complete_job($1, $2, $3, $4)`
@@ -388,6 +423,27 @@ const sqlProbe = `SELECT pg_logical_emit_message(true, 'leasefence.probe', '')`
 
 // probeCall is the worker's probe statement.
 func probeCall() call { return call{sql: sqlProbe} }
+
+// listenStatement is the LISTEN of the wake-up listener: its probe channel
+// and its queue's wake-up channel, in one simple-protocol round trip.
+func listenStatement(probe, wake string) string {
+	return "LISTEN " + pgx.Identifier{probe}.Sanitize() + "; LISTEN " + pgx.Identifier{wake}.Sanitize()
+}
+
+// unlistenAll ends every LISTEN of conn's session, best effort.
+func unlistenAll(ctx context.Context, conn *pgx.Conn) {
+	_, _ = conn.Exec(ctx, "UNLISTEN *")
+}
+
+// sqlNotifyProbe is the notification the wake-up listener sends itself,
+// from another session, to learn whether LISTEN works on its connection.
+const sqlNotifyProbe = `SELECT pg_notify($1, '')`
+
+// notifyProbe sends the probe notification on channel from q.
+func notifyProbe(ctx context.Context, q querier, channel string) error {
+	_, err := q.Exec(ctx, sqlNotifyProbe, channel)
+	return err
+}
 
 const sqlCancelJob = `SELECT durable_jobs.cancel_job($1)`
 

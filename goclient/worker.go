@@ -37,18 +37,21 @@ const (
 
 // Worker defaults.
 const (
-	// DefaultPollInterval is how long an idle worker waits between claims.
+	// DefaultPollInterval is the longest an idle worker waits between
+	// claims (a notification or a job falling due wakes it sooner).
 	DefaultPollInterval = time.Second
 	// DefaultShutdownTimeout is how long Run waits for in-flight handlers
 	// after its context is cancelled, before it cancels them.
 	DefaultShutdownTimeout = 10 * time.Second
 )
 
-// msgPoolTooSmallForTxHandler is the ConfigError message of NewWorker for
-// a TxHandler worker whose pool cannot hold one transaction per running job
-// and one claim at the same time.
-const msgPoolTooSmallForTxHandler = "pool MaxConns must be at least Concurrency + 1 for a TxHandler " +
-	"(one connection per running job's transaction and one to claim with)"
+// msgPoolTooSmallForTxHandler is the format of the ConfigError message of
+// NewWorker for a TxHandler worker whose pool cannot hold one transaction
+// per running job and one claim at the same time: the pool's MaxConns, the
+// Concurrency, the size needed (twice) and the fix.
+const msgPoolTooSmallForTxHandler = "pool MaxConns is %d, and a TxHandler with Concurrency %d needs at least %d " +
+	"(one connection per running job's transaction and one to claim with): set pool_max_conns=%d or more " +
+	"in the connection string (or MaxConns in the pool's config), or lower Concurrency"
 
 // WorkerConfig configures a Worker. Queue and exactly one of Handler and
 // TxHandler are required.
@@ -76,7 +79,9 @@ type WorkerConfig struct {
 	// A TxHandler holds one connection of the client's pool for as long as
 	// it runs (its transaction), so with a TxHandler the pool's MaxConns
 	// must be at least Concurrency + 1, the extra one for claiming; NewWorker
-	// refuses a smaller pool. The worker also claims no more jobs than the
+	// refuses a smaller pool, and its error gives the pool's size and the
+	// size needed. A pool made by NewPool without pool_max_conns holds
+	// DefaultPoolMaxConns (10), enough up to Concurrency 9. The worker also claims no more jobs than the
 	// pool has connections free at that moment (others may use the pool
 	// too), so it never holds a claim it cannot start. For example, with
 	// Concurrency 8 and a TxHandler, give the pool MaxConns 9 (or more, if
@@ -84,8 +89,12 @@ type WorkerConfig struct {
 	// of Config.RenewalPoolSize connections (default 16), so one such
 	// process opens at most 9 + 16 = 25 connections as its login role.
 	Concurrency int
-	// PollInterval is how long the worker waits after a claim found less
-	// work than it had room for. Default: DefaultPollInterval.
+	// PollInterval is the longest the worker waits after a claim found
+	// less work than it had room for: it claims sooner when its wake-up
+	// listener hears that the queue has work, or when the queue's next job
+	// falls due (see Wake-ups in the package documentation). It is also
+	// how often the worker polls when notifications cannot reach it.
+	// Default: DefaultPollInterval.
 	PollInterval time.Duration
 	// ShutdownTimeout is how long Run lets in-flight handlers finish after
 	// its context is cancelled. Default: DefaultShutdownTimeout.
@@ -122,6 +131,15 @@ type Worker struct {
 	// close together (batch_completion.go).
 	completions *completer
 
+	// arrived wakes the claim loop when the wake-up listener heard that
+	// the queue has work (wakeup.go).
+	arrived chan struct{}
+	// connectListener opens the wake-up listener's connection
+	// (pgx.ConnectConfig; tests replace it), and listenProbeTimeout bounds
+	// the wait for its probe notification.
+	connectListener    func(context.Context, *pgx.ConnConfig) (*pgx.Conn, error)
+	listenProbeTimeout time.Duration
+
 	// avail is Config.Observer when it is an AvailabilityObserver.
 	avail AvailabilityObserver
 	// down is why the worker stopped claiming ("" while it claims); guarded by mu.
@@ -135,7 +153,11 @@ type Worker struct {
 //	concurrency must not be negative          (zero means 1)
 //	poll interval must not be negative
 //	shutdown timeout must not be negative
-//	pool MaxConns must be at least Concurrency + 1 for a TxHandler (...)
+//	pool MaxConns is M, and a TxHandler with Concurrency C needs at least C+1 (...): set pool_max_conns=C+1 or more ...
+//
+// NewPool's pools hold at least DefaultPoolMaxConns connections unless
+// the connection string sets pool_max_conns, so a TxHandler worker of
+// Concurrency up to 9 needs no sizing of its own.
 func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	switch {
 	case (cfg.Handler == nil) == (cfg.TxHandler == nil):
@@ -150,8 +172,9 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = 1
 	}
-	if cfg.TxHandler != nil && int(c.pool.Config().MaxConns) < cfg.Concurrency+1 {
-		return nil, &ConfigError{Field: "Concurrency", Message: msgPoolTooSmallForTxHandler}
+	if size := int(c.pool.Config().MaxConns); cfg.TxHandler != nil && size < cfg.Concurrency+1 {
+		return nil, &ConfigError{Field: "Concurrency", Message: fmt.Sprintf(msgPoolTooSmallForTxHandler,
+			size, cfg.Concurrency, cfg.Concurrency+1, cfg.Concurrency+1)}
 	}
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = DefaultPollInterval
@@ -170,6 +193,7 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 		avail = NopObserver{}
 	}
 	w := &Worker{c: c, cfg: cfg, leases: make(map[*Lease]struct{}), wake: make(chan struct{}, 1),
+		arrived: make(chan struct{}, 1), connectListener: pgx.ConnectConfig, listenProbeTimeout: listenProbeTimeout,
 		completions: newCompleter(c), avail: avail}
 	w.completions.limit, w.completions.moved = cfg.Concurrency, w.completionsMoved
 	return w, nil
@@ -201,7 +225,15 @@ func defaultRetryDelay(attempt int) time.Duration {
 func (w *Worker) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	base := context.WithoutCancel(ctx)
+	lctx, stopListening := context.WithCancel(ctx)
+	listening := make(chan struct{})
+	go func() {
+		defer close(listening)
+		w.listen(lctx)
+	}()
 	err := w.claimLoop(ctx, base, &wg)
+	stopListening()
+	<-listening
 	queue := slog.String("queue_name", w.cfg.Queue)
 	if err != nil {
 		w.log(slog.LevelInfo, "leasefence: worker stopping", queue, slog.String("error", err.Error()))
@@ -241,16 +273,46 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	woken := false
+	// notified: the loop was woken by the wake-up listener; quietUntil: a
+	// claim so woken found nothing, so the next one so woken waits until
+	// then (any login may NOTIFY the channel: this bounds the claims a
+	// stranger's notifications cause to one per wakeCooldown).
+	notified := false
+	var quietUntil time.Time
+	// stuck is the wait after a claim that got nothing although a job is
+	// due now (another session holds its row): minDueWait at first,
+	// doubled each time in a row, at most PollInterval.
+	stuck := minDueWait
 	for {
 		if w.unavailable() != "" {
 			w.probe(base)
 		}
+		wait := w.cfg.PollInterval
 		if free := w.room(); free > 0 && w.unavailable() == "" && (!woken || free >= w.cfg.Concurrency/claimBatchDivisor) {
+			if quiet := time.Until(quietUntil); notified && quiet > 0 {
+				time.Sleep(quiet)
+			}
 			// The claim itself is not cut short by ctx: a claim that commits
 			// after its caller gave up would leave a job nobody runs.
 			cctx, cancel := context.WithTimeout(base, w.c.claimTimeout())
-			jobs, err := w.c.ClaimMany(cctx, w.cfg.Queue, free)
+			jobs, due, known, err := w.c.claimForWorker(cctx, w.cfg.Queue, free)
 			cancel()
+			if notified && len(jobs) == 0 {
+				quietUntil = time.Now().Add(wakeCooldown)
+			}
+			notified = false
+			if len(jobs) > 0 || !known || due > 0 {
+				stuck = minDueWait
+			}
+			if known && due < wait {
+				// The next job falls due before the poll: wake then (never
+				// later than the poll, even when the poll is under
+				// minDueWait).
+				wait = min(wait, max(due, stuck))
+			}
+			if len(jobs) == 0 && known && due == 0 {
+				stuck = min(2*stuck, w.cfg.PollInterval)
+			}
 			var dbErr *DatabaseError
 			if errors.As(err, &dbErr) || errors.Is(err, ErrConfigurationRejected) || errors.Is(err, ErrClosed) {
 				return err
@@ -270,16 +332,22 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 				// leaving them to a claim of their own. A yield, no wait.
 				runtime.Gosched()
 			}
-			if len(jobs) == free && ctx.Err() == nil {
+			// A claim that got jobs is followed by another at once, for the
+			// room left: jobs that committed during the claim (an enqueue
+			// that did not notify because another transaction of the queue
+			// was notifying, migration 027) start now, not at the next poll.
+			if len(jobs) > 0 && ctx.Err() == nil {
 				continue
 			}
 		}
-		poll.Reset(w.cfg.PollInterval)
+		poll.Reset(wait)
 		woken = false
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-poll.C:
+		case <-w.arrived:
+			notified = true
 		case <-w.wake:
 			woken = true
 		}

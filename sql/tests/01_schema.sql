@@ -4,7 +4,7 @@
 -- writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(208);
+SELECT plan(212);
 
 -- Schema, type, tables -------------------------------------------------------
 
@@ -218,8 +218,8 @@ SELECT triggers_are('durable_jobs', 'change_control_setting',
     ARRAY['change_control_setting_stamp', 'change_control_setting_no_delete', 'change_control_setting_no_truncate',
           'change_control_setting_evidence'],
     'the change-control setting stamps who changed it, refuses DELETE and TRUNCATE and records every change as evidence (migration 026)');
-SELECT triggers_are('durable_jobs', 'job_record', ARRAY[]::name[],
-    'job_record has no trigger: migration 017 moved the generation floor of 011 into claim_next_jobs, because a BEFORE ROW UPDATE trigger locks the old row before every UPDATE of job_record');
+SELECT triggers_are('durable_jobs', 'job_record', ARRAY['job_record_wake_workers', 'job_record_wake_workers_after_insert'],
+    'job_record has only the two AFTER wake-up triggers of migration 027 (no BEFORE ROW UPDATE trigger: migration 017 moved the generation floor of 011 into claim_next_jobs, because one locks the old row before every UPDATE of job_record)');
 
 -- Comments where promised ----------------------------------------------------------
 
@@ -278,8 +278,9 @@ SELECT functions_are('durable_jobs',
           'record_change_control_change', 'set_change_record', 'check_change_record', 'cancel_job_recorded',
           'replay_job_recorded', 'record_job_action', 'operator_job_actions', 'control_evidence_mismatches',
           'job_status_mismatches', 'processing_counts', 'require_valid_change_control', 'set_maker_checker', 'approved_proposer',
-          'propose_change', 'decide_change', 'approve_change', 'reject_change', 'pending_changes'],
-    'the schema holds exactly the contract functions, the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue, change control (015), the partial policy change and the rule functions (016), the control-table evidence, operator action trail, audit and maker-checker functions (026) and the private helpers');
+          'propose_change', 'decide_change', 'approve_change', 'reject_change', 'pending_changes',
+          'wake_queue_workers', 'wake_queue_workers_after_insert', 'queue_next_due_in'],
+    'the schema holds exactly the contract functions, the wake-ups (027), the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue, change control (015), the partial policy change and the rule functions (016), the control-table evidence, operator action trail, audit and maker-checker functions (026) and the private helpers');
 
 CREATE TEMP TABLE expected_signature (
     function_name   name PRIMARY KEY,
@@ -328,6 +329,7 @@ INSERT INTO expected_signature VALUES
   'boolean', 'durable_job_terminal_owner'),
  ('release_job_claims', '{text,bigint[],uuid[]}', 'p_worker_owner_id text, p_job_record_ids bigint[], p_lease_claim_tokens uuid[]',
   'TABLE(job_record_id bigint, released boolean)', 'durable_job_terminal_owner'),
+ ('queue_next_due_in', '{text}', 'p_queue_name text', 'interval', 'durable_job_claim_owner'),
  ('set_queue_lease_policy', '{text,interval,interval,interval,boolean,text}',
   'p_queue_name text, p_lease_duration interval, p_renewal_interval interval, p_max_claim_lifetime interval, p_renewal_enabled boolean, p_change_reason text',
   'void', 'durable_job_policy_owner'),
@@ -533,7 +535,7 @@ SELECT is_empty(
             ELSE ARRAY['search_path=pg_catalog, pg_temp'] END$$,
     'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic, lock_timeout where it takes the evidence lock and (migration 024) the four output settings where it renders durations into evidence; only the seven inlined rule functions of migrations 016 and 021 set nothing');
 SELECT is((SELECT count(*)::integer FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef),
-          58, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), release_job_claims (migration 023), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) and lock_evidence_order and set_change_reason_pattern (migration 024) and the twelve of migration 026 (the cancel_job, replay_job, set_queue_retention_policy and erase_job_payload overloads with a change record, continue_evidence_chain, the two control-table evidence triggers, record_job_action, operator_job_actions, control_evidence_mismatches, job_status_mismatches and processing_counts) and the six maker-checker functions of 026 (set_maker_checker, approved_proposer, propose_change, approve_change, reject_change, pending_changes) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
+          59, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), release_job_claims (migration 023), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) and lock_evidence_order and set_change_reason_pattern (migration 024) and the twelve of migration 026 (the cancel_job, replay_job, set_queue_retention_policy and erase_job_payload overloads with a change record, continue_evidence_chain, the two control-table evidence triggers, record_job_action, operator_job_actions, control_evidence_mismatches, job_status_mismatches and processing_counts) and the six maker-checker functions of 026 (set_maker_checker, approved_proposer, propose_change, approve_change, reject_change, pending_changes) and queue_next_due_in (migration 027) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef

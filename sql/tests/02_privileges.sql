@@ -4,7 +4,7 @@
 -- renewal owner none on payloads; no bundle role can log in or escalate.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(704);
+SELECT plan(709);
 
 -- Which runtime role may execute which function. record_deployment_version
 -- is not a runtime function: only the role that applied the bundle runs it.
@@ -26,6 +26,7 @@ INSERT INTO expected_execute VALUES
  ('complete_job', '{bigint,uuid,text,jsonb}', '{durable_job_worker}'),
  ('complete_jobs', '{text,bigint[],uuid[],jsonb[]}', '{durable_job_worker}'),
  ('release_job_claims', '{text,bigint[],uuid[]}', '{durable_job_worker}'),
+ ('queue_next_due_in', '{text}', '{durable_job_worker}'),
  ('retry_job', '{bigint,uuid,text,interval,text}', '{durable_job_worker}'),
  ('fail_job', '{bigint,uuid,text,text}', '{durable_job_worker}'),
  ('release_job_claim', '{bigint,uuid,text}', '{durable_job_worker}'),

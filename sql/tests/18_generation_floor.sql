@@ -41,9 +41,12 @@ INSERT INTO t18_job VALUES
     ('below', durable_jobs.enqueue_job('t18.below', '{"n": 3}'::jsonb)),
     ('local', durable_jobs.enqueue_job('t18.local', '{"n": 4}'::jsonb));
 
--- No trigger and no other writer: the floor is claim_next_jobs's alone.
-SELECT is_empty($$SELECT tgname FROM pg_trigger WHERE tgrelid = 'durable_jobs.job_record'::regclass AND NOT tgisinternal$$,
-                'job_record has no trigger: a BEFORE ROW UPDATE trigger locks the old row before every UPDATE of job_record, renewals included (migration 017)');
+-- No BEFORE trigger and no other writer: the floor is claim_next_jobs's
+-- alone. (Migration 027's wake-up triggers are AFTER triggers and write
+-- nothing.)
+SELECT is_empty($$SELECT tgname FROM pg_trigger WHERE tgrelid = 'durable_jobs.job_record'::regclass AND NOT tgisinternal
+                  AND (tgtype & 2) <> 0$$,
+                'job_record has no BEFORE trigger: a BEFORE ROW UPDATE trigger locks the old row before every UPDATE of job_record, renewals included (migration 017)');
 SELECT is_empty($$SELECT p.oid::regprocedure::text FROM pg_proc p
                   WHERE p.pronamespace = 'durable_jobs'::regnamespace
                     AND p.prosrc ~ '(SET|,|NEW\.)\s*lease_fencing_generation\s*:?=[^=]'

@@ -25,6 +25,7 @@ type plpgsqlFunction struct {
 	signature string // regprocedure text, e.g. durable_jobs.cancel_job(bigint)
 	source    string // prosrc: the body, whose line 1 is plpgsql_check's line 1
 	relid     uint32 // for a trigger function: a table it is attached to, else 0
+	newtable  string // for a trigger function with a transition table of new rows: its name, else ""
 }
 
 // lintFinding is one plpgsql_check message.
@@ -128,7 +129,8 @@ func plpgsqlFunctions(t *testing.T, ctx context.Context, conn *pgx.Conn, schema 
 	t.Helper()
 	rows, err := conn.Query(ctx, `
 		SELECT p.oid, p.oid::regprocedure::text, p.prosrc,
-		       COALESCE((SELECT min(tg.tgrelid) FROM pg_trigger tg WHERE tg.tgfoid = p.oid), 0)
+		       COALESCE((SELECT min(tg.tgrelid) FROM pg_trigger tg WHERE tg.tgfoid = p.oid), 0),
+		       COALESCE((SELECT min(tg.tgnewtable) FROM pg_trigger tg WHERE tg.tgfoid = p.oid), '')
 		FROM pg_proc p
 		JOIN pg_namespace n ON n.oid = p.pronamespace
 		JOIN pg_language l ON l.oid = p.prolang
@@ -138,7 +140,7 @@ func plpgsqlFunctions(t *testing.T, ctx context.Context, conn *pgx.Conn, schema 
 	var out []plpgsqlFunction
 	for rows.Next() {
 		var f plpgsqlFunction
-		require.NoError(t, rows.Scan(&f.oid, &f.signature, &f.source, &f.relid))
+		require.NoError(t, rows.Scan(&f.oid, &f.signature, &f.source, &f.relid, &f.newtable))
 		out = append(out, f)
 	}
 	require.NoError(t, rows.Err())
@@ -154,7 +156,8 @@ func lint(t *testing.T, ctx context.Context, conn *pgx.Conn, functions []plpgsql
 		rows, err := conn.Query(ctx, `
 			SELECT COALESCE(lineno, 0), COALESCE(statement, ''), COALESCE(sqlstate, ''), COALESCE(message, ''),
 			       COALESCE(detail, ''), COALESCE(hint, ''), COALESCE(level, '')
-			FROM plpgsql_check_function_tb($1::oid::regprocedure, $2::oid::regclass, `+checkFlags+`)`, f.oid, f.relid)
+			FROM plpgsql_check_function_tb($1::oid::regprocedure, $2::oid::regclass,
+				newtable => NULLIF($3, '')::name, `+checkFlags+`)`, f.oid, f.relid, f.newtable)
 		require.NoError(t, err)
 		for rows.Next() {
 			l := lintFinding{function: f.signature}
