@@ -60,19 +60,14 @@ const defaultJobsLimit = 50
 
 // runJobs is "leasectl jobs".
 func runJobs(ctx context.Context, env *cliEnv, args []string) int {
-	if len(args) == 0 {
-		return env.usageError("jobs: say list, show, cancel or replay")
+	name, rest, done, code := readAction(env, "jobs", jobsUsage, args, "list", "show", "cancel", "replay")
+	if done {
+		return code
 	}
-	switch args[0] {
-	case "-h", "-help", "--help":
-		fmt.Fprint(env.stdout, jobsUsage)
-		return exitOK
-	case "list":
-		return jobsList(ctx, env, args[1:])
-	case "show", "cancel", "replay":
-		return jobsOne(ctx, env, args[0], args[1:])
+	if name == "list" {
+		return jobsList(ctx, env, rest)
 	}
-	return env.usageError("jobs: unknown action %q (want list, show, cancel or replay)", args[0])
+	return jobsOne(ctx, env, name, rest)
 }
 
 // jobView is one job as the operator views return it.
@@ -194,21 +189,22 @@ var errJobNotFound = errors.New("no such job")
 // jobsOne is "jobs show|cancel|replay ID".
 func jobsOne(ctx context.Context, env *cliEnv, action string, args []string) int {
 	name := "jobs " + action
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") && !isHelp(args[0]) {
-		return env.usageError("%s: say which job: leasectl %s ID", name, name)
-	}
-	var idArg string
-	if !isHelp(args[0]) {
-		idArg, args = args[0], args[1:]
-	}
 	fs := newFlagSet(name)
 	common := addCommonFlags(fs, true)
-	if done, code := parseFlags(env, fs, jobsUsage, args); done {
+	positional, done, code := parseArgs(env, fs, jobsUsage, args)
+	if done {
 		return code
+	}
+	switch {
+	case len(positional) == 0:
+		return env.usageError("%s: say which job: leasectl %s ID", name, name)
+	case len(positional) > 1:
+		return env.usageError("%s: unexpected argument %q", name, positional[1])
 	}
 	if err := common.checkOutput(); err != nil {
 		return env.usageError("%s: %s", name, err)
 	}
+	idArg := positional[0]
 	id, err := strconv.ParseInt(idArg, 10, 64)
 	if err != nil {
 		return env.usageError("%s: job id %q is not a number", name, idArg)
@@ -277,6 +273,3 @@ func jobsOne(ctx context.Context, env *cliEnv, action string, args []string) int
 	_ = tw.Flush()
 	return exitOK
 }
-
-// isHelp reports whether arg asks for help.
-func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }

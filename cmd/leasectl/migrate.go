@@ -70,16 +70,9 @@ elevated or (the *_owner roles) have members, before changing anything.
 
 // runMigrate is "leasectl migrate".
 func runMigrate(ctx context.Context, env *cliEnv, args []string) int {
-	if len(args) == 0 {
-		return env.usageError("migrate: say up, down or status")
-	}
-	action := args[0]
-	if action == "-h" || action == "-help" || action == "--help" {
-		fmt.Fprint(env.stdout, migrateUsage)
-		return exitOK
-	}
-	if action != "up" && action != "down" && action != "status" {
-		return env.usageError("migrate: unknown action %q (want up, down or status)", action)
+	action, rest, done, code := readAction(env, "migrate", migrateUsage, args, "up", "down", "status")
+	if done {
+		return code
 	}
 	fs := newFlagSet("migrate " + action)
 	common := addCommonFlags(fs, action == "status")
@@ -105,7 +98,7 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) int {
 	if action != "status" {
 		fs.DurationVar(&lockTimeout, "lock-timeout", defaultLockTimeout, "longest wait for the migration lock (at least 1ms)")
 	}
-	if done, code := parseFlags(env, fs, migrateUsage, args[1:]); done {
+	if done, code := parseFlags(env, fs, migrateUsage, rest); done {
 		return code
 	}
 	if err := common.checkOutput(); err != nil {
