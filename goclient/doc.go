@@ -353,6 +353,7 @@
 //	INFO   leasefence: job claimed
 //	INFO   leasefence: job completed
 //	WARN   leasefence: handler returned an error               error
+//	WARN   leasefence: handler cancelled: the lease ended      cause (why the lease ended, see below)
 //	ERROR  leasefence: handler panicked                        panic (the recovered value)
 //	WARN   leasefence: job retry scheduled                     reason_code, retry_delay, job_status
 //	WARN   leasefence: job failed                              reason_code
@@ -369,6 +370,15 @@
 //	INFO   leasefence: worker stopping                         queue_name, error when claiming failed for good
 //	WARN   leasefence: releasing claims at shutdown            queue_name, abandoned_jobs
 //	INFO   leasefence: worker stopped                          queue_name
+//
+// A handler that returns an error matching context.Canceled after its
+// lease ended is logged as cancelled, not as an error, with the lease's
+// end as "cause": "leasefence: claim is stale" when an operator cancelled
+// the running job (leasectl jobs cancel; the job is then CANCELLED) or
+// another worker took the expired claim over, "leasefence: claim was
+// released" at shutdown, the trust deadline's error when renewals failed
+// too long. No terminal write follows ("lease ended before the terminal
+// write").
 //
 // # Typed payloads
 //
