@@ -33,8 +33,10 @@ show prints one job, with its run-after, creation and change times.
 cancel moves a QUEUED, RETRY_SCHEDULED or RUNNING job to CANCELLED (a
 running job's claim is stale at once: its worker's renewal answers stale
 and its completion is refused). replay puts one FAILED or CANCELLED job
-back to QUEUED with its attempts starting again. Both exit 1 and change
-nothing when the job is unknown or in another status.
+back to QUEUED with its attempts starting again, due at once: it prints
+the new run-after (the database time of the replay), and the next idle
+worker of the queue claims it. Both exit 1 and change nothing when the
+job is unknown or in another status.
 
 No jobs command ever shows a payload, a claim token, its digest, a worker's
 owner id or an idempotency key: the database functions behind them
@@ -248,6 +250,11 @@ func jobsOne(ctx context.Context, env *cliEnv, action string, args []string) int
 	}
 	if common.json() {
 		_ = writeJSON(env.stdout, job)
+		return exitOK
+	}
+	if action == "replay" {
+		printf(env.stdout, "job %d is %s and due at once: run after %s, attempt %d of %d next\n",
+			job.ID, job.Status, textfmt.Time(job.RunAfter), job.Attempt+1, job.MaxAttempts)
 		return exitOK
 	}
 	if action != "show" {

@@ -47,6 +47,9 @@ kept in ` + sqlbundle.VersionTable + `.
   status  print the current and the newest version, and whether every
           function is what the current version installs (a body replaced by
           hand or a skipped migration is listed, and the exit code is 2).
+          It also runs as a login granted durable_job_auditor or
+          durable_job_operator (the version then comes from the newest
+          migration record of the control evidence).
 
 --reason is the operator's reason, recorded in the control evidence of each
 migration it runs (the evidence-chain migration and later ones read it; older ones record
@@ -62,8 +65,8 @@ it (see pg_locks and pg_stat_activity, or pg_terminate_backend). Every lock a
 migration waits for after that is bounded by --lock-timeout too; a wait that
 runs out fails that migration, which changes nothing.
 
-The connecting role must be a superuser (for example postgres). migrate
-refuses any other role, a ` + sqlbundle.VersionTable + ` that is not the plain
+For up and down the connecting role must be a superuser (for example
+postgres). migrate refuses any other role, a ` + sqlbundle.VersionTable + ` that is not the plain
 table it creates, and pre-existing durable_job_* roles that can log in, are
 elevated or (the *_owner roles) have members, before changing anything.
 `
@@ -224,7 +227,7 @@ func migrateStatus(ctx context.Context, env *cliEnv, common *commonFlags) int {
 		return env.fail("connect to database", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	current, _, err := sqlbundle.ReadVersion(ctx, conn)
+	current, err := readStatusVersion(ctx, conn)
 	if err != nil {
 		return env.fail("read current version", err)
 	}
