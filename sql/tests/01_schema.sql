@@ -4,7 +4,7 @@
 -- writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(191);
+SELECT plan(195);
 
 -- Schema, type, tables -------------------------------------------------------
 
@@ -241,8 +241,8 @@ SELECT functions_are('durable_jobs',
           'change_control', 'set_change_control', 'set_change_reason_pattern', 'update_queue_lease_policy',
           'queue_name_pattern', 'queue_name_is_well_formed', 'worker_owner_id_pattern',
           'worker_owner_id_is_well_formed', 'effective_lease_policy_queue',
-          'failure_reason_code_pattern', 'failure_reason_code_is_well_formed'],
-    'the schema holds exactly the contract functions, the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue, change control (015), the partial policy change and the rule functions (016) and the private helpers');
+          'failure_reason_code_pattern', 'failure_reason_code_is_well_formed', 'queue_backlog'],
+    'the schema holds exactly the contract functions, the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue, change control (015), the partial policy change and the rule functions (016), the queue backlog (028) and the private helpers');
 
 CREATE TEMP TABLE expected_signature (
     function_name   name PRIMARY KEY,
@@ -299,6 +299,9 @@ INSERT INTO expected_signature VALUES
  ('lease_health_by_queue', '{}', '',
   'TABLE(queue_name text, running_jobs bigint, expiring_within_interval bigint, expired_awaiting_reclaim bigint, reclaims_last_hour bigint, stale_renewals_last_hour bigint, stale_releases_last_hour bigint, oldest_lease_age interval, database_time timestamp with time zone)',
   'durable_job_audit_owner'),
+ ('queue_backlog', '{}', '',
+  'TABLE(queue_name text, queued bigint, running bigint, retry_scheduled bigint, failed_last_hour bigint, oldest_due_age interval, database_time timestamp with time zone)',
+  'durable_job_audit_owner'),
  ('queue_lease_policies', '{}', '',
   'TABLE(queue_name text, lease_duration interval, renewal_interval interval, max_claim_lifetime interval, renewal_enabled boolean, changed_at timestamp with time zone, changed_by_role text)',
   'durable_job_audit_owner'),
@@ -318,12 +321,12 @@ INSERT INTO expected_signature VALUES
   'TABLE(job_record_id bigint, queue_name text, job_status text, attempt_number integer, max_attempts integer, lease_fencing_generation bigint, lease_expires_at timestamp with time zone, lease_renewal_count bigint, failure_reason_code text, run_after timestamp with time zone, created_at timestamp with time zone, status_changed_at timestamp with time zone)',
   'durable_job_audit_owner');
 
--- 24 x has_function with the exact argument types.
+-- 26 x has_function with the exact argument types.
 SELECT has_function('durable_jobs', e.function_name, e.argument_types,
     'durable_jobs.' || e.function_name || '(' || array_to_string(e.argument_types, ', ') || ') exists')
 FROM expected_signature e ORDER BY e.function_name;
 
--- 24 x the exact parameter names, defaults and result columns.
+-- 26 x the exact parameter names, defaults and result columns.
 SELECT is((SELECT pg_get_function_arguments(p.oid) || ' -> ' || pg_get_function_result(p.oid)
            FROM pg_proc p
            WHERE p.oid = to_regprocedure('durable_jobs.' || e.function_name || '('
@@ -332,12 +335,12 @@ SELECT is((SELECT pg_get_function_arguments(p.oid) || ' -> ' || pg_get_function_
           'durable_jobs.' || e.function_name || ' has exactly the contract''s parameters and result columns')
 FROM expected_signature e ORDER BY e.function_name;
 
--- 24 x SECURITY DEFINER.
+-- 26 x SECURITY DEFINER.
 SELECT is_definer('durable_jobs', e.function_name, e.argument_types,
     'durable_jobs.' || e.function_name || ' is SECURITY DEFINER')
 FROM expected_signature e ORDER BY e.function_name;
 
--- 24 x owned by its family's definer role.
+-- 26 x owned by its family's definer role.
 SELECT function_owner_is('durable_jobs', e.function_name, e.argument_types, e.owner_role,
     'durable_jobs.' || e.function_name || ' is owned by its family''s definer role ' || e.owner_role)
 FROM expected_signature e ORDER BY e.function_name;
@@ -386,6 +389,7 @@ SELECT is_empty(
             WHEN 'durable_jobs.record_lease_outcome(text,text,bigint)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC']
             WHEN 'durable_jobs.retry_job(bigint,uuid,text,interval,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC']
             WHEN 'durable_jobs.lease_health_by_queue()' THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC']
+            WHEN 'durable_jobs.queue_backlog()' THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC', 'enable_seqscan=off']
             WHEN 'durable_jobs.lease_outcome_totals(timestamp with time zone)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC']
             WHEN 'durable_jobs.change_queue_lease_policy(text,interval,interval,interval,boolean,text,text,text)'
                 THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC', 'lock_timeout=10s']
@@ -402,9 +406,9 @@ SELECT is_empty(
             WHEN 'durable_jobs.enqueue_jobs(text,jsonb[],text[],timestamp with time zone[],integer[])' THEN ARRAY['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_custom_plan']
             WHEN 'durable_jobs.claim_next_jobs(text,text,integer)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']
             ELSE ARRAY['search_path=pg_catalog, pg_temp'] END$$,
-    'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic, lock_timeout where it takes the evidence lock and (migration 024) the four output settings where it renders durations into evidence; only the seven inlined rule functions of migrations 016 and 021 set nothing');
+    'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic, enable_seqscan = off where it must read only the rows it counts (queue_backlog, 028), lock_timeout where it takes the evidence lock and (migration 024) the four output settings where it renders durations into evidence; only the seven inlined rule functions of migrations 016 and 021 set nothing');
 SELECT is((SELECT count(*)::integer FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef),
-          40, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), release_job_claims (migration 023), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) and lock_evidence_order and set_change_reason_pattern (migration 024) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
+          41, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), release_job_claims (migration 023), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) and lock_evidence_order and set_change_reason_pattern (migration 024) and queue_backlog (migration 028) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef

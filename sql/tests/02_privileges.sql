@@ -4,7 +4,7 @@
 -- renewal owner none on payloads; no bundle role can log in or escalate.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(528);
+SELECT plan(533);
 
 -- Which runtime role may execute which function. record_deployment_version
 -- is not a runtime function: only the role that applied the bundle runs it.
@@ -32,6 +32,7 @@ INSERT INTO expected_execute VALUES
  ('set_queue_lease_policy', '{text,interval,interval,interval,boolean,text}', '{durable_job_operator}'),
  ('record_deployment_version', '{text,text}', '{}'),
  ('lease_health_by_queue', '{}', '{durable_job_auditor,durable_job_operator}'),
+ ('queue_backlog', '{}', '{durable_job_auditor,durable_job_operator}'),
  ('queue_lease_policies', '{}', '{durable_job_auditor,durable_job_operator}'),
  ('control_evidence_history', '{timestamptz}', '{durable_job_auditor,durable_job_operator}'),
  ('lease_outcome_totals', '{timestamptz}', '{durable_job_auditor,durable_job_operator}'),
@@ -97,7 +98,7 @@ INSERT INTO private_table VALUES
  ('control_evidence_record'), ('lease_outcome_tally'), ('queue_retention_policy');
 GRANT SELECT ON expected_execute, runtime_role, definer_role, private_table TO PUBLIC;
 
--- EXECUTE, function by function and role by role (61 x 4 + 61 for PUBLIC) ------------
+-- EXECUTE, function by function and role by role (65 x 4 + 65 for PUBLIC) ------------
 
 SELECT function_privs_are('durable_jobs', e.function_name, e.argument_types, r.role_name,
     CASE WHEN r.role_name = ANY (e.runtime_roles) THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
