@@ -34,8 +34,8 @@
 // to MaxBatchJobs jobs of one queue in one call), Cancel and State on a
 // client of their own. Operators (durable_job_operator) and auditors
 // (durable_job_auditor) claim nothing and need no Client: an Admin has
-// Replay, Cancel, State, the policy and evidence calls and the health and
-// totals reads, with no heartbeat, no goroutine and no pool of its own:
+// Replay, Cancel, State, the policy and evidence calls and the health,
+// backlog (QueueBacklog) and totals reads, with no heartbeat, no goroutine and no pool of its own:
 //
 //	pool, err := goclient.NewPool(ctx, auditorURL, 0)
 //	admin, err := goclient.NewAdmin(pool) // nothing to Close but the pool
