@@ -90,7 +90,7 @@ func TestHealthShowsTheBacklogPerQueue(t *testing.T) {
 	r := leasectl(t, "health", "--database-url", auditor)
 	requireCode(t, exitOK, r)
 	require.Regexp(t, `(?m)^QUEUE\s+QUEUED\s+RUNNING\s+RETRY SCHEDULED\s+FAILED 1H\s+OLDEST DUE$`, r.stdout)
-	require.Regexp(t, `(?m)^billing\s+1\s+1\s+1\s+1\s+5m0(\.\d+)?s$`, r.stdout)
+	require.Regexp(t, `(?m)^billing\s+1\s+1\s+1\s+1\s+5m\d+(\.\d+)?s$`, r.stdout)
 	require.Regexp(t, `(?m)^\*\s+0\s+0\s+0\s+0\s+-$`, r.stdout)
 	require.Regexp(t, `(?m)^backlog read at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z \(database time\)$`, r.stdout)
 
