@@ -59,6 +59,7 @@ func TestAdminHasNoHeartbeatAndNoPoolOfItsOwn(t *testing.T) {
 	acquired := pool.Stat().AcquireCount()
 	calls := []func() error{
 		func() error { _, err := admin.LeaseHealth(ctx); return err },
+		func() error { _, err := admin.QueueBacklog(ctx); return err },
 		func() error { _, err := admin.JobStatusTotals(ctx); return err },
 		func() error { _, err := admin.LeaseOutcomeTotals(ctx, time.Time{}); return err },
 		func() error { _, err := admin.ControlEvidence(ctx, time.Time{}); return err },

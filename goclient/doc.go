@@ -34,8 +34,8 @@
 // to MaxBatchJobs jobs of one queue in one call), Cancel and State on a
 // client of their own. Operators (durable_job_operator) and auditors
 // (durable_job_auditor) claim nothing and need no Client: an Admin has
-// Replay, Cancel, State, the policy and evidence calls and the health and
-// totals reads, with no heartbeat, no goroutine and no pool of its own:
+// Replay, Cancel, State, the policy and evidence calls and the health,
+// backlog (QueueBacklog) and totals reads, with no heartbeat, no goroutine and no pool of its own:
 //
 //	pool, err := goclient.NewPool(ctx, auditorURL, 0)
 //	admin, err := goclient.NewAdmin(pool) // nothing to Close but the pool
@@ -358,6 +358,7 @@
 //	INFO   leasefence: job claimed
 //	INFO   leasefence: job completed
 //	WARN   leasefence: handler returned an error               error
+//	WARN   leasefence: handler cancelled: the lease ended      cause (why the lease ended, see below)
 //	ERROR  leasefence: handler panicked                        panic (the recovered value)
 //	WARN   leasefence: job retry scheduled                     reason_code, retry_delay, job_status
 //	WARN   leasefence: job failed                              reason_code
@@ -381,6 +382,15 @@
 //	INFO   leasefence: worker stopping                         queue_name, error when claiming failed for good
 //	WARN   leasefence: releasing claims at shutdown            queue_name, abandoned_jobs
 //	INFO   leasefence: worker stopped                          queue_name
+//
+// A handler that returns an error matching context.Canceled after its
+// lease ended is logged as cancelled, not as an error, with the lease's
+// end as "cause": "leasefence: claim is stale" when an operator cancelled
+// the running job (leasectl jobs cancel; the job is then CANCELLED) or
+// another worker took the expired claim over, "leasefence: claim was
+// released" at shutdown, the trust deadline's error when renewals failed
+// too long. No terminal write follows ("lease ended before the terminal
+// write").
 //
 // # Wake-ups
 //

@@ -237,3 +237,54 @@ func TestHeartbeatLogHooks(t *testing.T) {
 	require.Same(t, discardLogger, quiet.Logger, "the default logger discards")
 	require.Equal(t, "boom", panicText(errors.New("boom")))
 }
+
+// TestCancelledRunningJobIsLoggedAsACancellation (issue 37, item 6): a job
+// an operator cancels while its handler runs ends the lease at the next
+// renewal (stale), the handler returns its context's error, and the worker
+// logs a cancellation with the lease's cause, not "handler returned an
+// error ... context canceled".
+func TestCancelledRunningJobIsLoggedAsACancellation(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const queue = "etl.cancelled"
+	producer, workerPool := logSetup(t, queue, 3*time.Second, time.Second)
+	id, err := producer.Enqueue(ctx, EnqueueParams{Queue: queue, Payload: []byte(`{"secret": "pii-cancelled"}`)})
+	require.NoError(t, err)
+
+	var logs logBuffer
+	client, err := NewClient(workerPool, Config{LeaseDuration: 3 * time.Second, RenewalInterval: time.Second,
+		SafetyMargin: 500 * time.Millisecond, AttemptTimeout: 400 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	defer client.Close()
+	started := make(chan struct{})
+	worker, err := client.NewWorker(WorkerConfig{Queue: queue, Handler: func(ctx context.Context, job Job) error {
+		close(started)
+		<-ctx.Done()
+		return fmt.Errorf("load stopped: %w", ctx.Err())
+	}})
+	require.NoError(t, err)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- worker.Run(runCtx) }()
+	<-started
+	cancelled, err := producer.Cancel(ctx, id)
+	require.NoError(t, err)
+	require.True(t, cancelled)
+	require.Eventually(t, func() bool {
+		return strings.Contains(logs.String(), "leasefence: lease ended before the terminal write")
+	}, 10*time.Second, 10*time.Millisecond)
+	stop()
+	require.NoError(t, <-done)
+
+	log := logs.String()
+	require.Contains(t, log, `level=WARN msg="leasefence: handler cancelled: the lease ended" claim.job_record_id=`)
+	require.Contains(t, log, `cause="leasefence: claim is stale"`)
+	require.NotContains(t, log, "handler returned an error")
+	require.NotContains(t, log, "context canceled")
+	require.NotContains(t, log, "pii-cancelled")
+	s, err := producer.State(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, StatusCancelled, s.Status)
+}

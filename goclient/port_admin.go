@@ -279,6 +279,24 @@ func (a *Admin) LeaseHealth(ctx context.Context) ([]QueueLeaseHealth, error) {
 	return out, translateError(err)
 }
 
+const sqlQueueBacklog = `SELECT queue_name, queued, running, retry_scheduled, failed_last_hour, oldest_due_age,
+	database_time FROM durable_jobs.queue_backlog()`
+
+// QueueBacklog returns the backlog of every queue that has a policy, or a
+// job that waits, runs or failed in the last hour, ordered by queue name
+// (auditor role; a database from before migration 028 has no such
+// function).
+func (a *Admin) QueueBacklog(ctx context.Context) ([]QueueBacklog, error) {
+	rows, _ := a.pool.Query(ctx, sqlQueueBacklog)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (QueueBacklog, error) {
+		var b QueueBacklog
+		err := row.Scan(&b.Queue, &b.Queued, &b.Running, &b.RetryScheduled, &b.FailedLastHour, &b.OldestDueAge,
+			&b.DatabaseTime)
+		return b, err
+	})
+	return out, translateError(err)
+}
+
 const sqlControlEvidenceHistory = `SELECT evidence_record_id, evidence_kind, COALESCE(queue_name, ''),
 	previous_values, new_values, change_reason, changed_by_role, recorded_at
 	FROM durable_jobs.control_evidence_history($1)`

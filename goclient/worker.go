@@ -587,8 +587,17 @@ func (w *Worker) process(base context.Context, lease *Lease, job Job) (completed
 	// transaction committed; a completion is logged without it.
 	var outcome func()
 	if errors.As(err, &he) {
-		w.log(slog.LevelWarn, "leasefence: handler returned an error", claimAttr(job.claim),
-			slog.String("error", handlerErrorText(he.err)))
+		// A handler that stopped because its lease ended (its context was
+		// cancelled: the job was cancelled, the claim went stale or its
+		// trust deadline passed, the worker is shutting down) did not fail:
+		// it was cancelled, for the reason the lease gives.
+		if cause := lease.Err(); cause != nil && errors.Is(he.err, context.Canceled) {
+			w.log(slog.LevelWarn, "leasefence: handler cancelled: the lease ended", claimAttr(job.claim),
+				slog.String("cause", cause.Error()))
+		} else {
+			w.log(slog.LevelWarn, "leasefence: handler returned an error", claimAttr(job.claim),
+				slog.String("error", handlerErrorText(he.err)))
+		}
 		err = w.c.writeTx(bg, lease, func(b *pgx.Batch) { outcome = w.failure(b, job.claim, he.err) })
 	}
 	switch {

@@ -1,5 +1,5 @@
 -- GENERATED: do not edit. The schema durable_jobs of a fresh install of
--- the bundle at version 27, as pg_dump --schema-only prints it: tables,
+-- the bundle at version 28, as pg_dump --schema-only prints it: tables,
 -- indexes, constraints, triggers, functions, owners and grants. The
 -- installing superuser is written postgres. The roles are in
 -- sql/roles/bundle_roles.sql, the function bodies with their comments in
@@ -2283,6 +2283,65 @@ END;
 $$;
 
 ALTER FUNCTION durable_jobs.purge_expired_job_data(p_batch_size integer) OWNER TO durable_job_retention_owner;
+
+--
+-- Name: queue_backlog(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+CREATE FUNCTION durable_jobs.queue_backlog() RETURNS TABLE(queue_name text, queued bigint, running bigint, retry_scheduled bigint, failed_last_hour bigint, oldest_due_age interval, database_time timestamp with time zone)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET "TimeZone" TO 'UTC'
+    SET enable_seqscan TO 'off'
+    BEGIN ATOMIC
+ WITH waiting AS (
+          SELECT j.queue_name,
+             count(*) FILTER (WHERE (j.job_status = 'QUEUED'::durable_jobs.job_status_kind)) AS queued,
+             count(*) FILTER (WHERE (j.job_status = 'RETRY_SCHEDULED'::durable_jobs.job_status_kind)) AS retry_scheduled,
+             min(j.run_after) FILTER (WHERE (j.run_after <= statement_timestamp())) AS oldest_due
+            FROM durable_jobs.job_record j
+           WHERE (j.job_status = ANY (ARRAY['QUEUED'::durable_jobs.job_status_kind, 'RETRY_SCHEDULED'::durable_jobs.job_status_kind]))
+           GROUP BY j.queue_name
+         ), running AS (
+          SELECT j.queue_name,
+             count(*) AS running
+            FROM durable_jobs.job_record j
+           WHERE (j.job_status = 'RUNNING'::durable_jobs.job_status_kind)
+           GROUP BY j.queue_name
+         ), failed AS (
+          SELECT j.queue_name,
+             count(*) AS failed
+            FROM durable_jobs.job_record j
+           WHERE ((j.job_status = 'FAILED'::durable_jobs.job_status_kind) AND (j.status_changed_at >= (statement_timestamp() - '01:00:00'::interval)))
+           GROUP BY j.queue_name
+         ), queues AS (
+          SELECT p.queue_name
+            FROM durable_jobs.queue_lease_policy p
+         UNION
+          SELECT w_1.queue_name
+            FROM waiting w_1
+         UNION
+          SELECT ru_1.queue_name
+            FROM running ru_1
+         UNION
+          SELECT f_1.queue_name
+            FROM failed f_1
+         )
+  SELECT q.queue_name,
+     COALESCE(w.queued, (0)::bigint) AS "coalesce",
+     COALESCE(ru.running, (0)::bigint) AS "coalesce",
+     COALESCE(w.retry_scheduled, (0)::bigint) AS "coalesce",
+     COALESCE(f.failed, (0)::bigint) AS "coalesce",
+     (statement_timestamp() - w.oldest_due),
+     statement_timestamp() AS statement_timestamp
+    FROM (((queues q
+      LEFT JOIN waiting w ON ((w.queue_name = q.queue_name)))
+      LEFT JOIN running ru ON ((ru.queue_name = q.queue_name)))
+      LEFT JOIN failed f ON ((f.queue_name = q.queue_name)))
+   ORDER BY q.queue_name;
+END;
+
+ALTER FUNCTION durable_jobs.queue_backlog() OWNER TO durable_job_audit_owner;
 
 --
 -- Name: queue_lease_policies(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_audit_owner
@@ -5071,6 +5130,13 @@ GRANT ALL ON FUNCTION durable_jobs.propose_change(p_change_kind text, p_queue_na
 
 REVOKE ALL ON FUNCTION durable_jobs.purge_expired_job_data(p_batch_size integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION durable_jobs.purge_expired_job_data(p_batch_size integer) TO durable_job_operator;
+
+--
+-- Name: FUNCTION queue_backlog(); Type: ACL; Schema: durable_jobs; Owner: durable_job_audit_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.queue_backlog() FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.queue_backlog() TO durable_job_auditor;
 
 --
 -- Name: FUNCTION queue_lease_policies(); Type: ACL; Schema: durable_jobs; Owner: durable_job_audit_owner

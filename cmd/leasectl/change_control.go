@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,19 +45,14 @@ runs out. Needs a login granted durable_job_operator.
 
 // runChangeControl is "leasectl change-control".
 func runChangeControl(ctx context.Context, env *cliEnv, args []string) int {
-	if len(args) == 0 {
-		return env.usageError("change-control: say show or set")
+	name, rest, done, code := readAction(env, "change-control", changeControlUsage, args, "show", "set")
+	if done {
+		return code
 	}
-	switch args[0] {
-	case "-h", "-help", "--help":
-		fmt.Fprint(env.stdout, changeControlUsage)
-		return exitOK
-	case "show":
-		return changeControlShow(ctx, env, args[1:])
-	case "set":
-		return changeControlSet(ctx, env, args[1:])
+	if name == "show" {
+		return changeControlShow(ctx, env, rest)
 	}
-	return env.usageError("change-control: unknown action %q (want show or set)", args[0])
+	return changeControlSet(ctx, env, rest)
 }
 
 // changeControlJSON is the setting in JSON output.

@@ -38,19 +38,14 @@ durable_job_operator.
 
 // runChanges is "leasectl changes".
 func runChanges(ctx context.Context, env *cliEnv, args []string) int {
-	if len(args) == 0 {
-		return env.usageError("changes: say list, approve or reject")
+	name, rest, done, code := readAction(env, "changes", changesUsage, args, "list", "approve", "reject")
+	if done {
+		return code
 	}
-	switch args[0] {
-	case "-h", "-help", "--help":
-		fmt.Fprint(env.stdout, changesUsage)
-		return exitOK
-	case "list":
-		return changesList(ctx, env, args[1:])
-	case "approve", "reject":
-		return changesDecide(ctx, env, args[0], args[1:])
+	if name == "list" {
+		return changesList(ctx, env, rest)
 	}
-	return env.usageError("changes: unknown action %q (want list, approve or reject)", args[0])
+	return changesDecide(ctx, env, name, rest)
 }
 
 // proposal is one row of durable_jobs.pending_changes().
@@ -107,22 +102,23 @@ func changesList(ctx context.Context, env *cliEnv, args []string) int {
 
 func changesDecide(ctx context.Context, env *cliEnv, action string, args []string) int {
 	name := "changes " + action
-	if len(args) == 0 || len(args[0]) > 0 && args[0][0] == '-' && !isHelp(args[0]) {
-		return env.usageError("%s: say which proposal: leasectl %s ID", name, name)
-	}
-	var idArg string
-	if !isHelp(args[0]) {
-		idArg, args = args[0], args[1:]
-	}
 	fs := newFlagSet(name)
 	common := addCommonFlags(fs, true)
 	reason := fs.String("reason", "", "why it is rejected; kept in the control evidence (reject: required)")
-	if done, code := parseFlags(env, fs, changesUsage, args); done {
+	positional, done, code := parseArgs(env, fs, changesUsage, args)
+	if done {
 		return code
+	}
+	switch {
+	case len(positional) == 0:
+		return env.usageError("%s: say which proposal: leasectl %s ID", name, name)
+	case len(positional) > 1:
+		return env.usageError("%s: unexpected argument %q", name, positional[1])
 	}
 	if err := common.checkOutput(); err != nil {
 		return env.usageError("%s: %s", name, err)
 	}
+	idArg := positional[0]
 	id, err := strconv.ParseInt(idArg, 10, 64)
 	if err != nil {
 		return env.usageError("%s: proposal id %q is not a number", name, idArg)

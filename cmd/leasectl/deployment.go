@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 
 	"github.com/mightyetl/leasefence/goclient"
 )
@@ -34,16 +33,9 @@ record_deployment (no runtime role can).
 
 // runDeployment is "leasectl deployment".
 func runDeployment(ctx context.Context, env *cliEnv, args []string) int {
-	if len(args) == 0 {
-		return env.usageError("deployment: say record")
-	}
-	switch args[0] {
-	case "-h", "-help", "--help":
-		fmt.Fprint(env.stdout, deploymentUsage)
-		return exitOK
-	case "record":
-	default:
-		return env.usageError("deployment: unknown action %q (want record)", args[0])
+	_, rest, done, code := readAction(env, "deployment", deploymentUsage, args, "record")
+	if done {
+		return code
 	}
 	fs := newFlagSet("deployment record")
 	common := addCommonFlags(fs, true)
@@ -53,7 +45,7 @@ func runDeployment(ctx context.Context, env *cliEnv, args []string) int {
 	fs.StringVar(&d.DeployedBy, "deployed-by", "", "handle of the person who deployed (required)")
 	fs.StringVar(&d.Ticket, "ticket", "", "change ticket, e.g. REL-42 (required)")
 	fs.StringVar(&d.Reason, "reason", "", "short reason (required)")
-	if done, code := parseFlags(env, fs, deploymentUsage, args[1:]); done {
+	if done, code := parseFlags(env, fs, deploymentUsage, rest); done {
 		return code
 	}
 	if err := common.checkOutput(); err != nil {

@@ -17,7 +17,10 @@
 // Every command connects with --database-url, or, when it is empty, with
 // the standard PostgreSQL variables (PGHOST, PGPORT, PGDATABASE, PGUSER,
 // PGPASSWORD, PGSSLMODE, ...). Commands that print data take
-// --output text|json.
+// --output text|json. Flags and positional arguments may come in any
+// order after the command and its action ("jobs show 201 --output json"
+// or "jobs show --output json 201"); "--" ends the flags; --help or -h on
+// any command or action prints its usage and exits 0.
 //
 // # Exit codes
 //

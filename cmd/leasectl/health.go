@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/mightyetl/leasefence/goclient"
 	"github.com/mightyetl/leasefence/internal/textfmt"
@@ -26,8 +27,21 @@ database time from the auditor function lease_health_by_queue():
                     as for STALE 1H)
   OLDEST LEASE      age of the oldest running claim
 
-Only counts and durations: no job id, owner, token or payload. Needs a login
-granted durable_job_auditor (or durable_job_operator).
+and then the backlog of every queue that has a policy, or a job waiting,
+running or failed in the last hour, from queue_backlog() (migration 028):
+
+  QUEUED            QUEUED jobs, due or scheduled later
+  RUNNING           RUNNING jobs (as above)
+  RETRY SCHEDULED   RETRY_SCHEDULED jobs, due or not
+  FAILED 1H         jobs that became FAILED in the last hour
+  OLDEST DUE        how long the oldest due QUEUED or RETRY_SCHEDULED job
+                    has waited: it grows when workers fall behind or none
+                    runs ("-" when no job is due)
+
+--output json gives one object per queue with both (the backlog fields
+are 0, and oldest_due_age_seconds null, for a queue the backlog does not
+list). Only counts and durations: no job id, owner, token or payload.
+Needs a login granted durable_job_auditor (or durable_job_operator).
 `
 
 // healthJSON is one queue's health in JSON output.
@@ -41,6 +55,11 @@ type healthJSON struct {
 	StaleReleasesLastHour  int64    `json:"stale_releases_last_hour"`
 	OldestLeaseAgeSeconds  *float64 `json:"oldest_lease_age_seconds"`
 	DatabaseTime           string   `json:"database_time"`
+	// The queue's backlog (queue_backlog).
+	QueuedJobs          int64    `json:"queued_jobs"`
+	RetryScheduledJobs  int64    `json:"retry_scheduled_jobs"`
+	FailedLastHour      int64    `json:"failed_last_hour"`
+	OldestDueAgeSeconds *float64 `json:"oldest_due_age_seconds"`
 }
 
 // runHealth is "leasectl health".
@@ -62,10 +81,18 @@ func runHealth(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return env.fail("read lease health", err)
 	}
+	backlog, err := s.admin.QueueBacklog(ctx)
+	if err != nil {
+		return env.fail("read the backlog", err)
+	}
 	if common.json() {
+		byQueue := map[string]goclient.QueueBacklog{}
+		for _, b := range backlog {
+			byQueue[b.Queue] = b
+		}
 		out := make([]healthJSON, 0, len(health))
 		for _, h := range health {
-			out = append(out, toHealthJSON(h))
+			out = append(out, toHealthJSON(h, byQueue[h.Queue]))
 		}
 		_ = writeJSON(env.stdout, out)
 		return exitOK
@@ -80,12 +107,24 @@ func runHealth(ctx context.Context, env *cliEnv, args []string) int {
 	if len(health) > 0 {
 		printf(env.stdout, "read at %s (database time)\n", textfmt.Time(health[0].DatabaseTime))
 	}
+	printf(env.stdout, "\n")
+	tw = newTable(env.stdout)
+	printf(tw, "QUEUE\tQUEUED\tRUNNING\tRETRY SCHEDULED\tFAILED 1H\tOLDEST DUE\n")
+	for _, b := range backlog {
+		printf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", b.Queue, b.Queued, b.Running, b.RetryScheduled, b.FailedLastHour,
+			optionalAge(b.OldestDueAge))
+	}
+	_ = tw.Flush()
+	if len(backlog) > 0 {
+		printf(env.stdout, "backlog read at %s (database time)\n", textfmt.Time(backlog[0].DatabaseTime))
+	}
 	return exitOK
 }
 
-// toHealthJSON is one queue's health as JSON output shows it; the oldest
-// lease age is null when no lease is running.
-func toHealthJSON(h goclient.QueueLeaseHealth) healthJSON {
+// toHealthJSON is one queue's health and backlog as JSON output shows
+// them; the oldest lease age is null when no lease is running, the oldest
+// due age when no job is due.
+func toHealthJSON(h goclient.QueueLeaseHealth, b goclient.QueueBacklog) healthJSON {
 	out := healthJSON{
 		Queue:                  h.Queue,
 		RunningJobs:            h.RunningJobs,
@@ -95,18 +134,34 @@ func toHealthJSON(h goclient.QueueLeaseHealth) healthJSON {
 		StaleRenewalsLastHour:  h.StaleRenewalsLastHour,
 		StaleReleasesLastHour:  h.StaleReleasesLastHour,
 		DatabaseTime:           textfmt.Time(h.DatabaseTime),
-	}
-	if h.OldestLeaseAge != nil {
-		age := seconds(*h.OldestLeaseAge)
-		out.OldestLeaseAgeSeconds = &age
+		QueuedJobs:             b.Queued,
+		RetryScheduledJobs:     b.RetryScheduled,
+		FailedLastHour:         b.FailedLastHour,
+		OldestLeaseAgeSeconds:  optionalSeconds(h.OldestLeaseAge),
+		OldestDueAgeSeconds:    optionalSeconds(b.OldestDueAge),
 	}
 	return out
 }
 
+// optionalSeconds is d in seconds, or nil when there is none.
+func optionalSeconds(d *time.Duration) *float64 {
+	if d == nil {
+		return nil
+	}
+	s := seconds(*d)
+	return &s
+}
+
 // oldestLease prints the oldest lease age rounded to milliseconds, or "-".
 func oldestLease(h goclient.QueueLeaseHealth) string {
-	if h.OldestLeaseAge == nil {
+	return optionalAge(h.OldestLeaseAge)
+}
+
+// optionalAge prints an age rounded to milliseconds, or "-" when there is
+// none.
+func optionalAge(d *time.Duration) string {
+	if d == nil {
 		return "-"
 	}
-	return fmt.Sprint(h.OldestLeaseAge.Round(1e6))
+	return fmt.Sprint(d.Round(time.Millisecond))
 }

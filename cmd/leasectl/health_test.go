@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -57,4 +58,61 @@ func TestHealthStartsNoHeartbeatAndNoSecondPool(t *testing.T) {
 		"one pool: leasectl's own")
 	require.NotContains(t, dump, "goclient.newHeartbeat", "no heartbeat")
 	require.Empty(t, stdout.String())
+}
+
+// Issue 37, item 4: leasectl health shows, per queue, the jobs queued,
+// running, retry scheduled and failed in the last hour and how long the
+// oldest due job has waited, in text and in JSON.
+func TestHealthShowsTheBacklogPerQueue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	admin := db.Pool(t)
+	producer := db.LoginPool(t, "durable_job_producer")
+	worker := db.LoginPool(t, "durable_job_worker")
+	for i := 0; i < 4; i++ {
+		_, err := producer.Exec(ctx, `SELECT durable_jobs.enqueue_job('billing', '{"k": "v"}'::jsonb)`)
+		require.NoError(t, err)
+	}
+	claim(t, worker, "billing", "w1") // stays RUNNING
+	id, token := claim(t, worker, "billing", "w1")
+	_, err := worker.Exec(ctx, `SELECT durable_jobs.fail_job($1, $2::uuid, 'w1', 'bad_input')`, id, token)
+	require.NoError(t, err)
+	id, token = claim(t, worker, "billing", "w1")
+	_, err = worker.Exec(ctx, `SELECT durable_jobs.retry_job($1, $2::uuid, 'w1', interval '1 hour', 'busy')`, id, token)
+	require.NoError(t, err)
+	// The one QUEUED job has been due for five minutes.
+	_, err = admin.Exec(ctx, `UPDATE durable_jobs.job_record SET run_after = clock_timestamp() - interval '5 minutes'
+		WHERE queue_name = 'billing' AND job_status = 'QUEUED'`)
+	require.NoError(t, err)
+
+	auditor := db.LoginURL(t, "durable_job_auditor")
+	r := leasectl(t, "health", "--database-url", auditor)
+	requireCode(t, exitOK, r)
+	require.Regexp(t, `(?m)^QUEUE\s+QUEUED\s+RUNNING\s+RETRY SCHEDULED\s+FAILED 1H\s+OLDEST DUE$`, r.stdout)
+	require.Regexp(t, `(?m)^billing\s+1\s+1\s+1\s+1\s+5m\d+(\.\d+)?s$`, r.stdout)
+	require.Regexp(t, `(?m)^\*\s+0\s+0\s+0\s+0\s+-$`, r.stdout)
+	require.Regexp(t, `(?m)^backlog read at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z \(database time\)$`, r.stdout)
+
+	r = leasectl(t, "health", "--output", "json", "--database-url", auditor)
+	requireCode(t, exitOK, r)
+	var health []healthJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &health), r.stdout)
+	require.Len(t, health, 2)
+	star, billing := health[0], health[1]
+	require.Equal(t, "billing", billing.Queue)
+	require.Equal(t, []int64{1, 1, 1, 1}, []int64{billing.QueuedJobs, billing.RunningJobs, billing.RetryScheduledJobs, billing.FailedLastHour})
+	require.NotNil(t, billing.OldestDueAgeSeconds)
+	require.InDelta(t, 300, *billing.OldestDueAgeSeconds, 60)
+	require.Nil(t, star.OldestDueAgeSeconds)
+	require.Zero(t, star.QueuedJobs)
+	requireNoSecrets(t, r)
+
+	// A login that may read lease health but not the backlog is told which
+	// read failed.
+	_, err = admin.Exec(ctx, `REVOKE EXECUTE ON FUNCTION durable_jobs.queue_backlog() FROM durable_job_auditor`)
+	require.NoError(t, err)
+	r = leasectl(t, "health", "--database-url", auditor)
+	requireCode(t, exitError, r)
+	require.Equal(t, "error: read the backlog: permission denied for function queue_backlog (SQLSTATE 42501)\n", r.stderr)
 }

@@ -35,12 +35,14 @@ show prints one job, with its run-after, creation and change times.
 cancel moves a QUEUED, RETRY_SCHEDULED or RUNNING job to CANCELLED (a
 running job's claim is stale at once: its worker's renewal answers stale
 and its completion is refused). replay puts one FAILED or CANCELLED job
-back to QUEUED with its attempts starting again. Both exit 1 and change
-nothing when the job is unknown or in another status. Both are operator
-actions on record: --reason (required), --ticket and --approver are
-checked as every change record's are (a reason that looks like personal
-data is refused, exit 2), kept in the job's action trail, which show
-prints, and recorded as control evidence naming the queue, never the job.
+back to QUEUED with its attempts starting again, due at once: it prints
+the new run-after (the database time of the replay), and the next idle
+worker of the queue claims it. Both exit 1 and change nothing when the
+job is unknown or in another status. Both are operator actions on record:
+--reason (required), --ticket and --approver are checked as every change
+record's are (a reason that looks like personal data is refused, exit 2),
+kept in the job's action trail, which show prints, and recorded as control
+evidence naming the queue, never the job.
 
 No jobs command ever shows a payload, a claim token, its digest, a worker's
 owner id or an idempotency key: the database functions behind them
@@ -87,19 +89,14 @@ const defaultJobsLimit = 50
 
 // runJobs is "leasectl jobs".
 func runJobs(ctx context.Context, env *cliEnv, args []string) int {
-	if len(args) == 0 {
-		return env.usageError("jobs: say list, show, cancel or replay")
+	name, rest, done, code := readAction(env, "jobs", jobsUsage, args, "list", "show", "cancel", "replay")
+	if done {
+		return code
 	}
-	switch args[0] {
-	case "-h", "-help", "--help":
-		fmt.Fprint(env.stdout, jobsUsage)
-		return exitOK
-	case "list":
-		return jobsList(ctx, env, args[1:])
-	case "show", "cancel", "replay":
-		return jobsOne(ctx, env, args[0], args[1:])
+	if name == "list" {
+		return jobsList(ctx, env, rest)
 	}
-	return env.usageError("jobs: unknown action %q (want list, show, cancel or replay)", args[0])
+	return jobsOne(ctx, env, name, rest)
 }
 
 // jobView is one job as the operator views return it.
@@ -221,13 +218,6 @@ var errJobNotFound = errors.New("no such job")
 // jobsOne is "jobs show|cancel|replay ID".
 func jobsOne(ctx context.Context, env *cliEnv, action string, args []string) int {
 	name := "jobs " + action
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") && !isHelp(args[0]) {
-		return env.usageError("%s: say which job: leasectl %s ID", name, name)
-	}
-	var idArg string
-	if !isHelp(args[0]) {
-		idArg, args = args[0], args[1:]
-	}
 	fs := newFlagSet(name)
 	common := addCommonFlags(fs, true)
 	var reason *string
@@ -236,8 +226,15 @@ func jobsOne(ctx context.Context, env *cliEnv, action string, args []string) int
 		reason = fs.String("reason", "", "why; kept in the job's action trail and the control evidence (required)")
 		record = addChangeRecordFlags(fs)
 	}
-	if done, code := parseFlags(env, fs, jobsUsage, args); done {
+	positional, done, code := parseArgs(env, fs, jobsUsage, args)
+	if done {
 		return code
+	}
+	switch {
+	case len(positional) == 0:
+		return env.usageError("%s: say which job: leasectl %s ID", name, name)
+	case len(positional) > 1:
+		return env.usageError("%s: unexpected argument %q", name, positional[1])
 	}
 	if err := common.checkOutput(); err != nil {
 		return env.usageError("%s: %s", name, err)
@@ -248,6 +245,7 @@ func jobsOne(ctx context.Context, env *cliEnv, action string, args []string) int
 	if reason != nil && looksPersonalOrSecret(*reason) {
 		return env.usageError("%s: --reason %s", name, personalReasonProblem)
 	}
+	idArg := positional[0]
 	id, err := strconv.ParseInt(idArg, 10, 64)
 	if err != nil {
 		return env.usageError("%s: job id %q is not a number", name, idArg)
@@ -293,6 +291,11 @@ func jobsOne(ctx context.Context, env *cliEnv, action string, args []string) int
 			_ = writeJSON(env.stdout, job)
 			return exitOK
 		}
+		if action == "replay" {
+			printf(env.stdout, "job %d is %s and due at once: run after %s, attempt %d of %d next\n",
+				job.ID, job.Status, textfmt.Time(job.RunAfter), job.Attempt+1, job.MaxAttempts)
+			return exitOK
+		}
 		printf(env.stdout, "job %d is %s\n", job.ID, job.Status)
 		return exitOK
 	}
@@ -335,6 +338,3 @@ func jobsOne(ctx context.Context, env *cliEnv, action string, args []string) int
 	_ = tw.Flush()
 	return exitOK
 }
-
-// isHelp reports whether arg asks for help.
-func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }

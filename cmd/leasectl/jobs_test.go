@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -171,6 +172,19 @@ func TestJobsShowCancelAndReplayOneJob(t *testing.T) {
 	require.Equal(t, "cancelled", withTrail.Actions[0].Kind)
 	require.Equal(t, "OPS-8: run it again", withTrail.Actions[1].Reason)
 	require.Nil(t, withTrail.Actions[1].Ticket)
+
+	// Issue 37, item 6: the text says the replayed job is due at once and
+	// shows its new run-after, the database time of the replay.
+	var before time.Time
+	require.NoError(t, db.Pool(t).QueryRow(context.Background(), "SELECT clock_timestamp()").Scan(&before))
+	r = leasectl(t, "jobs", "replay", fmt.Sprint(ids[0]), "--reason", "OPS-10: again", "--database-url", operator)
+	requireCode(t, exitOK, r)
+	m := regexp.MustCompile(fmt.Sprintf(`^job %d is QUEUED and due at once: run after (\S+), attempt 1 of 5 next\n$`, ids[0])).
+		FindStringSubmatch(r.stdout)
+	require.NotNil(t, m, r.stdout)
+	runAfter, err := time.Parse(time.RFC3339Nano, m[1])
+	require.NoError(t, err, m[1])
+	require.False(t, runAfter.Before(before.Truncate(time.Millisecond)), "run after %s is the replay's time (after %s)", runAfter, before)
 
 	for _, action := range []string{"show", "cancel", "replay"} {
 		r = leasectl(t, "jobs", action, "0", "--reason", "OPS-9: check", "--database-url", operator)

@@ -51,7 +51,12 @@ const mainUsage = `leasectl operates a leasefence database: durable-job leases t
 fences and renews.
 
 Usage:
-  leasectl <command> [arguments] [flags]
+  leasectl <command> [action] [arguments] [flags]
+
+Flags and arguments may stand in any order after the command and its action
+("leasectl jobs show 201 --output json" and "leasectl jobs show --output json
+201" are the same); "--" ends the flags. "--flag value" and "--flag=value"
+are the same; a boolean flag takes "--flag" or "--flag=false".
 
 Commands:
 %s
@@ -70,7 +75,8 @@ Output:
 Exit codes:
   0 success, 1 error, 2 audit findings, 64 usage error.
 
-Run "leasectl <command> --help" for a command's own flags.
+Run "leasectl <command> --help" for a command's usage, and "leasectl
+<command> <action> --help" for an action's flags.
 `
 
 func main() {
@@ -169,24 +175,4 @@ func newFlagSet(name string) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	return fs
-}
-
-// parseFlags parses args into fs. It returns done=true with the exit code
-// when the caller must stop: help was asked for (0, help on stdout), or the
-// flags were wrong (64). Positional arguments are refused.
-func parseFlags(env *cliEnv, fs *flag.FlagSet, usage string, args []string) (done bool, code int) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(env.stdout, usage)
-			fmt.Fprintln(env.stdout, "\nFlags:")
-			fs.SetOutput(env.stdout)
-			fs.PrintDefaults()
-			return true, exitOK
-		}
-		return true, env.usageError("%s: %s", fs.Name(), err)
-	}
-	if fs.NArg() > 0 {
-		return true, env.usageError("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
-	}
-	return false, exitOK
 }

@@ -48,6 +48,9 @@ kept in ` + sqlbundle.VersionTable + `.
   status  print the current and the newest version, and whether every
           function is what the current version installs (a body replaced by
           hand or a skipped migration is listed, and the exit code is 2).
+          It also runs as a login granted durable_job_auditor or
+          durable_job_operator (the version then comes from the newest
+          migration record of the control evidence).
 
 --reason is the operator's reason, recorded in the control evidence of each
 migration it runs (the evidence-chain migration and later ones read it; older ones record
@@ -72,24 +75,17 @@ Against a standby (a server in recovery) up, down and status say so and exit
 1: connect to the primary, for example with target_session_attrs=read-write
 in a multi-host URL.
 
-The connecting role must be a superuser (for example postgres). migrate
-refuses any other role, a ` + sqlbundle.VersionTable + ` that is not the plain
+For up and down the connecting role must be a superuser (for example
+postgres). migrate refuses any other role, a ` + sqlbundle.VersionTable + ` that is not the plain
 table it creates, and pre-existing durable_job_* roles that can log in, are
 elevated or (the *_owner roles) have members, before changing anything.
 `
 
 // runMigrate is "leasectl migrate".
 func runMigrate(ctx context.Context, env *cliEnv, args []string) int {
-	if len(args) == 0 {
-		return env.usageError("migrate: say up, down or status")
-	}
-	action := args[0]
-	if action == "-h" || action == "-help" || action == "--help" {
-		fmt.Fprint(env.stdout, migrateUsage)
-		return exitOK
-	}
-	if action != "up" && action != "down" && action != "status" {
-		return env.usageError("migrate: unknown action %q (want up, down or status)", action)
+	action, rest, done, code := readAction(env, "migrate", migrateUsage, args, "up", "down", "status")
+	if done {
+		return code
 	}
 	fs := newFlagSet("migrate " + action)
 	common := addCommonFlags(fs, action == "status")
@@ -117,7 +113,7 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) int {
 	if action != "status" {
 		fs.DurationVar(&lockTimeout, "lock-timeout", defaultLockTimeout, "longest wait for the migration lock (at least 1ms)")
 	}
-	if done, code := parseFlags(env, fs, migrateUsage, args[1:]); done {
+	if done, code := parseFlags(env, fs, migrateUsage, rest); done {
 		return code
 	}
 	if err := common.checkOutput(); err != nil {
@@ -251,7 +247,7 @@ func migrateStatus(ctx context.Context, env *cliEnv, common *commonFlags) int {
 	if err := refuseStandby(ctx, conn); err != nil {
 		return env.fail("migrate status", err)
 	}
-	current, _, err := sqlbundle.ReadVersion(ctx, conn)
+	current, err := readStatusVersion(ctx, conn)
 	if err != nil {
 		return env.fail("read current version", err)
 	}

@@ -42,19 +42,14 @@ durable_job_operator.
 
 // runPolicy is "leasectl policy".
 func runPolicy(ctx context.Context, env *cliEnv, args []string) int {
-	if len(args) == 0 {
-		return env.usageError("policy: say show or set")
+	name, rest, done, code := readAction(env, "policy", policyUsage, args, "show", "set")
+	if done {
+		return code
 	}
-	switch args[0] {
-	case "-h", "-help", "--help":
-		fmt.Fprint(env.stdout, policyUsage)
-		return exitOK
-	case "show":
-		return policyShow(ctx, env, args[1:])
-	case "set":
-		return policySet(ctx, env, args[1:])
+	if name == "show" {
+		return policyShow(ctx, env, rest)
 	}
-	return env.usageError("policy: unknown action %q (want show or set)", args[0])
+	return policySet(ctx, env, rest)
 }
 
 // policyJSON is one policy in JSON output.

@@ -51,21 +51,17 @@ Every action needs a login granted durable_job_operator.
 
 // runRetention is "leasectl retention".
 func runRetention(ctx context.Context, env *cliEnv, args []string) int {
-	if len(args) == 0 {
-		return env.usageError("retention: say show, set or apply")
+	name, rest, done, code := readAction(env, "retention", retentionUsage, args, "show", "set", "apply")
+	if done {
+		return code
 	}
-	switch args[0] {
-	case "-h", "-help", "--help":
-		fmt.Fprint(env.stdout, retentionUsage)
-		return exitOK
+	switch name {
 	case "show":
-		return retentionShow(ctx, env, args[1:])
+		return retentionShow(ctx, env, rest)
 	case "set":
-		return retentionSet(ctx, env, args[1:])
-	case "apply":
-		return retentionApply(ctx, env, args[1:])
+		return retentionSet(ctx, env, rest)
 	}
-	return env.usageError("retention: unknown action %q (want show, set or apply)", args[0])
+	return retentionApply(ctx, env, rest)
 }
 
 // retentionPolicy is one row of queue_retention_policies.

@@ -7,8 +7,8 @@
 // It uses only the exported API of github.com/mightyetl/leasefence/goclient
 // and reads its settings from the environment:
 //
-//	LEASEFENCE_DATABASE_URL      a login granted durable_job_worker, with SELECT, INSERT and
-//	                             UPDATE on public.etl_order_totals (required)
+//	LEASEFENCE_DATABASE_URL      a login granted durable_job_worker, with INSERT on
+//	                             public.etl_order_totals (required)
 //	LEASEFENCE_QUEUE             the queue to work (default etl.orders)
 //	LEASEFENCE_SAFETY_MARGIN     trusted lease time kept in reserve (default 5s)
 //	LEASEFENCE_CONCURRENCY       jobs run at once (default 4)
@@ -21,8 +21,8 @@
 //
 //	CREATE TABLE public.etl_order_totals (
 //	    order_id bigint PRIMARY KEY, customer_id bigint NOT NULL, total_cents bigint NOT NULL,
-//	    job_record_id bigint NOT NULL, lease_fencing_generation bigint NOT NULL);
-//	GRANT SELECT, INSERT, UPDATE ON public.etl_order_totals TO durable_job_worker;
+//	    job_record_id bigint NOT NULL UNIQUE, lease_fencing_generation bigint NOT NULL);
+//	GRANT INSERT ON public.etl_order_totals TO durable_job_worker;
 //
 // A job's payload is an order: {"order_id": 7, "customer_id": 3, "lines":
 // [{"sku": "A-1", "quantity": 2, "unit_price_cents": 450}]}. A payload that

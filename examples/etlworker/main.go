@@ -131,11 +131,12 @@ func loadOrder(ctx context.Context, tx pgx.Tx, job goclient.Job, o order) error 
 	for _, line := range o.Lines {
 		totalCents += line.Quantity * line.UnitPriceCents
 	}
+	// A plain INSERT into a table with unique keys: were an order or a job
+	// ever written twice, the second write would fail and show, where an
+	// upsert would hide it.
 	_, err := tx.Exec(ctx, `
 		INSERT INTO public.etl_order_totals (order_id, customer_id, total_cents, job_record_id, lease_fencing_generation)
-		VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (order_id) DO UPDATE SET customer_id = EXCLUDED.customer_id, total_cents = EXCLUDED.total_cents,
-		    job_record_id = EXCLUDED.job_record_id, lease_fencing_generation = EXCLUDED.lease_fencing_generation`,
+		VALUES ($1, $2, $3, $4, $5)`,
 		o.OrderID, o.CustomerID, totalCents, job.ID(), job.FencingGeneration())
 	return err // a database error retries the job (reason handler_error)
 }

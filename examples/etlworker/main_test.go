@@ -42,8 +42,10 @@ func (s *syncBuffer) String() string {
 // default policy) against a throwaway PostgreSQL: three orders end as rows
 // of the target table, each with its job's id and fencing generation and
 // the job SUCCEEDED; an order without lines and a payload that is not an
-// order end FAILED with their reason codes and write no row. Its log names
-// the jobs but never a payload value.
+// order end FAILED with their reason codes and write no row; a second job
+// for an order already loaded fails its plain INSERT on the unique key and
+// is retried, leaving the row as it was. Its log names the jobs but never a
+// payload value.
 func TestETLWorkerLoadsOrdersInTheCompletingTransaction(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -52,8 +54,8 @@ func TestETLWorkerLoadsOrdersInTheCompletingTransaction(t *testing.T) {
 	admin := db.Pool(t)
 	_, err := admin.Exec(ctx, `CREATE TABLE public.etl_order_totals (
 	    order_id bigint PRIMARY KEY, customer_id bigint NOT NULL, total_cents bigint NOT NULL,
-	    job_record_id bigint NOT NULL, lease_fencing_generation bigint NOT NULL);
-	GRANT SELECT, INSERT, UPDATE ON public.etl_order_totals TO durable_job_worker`)
+	    job_record_id bigint NOT NULL UNIQUE, lease_fencing_generation bigint NOT NULL);
+	GRANT INSERT ON public.etl_order_totals TO durable_job_worker`)
 	require.NoError(t, err)
 
 	producer, err := goclient.NewClient(db.LoginPool(t, "durable_job_producer"), goclient.Config{})
@@ -93,6 +95,13 @@ func TestETLWorkerLoadsOrdersInTheCompletingTransaction(t *testing.T) {
 		}
 		return true
 	}, time.Minute, 20*time.Millisecond, "every job reaches its terminal status; the log:\n%s", &logs)
+	// Order 1 again: the plain INSERT meets the unique key and the job is
+	// retried, where an upsert would have overwritten the row unseen.
+	again := enqueue(`{"order_id": 1, "customer_id": 9, "lines": [{"sku": "A-1", "quantity": 5, "unit_price_cents": 450}]}`)
+	require.Eventually(t, func() bool {
+		state, err := producer.State(ctx, again)
+		return err == nil && state.Status == goclient.StatusRetryScheduled && state.FailureReasonCode == "handler_error"
+	}, time.Minute, 20*time.Millisecond, "the second write of order 1 fails; the log:\n%s", &logs)
 	stop()
 	require.NoError(t, <-done)
 

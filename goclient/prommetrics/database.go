@@ -29,20 +29,32 @@ var ErrInvalidDatabaseCollector = errors.New("prommetrics: invalid database coll
 // that crashed before they could report anything, and they are the only
 // source of reclaims: a client cannot tell a reclaim from a first claim.
 //
-// A read that fails or takes longer than the timeout adds one to
+// When the reader is a BacklogReader too (goclient.Admin and
+// goclient.Client are), each scrape also reads the backlog
+// (durable_jobs.queue_backlog, migration 028) and exports, per queue, the
+// jobs queued and retry scheduled, the jobs failed in the last hour and the
+// age of the oldest due job (0 when none is due): the gauges that show
+// workers falling behind, or none running at all.
+//
+// A read (of either) that fails or takes longer than the timeout adds one to
 // leasefence_database_scrape_failures_total, and that scrape exports no
 // database gauge at all (never the previous values, never the error text).
 // The only label is "queue". Queue names are chosen by producers (any
 // producer login may enqueue into a new queue name), so the number of
 // series is bounded: at most MaxDatabaseQueueSeries queues get series of
-// their own, the busiest first (running jobs, expired leases, reclaims,
-// stale renewals and stale releases), and the rest are summed into one series labelled
-// OtherQueuesLabel (the oldest lease age is their greatest).
+// their own, the busiest first (by the workers' activity: running jobs,
+// expired leases, reclaims, stale renewals and stale releases; then by
+// backlog: queued, retry scheduled and failed jobs, which any producer
+// can create), and the rest are summed into one series labelled
+// OtherQueuesLabel (the oldest lease age and oldest due job age are their
+// greatest).
 type DatabaseCollector struct {
 	reader   LeaseHealthReader
 	timeout  time.Duration
 	failures prometheus.Counter
 	gauges   []databaseGauge
+	// backlog reads the backlog; nil when the reader is no BacklogReader.
+	backlog BacklogReader
 }
 
 // MaxDatabaseQueueSeries is how many queues at most the DatabaseCollector
@@ -64,10 +76,28 @@ type LeaseHealthReader interface {
 	LeaseHealth(ctx context.Context) ([]goclient.QueueLeaseHealth, error)
 }
 
-// databaseGauge is one per-queue gauge and how to read it from a row.
+// BacklogReader reads the backlog of every queue. A LeaseHealthReader
+// that is a BacklogReader too (*goclient.Admin and *goclient.Client are)
+// gives the DatabaseCollector the backlog gauges as well.
+type BacklogReader interface {
+	// QueueBacklog returns the backlog of every queue that has a policy or
+	// a job waiting, running or failed in the last hour, within ctx.
+	QueueBacklog(ctx context.Context) ([]goclient.QueueBacklog, error)
+}
+
+// queueRow is what one scrape read of one queue: its lease health and,
+// from a BacklogReader, its backlog (zero when there is none).
+type queueRow struct {
+	health  goclient.QueueLeaseHealth
+	backlog goclient.QueueBacklog
+}
+
+// databaseGauge is one per-queue gauge and how to read it from a row;
+// fromBacklog marks the gauges only a BacklogReader gives.
 type databaseGauge struct {
-	desc  *prometheus.Desc
-	value func(goclient.QueueLeaseHealth) float64
+	desc        *prometheus.Desc
+	value       func(queueRow) float64
+	fromBacklog bool
 }
 
 var _ prometheus.Collector = (*DatabaseCollector)(nil)
@@ -98,18 +128,24 @@ func NewDatabaseCollector(reader LeaseHealthReader, timeout time.Duration) (*Dat
 	desc := func(name string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help[name].Help, help[name].Labels, nil)
 	}
+	backlog, _ := reader.(BacklogReader)
 	return &DatabaseCollector{
 		reader:  reader,
+		backlog: backlog,
 		timeout: timeout,
 		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: DatabaseScrapeFailuresTotal,
 			Help: help[DatabaseScrapeFailuresTotal].Help}),
 		gauges: []databaseGauge{
-			{desc(DatabaseReclaimsLastHour), func(h goclient.QueueLeaseHealth) float64 { return float64(h.ReclaimsLastHour) }},
-			{desc(DatabaseStaleRenewalsLastHour), func(h goclient.QueueLeaseHealth) float64 { return float64(h.StaleRenewalsLastHour) }},
-			{desc(DatabaseStaleReleasesLastHour), func(h goclient.QueueLeaseHealth) float64 { return float64(h.StaleReleasesLastHour) }},
-			{desc(DatabaseExpiredAwaitingReclaim), func(h goclient.QueueLeaseHealth) float64 { return float64(h.ExpiredAwaitingReclaim) }},
-			{desc(DatabaseRunningJobs), func(h goclient.QueueLeaseHealth) float64 { return float64(h.RunningJobs) }},
-			{desc(DatabaseOldestLeaseAgeSeconds), oldestLeaseAgeSeconds},
+			{desc: desc(DatabaseReclaimsLastHour), value: func(r queueRow) float64 { return float64(r.health.ReclaimsLastHour) }},
+			{desc: desc(DatabaseStaleRenewalsLastHour), value: func(r queueRow) float64 { return float64(r.health.StaleRenewalsLastHour) }},
+			{desc: desc(DatabaseStaleReleasesLastHour), value: func(r queueRow) float64 { return float64(r.health.StaleReleasesLastHour) }},
+			{desc: desc(DatabaseExpiredAwaitingReclaim), value: func(r queueRow) float64 { return float64(r.health.ExpiredAwaitingReclaim) }},
+			{desc: desc(DatabaseRunningJobs), value: func(r queueRow) float64 { return float64(r.health.RunningJobs) }},
+			{desc: desc(DatabaseOldestLeaseAgeSeconds), value: oldestLeaseAgeSeconds},
+			{desc: desc(DatabaseQueuedJobs), value: func(r queueRow) float64 { return float64(r.backlog.Queued) }, fromBacklog: true},
+			{desc: desc(DatabaseRetryScheduledJobs), value: func(r queueRow) float64 { return float64(r.backlog.RetryScheduled) }, fromBacklog: true},
+			{desc: desc(DatabaseFailedJobsLastHour), value: func(r queueRow) float64 { return float64(r.backlog.FailedLastHour) }, fromBacklog: true},
+			{desc: desc(DatabaseOldestDueJobAgeSeconds), value: oldestDueJobAgeSeconds, fromBacklog: true},
 		},
 	}, nil
 }
@@ -129,73 +165,151 @@ func isNil(r LeaseHealthReader) bool {
 
 // oldestLeaseAgeSeconds is the oldest running claim's age in seconds, or 0
 // when the queue has no running job.
-func oldestLeaseAgeSeconds(h goclient.QueueLeaseHealth) float64 {
-	if h.OldestLeaseAge == nil {
+func oldestLeaseAgeSeconds(r queueRow) float64 {
+	return seconds(r.health.OldestLeaseAge)
+}
+
+// oldestDueJobAgeSeconds is how long the oldest due job has waited, in
+// seconds, or 0 when no job of the queue is due.
+func oldestDueJobAgeSeconds(r queueRow) float64 {
+	return seconds(r.backlog.OldestDueAge)
+}
+
+// seconds is d in seconds, 0 for nil.
+func seconds(d *time.Duration) float64 {
+	if d == nil {
 		return 0
 	}
-	return h.OldestLeaseAge.Seconds()
+	return d.Seconds()
 }
 
 // Describe sends the descriptions of every metric the collector exports.
 func (c *DatabaseCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, g := range c.gauges {
-		ch <- g.desc
+		if !g.fromBacklog || c.backlog != nil {
+			ch <- g.desc
+		}
 	}
 	c.failures.Describe(ch)
 }
 
-// Collect reads the lease health once, within the timeout, and sends one
-// gauge per queue and metric, then the failure counter. After a failed read
-// it sends the failure counter only.
+// Collect reads the lease health, and the backlog when the reader gives
+// it, within the timeout, and sends one gauge per queue and metric, then
+// the failure counter. After a failed read it sends the failure counter
+// only.
 func (c *DatabaseCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	health, err := c.reader.LeaseHealth(ctx)
+	rows, err := c.read(ctx)
 	if err != nil {
 		c.failures.Inc()
-		health = nil
+		rows = nil
 	}
-	for _, h := range boundQueues(health, MaxDatabaseQueueSeries) {
+	for _, r := range boundQueues(rows, MaxDatabaseQueueSeries) {
 		for _, g := range c.gauges {
+			if g.fromBacklog && c.backlog == nil {
+				continue
+			}
 			// Queue names match ^[a-z][a-z0-9_.:-]{0,62}$ (or are "*" or
 			// OtherQueuesLabel), so the one label value is always valid.
-			ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, g.value(h), h.Queue)
+			ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, g.value(r), r.health.Queue)
 		}
 	}
 	c.failures.Collect(ch)
 }
 
-// activity is how much a queue's health says is going on: what an operator
-// watches the database gauges for.
-func activity(h goclient.QueueLeaseHealth) int64 {
+// read reads the lease health and, from a BacklogReader, the backlog, and
+// joins them by queue: every queue either names has one row, in queue
+// order.
+func (c *DatabaseCollector) read(ctx context.Context) ([]queueRow, error) {
+	health, err := c.reader.LeaseHealth(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var backlog []goclient.QueueBacklog
+	if c.backlog != nil {
+		if backlog, err = c.backlog.QueueBacklog(ctx); err != nil {
+			return nil, err
+		}
+	}
+	byQueue := make(map[string]*queueRow, len(health))
+	rows := make([]*queueRow, 0, len(health))
+	row := func(queue string) *queueRow {
+		r, ok := byQueue[queue]
+		if !ok {
+			r = &queueRow{health: goclient.QueueLeaseHealth{Queue: queue}}
+			byQueue[queue] = r
+			rows = append(rows, r)
+		}
+		return r
+	}
+	for _, h := range health {
+		row(h.Queue).health = h
+	}
+	for _, b := range backlog {
+		row(b.Queue).backlog = b
+	}
+	out := make([]queueRow, len(rows))
+	for i, r := range rows {
+		out[i] = *r
+	}
+	slices.SortFunc(out, func(a, b queueRow) int { return cmp.Compare(a.health.Queue, b.health.Queue) })
+	return out, nil
+}
+
+// activity is how much a queue's health says its workers do: what an
+// operator watches the database gauges for. Only worker logins make it.
+func activity(r queueRow) int64 {
+	h := r.health
 	return h.RunningJobs + h.ExpiredAwaitingReclaim + h.ReclaimsLastHour + h.StaleRenewalsLastHour + h.StaleReleasesLastHour
 }
 
-// boundQueues returns health unchanged when it has at most limit queues;
-// otherwise the limit busiest queues (by activity, then by name), in name
-// order, and one more entry, OtherQueuesLabel, holding the sums of the
-// rest (and the greatest of their oldest lease ages).
-func boundQueues(health []goclient.QueueLeaseHealth, limit int) []goclient.QueueLeaseHealth {
-	if len(health) <= limit {
-		return health
+// backlogSize is how many jobs of a queue wait or failed lately: ranked
+// after activity, since any producer login can make it.
+func backlogSize(r queueRow) int64 {
+	return r.backlog.Queued + r.backlog.RetryScheduled + r.backlog.FailedLastHour
+}
+
+// boundQueues returns rows unchanged when they are at most limit queues;
+// otherwise the limit busiest queues (by activity, then backlog, then
+// name), in name order, and one more entry, OtherQueuesLabel, holding the
+// sums of the rest (and the greatest of their oldest lease ages and oldest
+// due job ages).
+func boundQueues(rows []queueRow, limit int) []queueRow {
+	if len(rows) <= limit {
+		return rows
 	}
-	ranked := slices.Clone(health)
-	slices.SortStableFunc(ranked, func(a, b goclient.QueueLeaseHealth) int {
-		return cmp.Or(cmp.Compare(activity(b), activity(a)), cmp.Compare(a.Queue, b.Queue))
+	ranked := slices.Clone(rows)
+	slices.SortStableFunc(ranked, func(a, b queueRow) int {
+		return cmp.Or(cmp.Compare(activity(b), activity(a)), cmp.Compare(backlogSize(b), backlogSize(a)),
+			cmp.Compare(a.health.Queue, b.health.Queue))
 	})
 	kept := ranked[:limit:limit]
-	slices.SortFunc(kept, func(a, b goclient.QueueLeaseHealth) int { return cmp.Compare(a.Queue, b.Queue) })
-	other := goclient.QueueLeaseHealth{Queue: OtherQueuesLabel}
-	for _, h := range ranked[limit:] {
-		other.RunningJobs += h.RunningJobs
-		other.ExpiringWithinInterval += h.ExpiringWithinInterval
-		other.ExpiredAwaitingReclaim += h.ExpiredAwaitingReclaim
-		other.ReclaimsLastHour += h.ReclaimsLastHour
-		other.StaleRenewalsLastHour += h.StaleRenewalsLastHour
-		other.StaleReleasesLastHour += h.StaleReleasesLastHour
-		if h.OldestLeaseAge != nil && (other.OldestLeaseAge == nil || *h.OldestLeaseAge > *other.OldestLeaseAge) {
-			other.OldestLeaseAge = h.OldestLeaseAge
-		}
+	slices.SortFunc(kept, func(a, b queueRow) int { return cmp.Compare(a.health.Queue, b.health.Queue) })
+	other := queueRow{health: goclient.QueueLeaseHealth{Queue: OtherQueuesLabel},
+		backlog: goclient.QueueBacklog{Queue: OtherQueuesLabel}}
+	for _, r := range ranked[limit:] {
+		h, b := r.health, r.backlog
+		other.health.RunningJobs += h.RunningJobs
+		other.health.ExpiringWithinInterval += h.ExpiringWithinInterval
+		other.health.ExpiredAwaitingReclaim += h.ExpiredAwaitingReclaim
+		other.health.ReclaimsLastHour += h.ReclaimsLastHour
+		other.health.StaleRenewalsLastHour += h.StaleRenewalsLastHour
+		other.health.StaleReleasesLastHour += h.StaleReleasesLastHour
+		other.health.OldestLeaseAge = longest(other.health.OldestLeaseAge, h.OldestLeaseAge)
+		other.backlog.Queued += b.Queued
+		other.backlog.Running += b.Running
+		other.backlog.RetryScheduled += b.RetryScheduled
+		other.backlog.FailedLastHour += b.FailedLastHour
+		other.backlog.OldestDueAge = longest(other.backlog.OldestDueAge, b.OldestDueAge)
 	}
 	return append(kept, other)
+}
+
+// longest is the longer of two optional durations (nil when both are).
+func longest(a, b *time.Duration) *time.Duration {
+	if b != nil && (a == nil || *b > *a) {
+		return b
+	}
+	return a
 }

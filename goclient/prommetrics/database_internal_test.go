@@ -1,9 +1,13 @@
 package prommetrics
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mightyetl/leasefence/goclient"
@@ -17,19 +21,84 @@ import (
 func TestBoundQueuesFoldsTheQuietestIntoOther(t *testing.T) {
 	t.Parallel()
 	age := func(d time.Duration) *time.Duration { return &d }
-	health := []goclient.QueueLeaseHealth{
-		{Queue: "a", RunningJobs: 1, OldestLeaseAge: age(time.Second)},
-		{Queue: "b", RunningJobs: 5, ExpiredAwaitingReclaim: 1, OldestLeaseAge: age(time.Minute)},
-		{Queue: "c", ReclaimsLastHour: 2, StaleRenewalsLastHour: 1, ExpiringWithinInterval: 3},
-		{Queue: "d", RunningJobs: 2, ExpiringWithinInterval: 1, OldestLeaseAge: age(time.Hour)},
-		{Queue: "e", StaleReleasesLastHour: 1},
+	rows := []queueRow{
+		{health: goclient.QueueLeaseHealth{Queue: "a", RunningJobs: 1, OldestLeaseAge: age(time.Second)},
+			backlog: goclient.QueueBacklog{Queue: "a", Queued: 4, OldestDueAge: age(time.Minute)}},
+		{health: goclient.QueueLeaseHealth{Queue: "b", RunningJobs: 5, ExpiredAwaitingReclaim: 1, OldestLeaseAge: age(time.Minute)}},
+		{health: goclient.QueueLeaseHealth{Queue: "c", ReclaimsLastHour: 2, StaleRenewalsLastHour: 1, ExpiringWithinInterval: 3}},
+		{health: goclient.QueueLeaseHealth{Queue: "d", RunningJobs: 2, ExpiringWithinInterval: 1, OldestLeaseAge: age(time.Hour)},
+			backlog: goclient.QueueBacklog{Queue: "d", RetryScheduled: 1, FailedLastHour: 2, Running: 2, OldestDueAge: age(time.Second)}},
+		{health: goclient.QueueLeaseHealth{Queue: "e", StaleReleasesLastHour: 1}},
 	}
-	require.Equal(t, health, boundQueues(health, 5), "within the bound nothing changes")
-	got := boundQueues(health, 2)
-	require.Equal(t, []goclient.QueueLeaseHealth{
-		health[1], health[2],
-		{Queue: OtherQueuesLabel, RunningJobs: 3, ExpiringWithinInterval: 1, StaleReleasesLastHour: 1,
+	require.Equal(t, rows, boundQueues(rows, 5), "within the bound nothing changes")
+	got := boundQueues(rows, 2)
+	require.Equal(t, []queueRow{
+		rows[1], rows[2],
+		{health: goclient.QueueLeaseHealth{Queue: OtherQueuesLabel, RunningJobs: 3, ExpiringWithinInterval: 1, StaleReleasesLastHour: 1,
 			OldestLeaseAge: age(time.Hour)},
+			backlog: goclient.QueueBacklog{Queue: OtherQueuesLabel, Queued: 4, RetryScheduled: 1, FailedLastHour: 2, Running: 2,
+				OldestDueAge: age(time.Minute)}},
 	}, got)
-	require.Equal(t, "a", health[0].Queue, "the input is left as it was")
+	require.Equal(t, "a", rows[0].health.Queue, "the input is left as it was")
+
+	// The workers' activity ranks first, the backlog (which any producer
+	// can make) second, the name last.
+	quiet := []queueRow{
+		{health: goclient.QueueLeaseHealth{Queue: "x"}},
+		{health: goclient.QueueLeaseHealth{Queue: "y"}, backlog: goclient.QueueBacklog{Queue: "y", Queued: 1000}},
+		{health: goclient.QueueLeaseHealth{Queue: "z", RunningJobs: 1}},
+	}
+	got = boundQueues(quiet, 2)
+	require.Equal(t, []string{"y", "z", OtherQueuesLabel}, []string{got[0].health.Queue, got[1].health.Queue, got[2].health.Queue})
+}
+
+// backlogReader is a LeaseHealthReader and BacklogReader with fixed answers.
+type backlogReader struct {
+	health     []goclient.QueueLeaseHealth
+	backlog    []goclient.QueueBacklog
+	backlogErr error
+}
+
+// LeaseHealth returns r's health rows.
+func (r backlogReader) LeaseHealth(context.Context) ([]goclient.QueueLeaseHealth, error) {
+	return r.health, nil
+}
+
+// QueueBacklog returns r's backlog rows, or its error.
+func (r backlogReader) QueueBacklog(context.Context) ([]goclient.QueueBacklog, error) {
+	return r.backlog, r.backlogErr
+}
+
+// The collector joins health and backlog by queue (a queue only one of
+// them names gets zeros for the other) and, when the backlog read fails,
+// counts a failure and exports no gauge.
+func TestDatabaseCollectorJoinsHealthAndBacklogByQueue(t *testing.T) {
+	t.Parallel()
+	due := 3 * time.Minute
+	reader := backlogReader{
+		health:  []goclient.QueueLeaseHealth{{Queue: "b", RunningJobs: 2}, {Queue: "c", ReclaimsLastHour: 1}},
+		backlog: []goclient.QueueBacklog{{Queue: "a", Queued: 7, OldestDueAge: &due}, {Queue: "b", Running: 2, RetryScheduled: 1}},
+	}
+	collector, err := NewDatabaseCollector(reader, time.Second)
+	require.NoError(t, err)
+	rows, err := collector.read(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, []queueRow{
+		{health: goclient.QueueLeaseHealth{Queue: "a"}, backlog: reader.backlog[0]},
+		{health: reader.health[0], backlog: reader.backlog[1]},
+		{health: reader.health[1]},
+	}, rows)
+	require.Equal(t, 180.0, oldestDueJobAgeSeconds(rows[0]))
+	require.Zero(t, oldestDueJobAgeSeconds(rows[1]))
+
+	reader.backlogErr = errors.New("no queue_backlog before migration 028")
+	collector, err = NewDatabaseCollector(reader, time.Second)
+	require.NoError(t, err)
+	ch := make(chan prometheus.Metric, 100)
+	collector.Collect(ch)
+	close(ch)
+	require.Len(t, ch, 1, "only the failure counter")
+	var m dto.Metric
+	require.NoError(t, (<-ch).Write(&m))
+	require.Equal(t, 1.0, m.GetCounter().GetValue())
 }

@@ -155,6 +155,10 @@ func TestDatabaseCollectorExportsReclaimsAndStaleRenewalsByQueue(t *testing.T) {
 		first.id, first.token, ownerA).Scan(&released))
 	require.False(t, released, "the superseded claim cannot be released")
 
+	// One job waits on the idle queue: the backlog gauges show it.
+	_, err := producer.Exec(ctx, `SELECT durable_jobs.enqueue_job($1, '{"customer_email": "kim@example.com"}'::jsonb)`, idle)
+	require.NoError(t, err)
+
 	auditor, err := goclient.NewAdmin(db.LoginPool(t, "durable_job_auditor"))
 	require.NoError(t, err)
 	collector, err := prommetrics.NewDatabaseCollector(auditor, 5*time.Second)
@@ -207,6 +211,18 @@ func TestDatabaseCollectorExportsReclaimsAndStaleRenewalsByQueue(t *testing.T) {
 	require.Less(t, ages[reclaimed], ages[stuck], "the reclaim is a newer claim than the stuck one")
 	require.GreaterOrEqual(t, ages[stuck], 1.0, "the stuck claim is older than its 1 s lease")
 	require.Less(t, ages[stuck], 60.0)
+
+	require.Equal(t, with(map[string]float64{reclaimed: 0, stuck: 0, idle: 1}),
+		byQueue(t, families[prommetrics.DatabaseQueuedJobs]))
+	require.Equal(t, with(map[string]float64{reclaimed: 0, stuck: 0}),
+		byQueue(t, families[prommetrics.DatabaseRetryScheduledJobs]))
+	require.Equal(t, with(map[string]float64{reclaimed: 0, stuck: 0}),
+		byQueue(t, families[prommetrics.DatabaseFailedJobsLastHour]))
+	due := byQueue(t, families[prommetrics.DatabaseOldestDueJobAgeSeconds])
+	require.Len(t, due, 4)
+	require.Zero(t, due[reclaimed], "nothing waits: age 0")
+	require.GreaterOrEqual(t, due[idle], 0.0)
+	require.Less(t, due[idle], 60.0, "the waiting job has been due since it was enqueued")
 
 	for _, forbidden := range []string{ownerA, ownerB, first.token, second.token, "kim@example.com",
 		"SELECT", "durable_jobs", "SQLSTATE", "leasefence: "} {
@@ -403,9 +419,13 @@ func TestDatabaseCollectorBoundsTheSeriesProducersCanCreate(t *testing.T) {
 	running := byQueue(t, families[prommetrics.DatabaseRunningJobs])
 	require.Equal(t, 1.0, running[busy], "the busy queue keeps its own series")
 	require.Contains(t, running, prommetrics.OtherQueuesLabel)
-	require.Contains(t, running, "*")
+	require.NotContains(t, running, "*", "the default row, with nothing going on, ranks below every queue with a waiting job")
 	require.Contains(t, running, "flood.q000")
 	require.NotContains(t, running, "flood.q104", "the idle queues last by name are summed")
 	ages := byQueue(t, families[prommetrics.DatabaseOldestLeaseAgeSeconds])
 	require.Zero(t, ages[prommetrics.OtherQueuesLabel], "no running job among the rest")
+	queued := byQueue(t, families[prommetrics.DatabaseQueuedJobs])
+	require.Equal(t, 6.0, queued[prommetrics.OtherQueuesLabel], "the waiting jobs of the queues summed into the rest")
+	require.Equal(t, 1.0, queued["flood.q000"])
+	require.Zero(t, queued[busy], "its one job runs")
 }

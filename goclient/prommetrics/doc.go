@@ -15,10 +15,12 @@
 // The observer counts what one client sees. Some things only the database
 // knows: whether a claim reclaimed an expired lease (claim_next_job's answer
 // does not say, so leasefence_claims_total has no "kind"), how many leases
-// have expired and wait, how old the oldest claim is. A DatabaseCollector
-// reads them at every scrape from lease_health_by_queue, through a
-// LeaseHealthReader, with a timeout: a goclient.Admin (no heartbeat, no pool
-// of its own) whose login is granted durable_job_auditor:
+// have expired and wait, how old the oldest claim is, how many jobs wait
+// and how long the oldest due one has waited. A DatabaseCollector reads
+// them at every scrape from lease_health_by_queue and queue_backlog,
+// through a LeaseHealthReader (and BacklogReader), with a timeout: a
+// goclient.Admin (no heartbeat, no pool of its own) whose login is granted
+// durable_job_auditor:
 //
 //	auditor, err := goclient.NewAdmin(auditorPool)
 //	collector, err := prommetrics.NewDatabaseCollector(auditor, 5*time.Second)

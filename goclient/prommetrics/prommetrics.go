@@ -60,6 +60,19 @@ const (
 	// DatabaseOldestLeaseAgeSeconds is the age of the oldest running claim
 	// of a queue, 0 when none runs (DatabaseCollector).
 	DatabaseOldestLeaseAgeSeconds = "leasefence_database_oldest_lease_age_seconds"
+	// DatabaseQueuedJobs is how many jobs are QUEUED, due or scheduled
+	// later, per queue (DatabaseCollector, from a BacklogReader).
+	DatabaseQueuedJobs = "leasefence_database_queued_jobs"
+	// DatabaseRetryScheduledJobs is how many jobs are RETRY_SCHEDULED, due
+	// or not, per queue (DatabaseCollector, from a BacklogReader).
+	DatabaseRetryScheduledJobs = "leasefence_database_retry_scheduled_jobs"
+	// DatabaseFailedJobsLastHour is how many jobs became FAILED in the last
+	// hour, per queue (DatabaseCollector, from a BacklogReader).
+	DatabaseFailedJobsLastHour = "leasefence_database_failed_jobs_last_hour"
+	// DatabaseOldestDueJobAgeSeconds is how long the oldest due QUEUED or
+	// RETRY_SCHEDULED job of a queue has waited, 0 when none is due
+	// (DatabaseCollector, from a BacklogReader).
+	DatabaseOldestDueJobAgeSeconds = "leasefence_database_oldest_due_job_age_seconds"
 	// DatabaseScrapeFailuresTotal counts the scrapes whose lease health read
 	// failed or timed out (DatabaseCollector).
 	DatabaseScrapeFailuresTotal = "leasefence_database_scrape_failures_total"
@@ -144,8 +157,20 @@ var Metrics = []Metric{
 	{Name: DatabaseOldestLeaseAgeSeconds, Type: "gauge", FromDatabase: true,
 		Help:   "Age of the oldest running claim by database time, in seconds, by queue; 0 when none runs.",
 		Labels: []string{LabelQueue}},
+	{Name: DatabaseQueuedJobs, Type: "gauge", FromDatabase: true,
+		Help:   "QUEUED jobs, due or scheduled later, by queue.",
+		Labels: []string{LabelQueue}},
+	{Name: DatabaseRetryScheduledJobs, Type: "gauge", FromDatabase: true,
+		Help:   "RETRY_SCHEDULED jobs, due or not, by queue.",
+		Labels: []string{LabelQueue}},
+	{Name: DatabaseFailedJobsLastHour, Type: "gauge", FromDatabase: true,
+		Help:   "Jobs that became FAILED in the last hour and still are, by queue.",
+		Labels: []string{LabelQueue}},
+	{Name: DatabaseOldestDueJobAgeSeconds, Type: "gauge", FromDatabase: true,
+		Help:   "How long the oldest due QUEUED or RETRY_SCHEDULED job has waited by database time, in seconds, by queue; 0 when none is due.",
+		Labels: []string{LabelQueue}},
 	{Name: DatabaseScrapeFailuresTotal, Type: "counter", FromDatabase: true,
-		Help: "Scrapes whose database lease health read failed or timed out; such a scrape exports no database gauge."},
+		Help: "Scrapes whose database lease health or backlog read failed or timed out; such a scrape exports no database gauge."},
 }
 
 // unavailableReasons is every goclient.UnavailableReason as a label value.

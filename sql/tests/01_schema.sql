@@ -4,7 +4,7 @@
 -- writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(212);
+SELECT plan(216);
 
 -- Schema, type, tables -------------------------------------------------------
 
@@ -279,8 +279,8 @@ SELECT functions_are('durable_jobs',
           'replay_job_recorded', 'record_job_action', 'operator_job_actions', 'control_evidence_mismatches',
           'job_status_mismatches', 'processing_counts', 'require_valid_change_control', 'set_maker_checker', 'approved_proposer',
           'propose_change', 'decide_change', 'approve_change', 'reject_change', 'pending_changes',
-          'wake_queue_workers', 'wake_queue_workers_after_insert', 'queue_next_due_in'],
-    'the schema holds exactly the contract functions, the wake-ups (027), the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue, change control (015), the partial policy change and the rule functions (016), the control-table evidence, operator action trail, audit and maker-checker functions (026) and the private helpers');
+          'wake_queue_workers', 'wake_queue_workers_after_insert', 'queue_next_due_in', 'queue_backlog'],
+    'the schema holds exactly the contract functions, the wake-ups (027), the backlog (028), the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue, change control (015), the partial policy change and the rule functions (016), the control-table evidence, operator action trail, audit and maker-checker functions (026) and the private helpers');
 
 CREATE TEMP TABLE expected_signature (
     function_name   name PRIMARY KEY,
@@ -338,6 +338,9 @@ INSERT INTO expected_signature VALUES
  ('lease_health_by_queue', '{}', '',
   'TABLE(queue_name text, running_jobs bigint, expiring_within_interval bigint, expired_awaiting_reclaim bigint, reclaims_last_hour bigint, stale_renewals_last_hour bigint, stale_releases_last_hour bigint, oldest_lease_age interval, database_time timestamp with time zone)',
   'durable_job_audit_owner'),
+ ('queue_backlog', '{}', '',
+  'TABLE(queue_name text, queued bigint, running bigint, retry_scheduled bigint, failed_last_hour bigint, oldest_due_age interval, database_time timestamp with time zone)',
+  'durable_job_audit_owner'),
  ('queue_lease_policies', '{}', '',
   'TABLE(queue_name text, lease_duration interval, renewal_interval interval, max_claim_lifetime interval, renewal_enabled boolean, changed_at timestamp with time zone, changed_by_role text)',
   'durable_job_audit_owner'),
@@ -357,12 +360,12 @@ INSERT INTO expected_signature VALUES
   'TABLE(job_record_id bigint, queue_name text, job_status text, attempt_number integer, max_attempts integer, lease_fencing_generation bigint, lease_expires_at timestamp with time zone, lease_renewal_count bigint, failure_reason_code text, run_after timestamp with time zone, created_at timestamp with time zone, status_changed_at timestamp with time zone)',
   'durable_job_audit_owner');
 
--- 24 x has_function with the exact argument types.
+-- 26 x has_function with the exact argument types.
 SELECT has_function('durable_jobs', e.function_name, e.argument_types,
     'durable_jobs.' || e.function_name || '(' || array_to_string(e.argument_types, ', ') || ') exists')
 FROM expected_signature e ORDER BY e.function_name;
 
--- 24 x the exact parameter names, defaults and result columns.
+-- 26 x the exact parameter names, defaults and result columns.
 SELECT is((SELECT pg_get_function_arguments(p.oid) || ' -> ' || pg_get_function_result(p.oid)
            FROM pg_proc p
            WHERE p.oid = to_regprocedure('durable_jobs.' || e.function_name || '('
@@ -371,12 +374,12 @@ SELECT is((SELECT pg_get_function_arguments(p.oid) || ' -> ' || pg_get_function_
           'durable_jobs.' || e.function_name || ' has exactly the contract''s parameters and result columns')
 FROM expected_signature e ORDER BY e.function_name;
 
--- 24 x SECURITY DEFINER.
+-- 26 x SECURITY DEFINER.
 SELECT is_definer('durable_jobs', e.function_name, e.argument_types,
     'durable_jobs.' || e.function_name || ' is SECURITY DEFINER')
 FROM expected_signature e ORDER BY e.function_name;
 
--- 24 x owned by its family's definer role.
+-- 26 x owned by its family's definer role.
 SELECT function_owner_is('durable_jobs', e.function_name, e.argument_types, e.owner_role,
     'durable_jobs.' || e.function_name || ' is owned by its family''s definer role ' || e.owner_role)
 FROM expected_signature e ORDER BY e.function_name;
@@ -505,6 +508,7 @@ SELECT is_empty(
             WHEN 'durable_jobs.record_lease_outcome(text,text,bigint)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC']
             WHEN 'durable_jobs.retry_job(bigint,uuid,text,interval,text)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC']
             WHEN 'durable_jobs.lease_health_by_queue()' THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC']
+            WHEN 'durable_jobs.queue_backlog()' THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC', 'enable_seqscan=off']
             WHEN 'durable_jobs.lease_outcome_totals(timestamp with time zone)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC']
             WHEN 'durable_jobs.change_queue_lease_policy(text,interval,interval,interval,boolean,text,text,text)'
                 THEN ARRAY['search_path=pg_catalog, pg_temp', 'TimeZone=UTC', 'lock_timeout=10s']
@@ -533,9 +537,9 @@ SELECT is_empty(
             WHEN 'durable_jobs.enqueue_jobs(text,jsonb[],text[],timestamp with time zone[],integer[])' THEN ARRAY['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_custom_plan']
             WHEN 'durable_jobs.claim_next_jobs(text,text,integer)' THEN ARRAY['search_path=pg_catalog, pg_temp', 'plan_cache_mode=force_generic_plan']
             ELSE ARRAY['search_path=pg_catalog, pg_temp'] END$$,
-    'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic, lock_timeout where it takes the evidence lock and (migration 024) the four output settings where it renders durations into evidence; only the seven inlined rule functions of migrations 016 and 021 set nothing');
+    'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic, enable_seqscan = off where it must read only the rows it counts (queue_backlog, 028), lock_timeout where it takes the evidence lock and (migration 024) the four output settings where it renders durations into evidence; only the seven inlined rule functions of migrations 016 and 021 set nothing');
 SELECT is((SELECT count(*)::integer FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef),
-          59, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), release_job_claims (migration 023), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) and lock_evidence_order and set_change_reason_pattern (migration 024) and the twelve of migration 026 (the cancel_job, replay_job, set_queue_retention_policy and erase_job_payload overloads with a change record, continue_evidence_chain, the two control-table evidence triggers, record_job_action, operator_job_actions, control_evidence_mismatches, job_status_mismatches and processing_counts) and the six maker-checker functions of 026 (set_maker_checker, approved_proposer, propose_change, approve_change, reject_change, pending_changes) and queue_next_due_in (migration 027) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
+          60, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), release_job_claims (migration 023), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) and lock_evidence_order and set_change_reason_pattern (migration 024) and the twelve of migration 026 (the cancel_job, replay_job, set_queue_retention_policy and erase_job_payload overloads with a change record, continue_evidence_chain, the two control-table evidence triggers, record_job_action, operator_job_actions, control_evidence_mismatches, job_status_mismatches and processing_counts) and the six maker-checker functions of 026 (set_maker_checker, approved_proposer, propose_change, approve_change, reject_change, pending_changes) and queue_next_due_in (migration 027) and queue_backlog (migration 028) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef

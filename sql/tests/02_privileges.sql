@@ -4,7 +4,7 @@
 -- renewal owner none on payloads; no bundle role can log in or escalate.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(709);
+SELECT plan(714);
 
 -- Which runtime role may execute which function. record_deployment_version
 -- is not a runtime function: only the role that applied the bundle runs it.
@@ -33,6 +33,7 @@ INSERT INTO expected_execute VALUES
  ('set_queue_lease_policy', '{text,interval,interval,interval,boolean,text}', '{durable_job_operator}'),
  ('record_deployment_version', '{text,text}', '{}'),
  ('lease_health_by_queue', '{}', '{durable_job_auditor,durable_job_operator}'),
+ ('queue_backlog', '{}', '{durable_job_auditor,durable_job_operator}'),
  ('queue_lease_policies', '{}', '{durable_job_auditor,durable_job_operator}'),
  ('control_evidence_history', '{timestamptz}', '{durable_job_auditor,durable_job_operator}'),
  ('lease_outcome_totals', '{timestamptz}', '{durable_job_auditor,durable_job_operator}'),
@@ -128,7 +129,7 @@ INSERT INTO private_table VALUES
  ('pending_change');
 GRANT SELECT ON expected_execute, runtime_role, definer_role, private_table TO PUBLIC;
 
--- EXECUTE, function by function and role by role (89 x 4 + 89 for PUBLIC) ------------
+-- EXECUTE, function by function and role by role (one row per function: 4 roles + PUBLIC) ------------
 
 SELECT function_privs_are('durable_jobs', e.function_name, e.argument_types, r.role_name,
     CASE WHEN r.role_name = ANY (e.runtime_roles) THEN ARRAY['EXECUTE'] ELSE ARRAY[]::name[] END,
