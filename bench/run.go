@@ -57,7 +57,8 @@ type Config struct {
 	HeartbeatHold time.Duration
 	// Steps, when not empty, are the only steps run (by name: renewal,
 	// function wrapper, hardening, claims, claim_next_jobs, claim ladder,
-	// HOT share, finished rows, end to end, enqueue, pickup, wakeup cost, heartbeat, heartbeat slow, profile).
+	// claims under stale statistics, HOT share, finished rows, end to end,
+	// enqueue, pickup, wakeup cost, heartbeat, heartbeat slow, profile).
 	Steps []string
 	// PeersDir is the folder of the peer modules (bench/peers).
 	PeersDir string
@@ -306,6 +307,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{"claims", r.claims},
 		{"claim_next_jobs", r.batchClaims},
 		{"claim ladder", r.claimLadderStep},
+		{"claims under stale statistics", r.staleClaims},
 		{"HOT share", r.hotShare},
 		{"finished rows", r.finishedRows},
 		{"end to end", r.endToEnd},

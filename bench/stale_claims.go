@@ -1,0 +1,160 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	sqlbundle "github.com/mightyetl/leasefence/sql"
+)
+
+// Claims under stale statistics (issue 38): a queue of staleClaimJobs due
+// jobs analyzed once, autovacuum off for the job tables, a 1 h lease so
+// that every claim stays live; then staleClaimRounds rounds, each side
+// for half a case time, claim_next_job against a bare FOR UPDATE SKIP
+// LOCKED claim of the same table by the same login, with no ANALYZE
+// between them (the statistics still say every job is queued while the
+// live leases grow by every claim of both sides, and by staleClaimTopUp
+// claims before each round but the first), and one more round after an
+// ANALYZE. A round's ratio is claim_next_job's claims a second over the
+// bare claim's; the goal is at least 0.5 in every round.
+
+const (
+	// staleClaimJobs are the due jobs of the step's queue, analyzed once.
+	staleClaimJobs = 200000
+	// staleClaimRounds are the rounds with the statistics of the queued
+	// jobs; one round after an ANALYZE follows.
+	staleClaimRounds = 4
+	// staleClaimTopUp are the jobs claimed (by claim_next_jobs, 1,000 a
+	// call, not timed) before every round but the first, on top of the
+	// rounds' own claims: so the live leases reach tens of thousands by the
+	// last round (the issue's table: 19,372, 34,943, 46,918) even where a
+	// durable commit is slow and a round claims few.
+	staleClaimTopUp = 15000
+	// staleClaimQueue is the step's queue, in a database of its own.
+	staleClaimQueue = "bench_stale_claims"
+)
+
+// staleBareClaimSQL is the bare claim of job_record: the first due job by
+// FOR UPDATE SKIP LOCKED, every column a claim writes (1 h lease, as the
+// queue's policy), its payload read. now() is the statement's start, so
+// the floor never exceeds the expiry (a CHECK of the table).
+const staleBareClaimSQL = `WITH claimed AS (
+    UPDATE durable_jobs.job_record j
+    SET job_status = 'RUNNING', status_changed_at = now(), attempt_number = j.attempt_number + 1,
+        lease_claim_digest = sha256(uuid_send(gen_random_uuid())), lease_owner_id = $2,
+        lease_claimed_by_role = session_user, lease_claimed_at = now(),
+        lease_expires_at = now() + interval '1 hour', lease_expiry_floor = now() + interval '1 hour',
+        lease_claim_deadline = now() + interval '7 days', lease_fencing_generation = j.lease_fencing_generation + 1,
+        lease_renewal_count = 0
+    WHERE j.job_record_id = (SELECT d.job_record_id FROM durable_jobs.job_record d
+                             WHERE d.queue_name = $1 AND d.job_status IN ('QUEUED', 'RETRY_SCHEDULED')
+                               AND d.run_after <= clock_timestamp()
+                             ORDER BY d.run_after, d.job_record_id LIMIT 1 FOR UPDATE SKIP LOCKED)
+    RETURNING j.job_record_id)
+SELECT c.job_record_id, p.job_payload FROM claimed c
+LEFT JOIN durable_jobs.job_payload_record p ON p.job_record_id = c.job_record_id`
+
+// staleClaimSetup prepares d for the step: autovacuum off for the job
+// tables, the bare claim's privileges for the worker login workerRole, the
+// queue's 1 h lease, jobs due jobs, and the one ANALYZE.
+func staleClaimSetup(ctx context.Context, d *dbPools, workerRole string, jobs int) error {
+	login := pgx.Identifier{workerRole}.Sanitize()
+	for _, q := range []string{
+		`ALTER TABLE durable_jobs.job_record SET (autovacuum_enabled = off)`,
+		`ALTER TABLE durable_jobs.job_payload_record SET (autovacuum_enabled = off)`,
+		// The bare claim runs as the same login as claim_next_job.
+		`GRANT SELECT, UPDATE ON durable_jobs.job_record TO ` + login,
+		`GRANT SELECT ON durable_jobs.job_payload_record TO ` + login,
+	} {
+		if _, err := d.admin.Exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	if err := d.setPolicy(ctx, staleClaimQueue, "1 hour", "10 minutes"); err != nil {
+		return err
+	}
+	if err := d.insertDueJobs(ctx, staleClaimQueue, jobs); err != nil {
+		return err
+	}
+	return d.analyze(ctx)
+}
+
+// staleClaims is step "claims under stale statistics".
+func (r *runner) staleClaims(ctx context.Context) error {
+	setup := time.Now()
+	d, err := r.e.bundleDB(ctx, "lf_stale_claims", sqlbundle.NewestVersion())
+	if err != nil {
+		return err
+	}
+	if err := staleClaimSetup(ctx, d, r.e.workerRole, staleClaimJobs); err != nil {
+		return err
+	}
+	r.setupDone(fmt.Sprintf("%d due jobs and one ANALYZE", staleClaimJobs), setup)
+	claim := func(what, sql string) load {
+		return load{pool: d.worker, clients: 1, op: func(ctx context.Context, c *pgx.Conn, _, _ int) (int, error) {
+			var id int64
+			var payload []byte
+			if err := c.QueryRow(ctx, sql, staleClaimQueue, benchOwner).Scan(&id, &payload); err != nil {
+				return 0, fmt.Errorf("%s: %w", what, err)
+			}
+			return 1, nil
+		}}
+	}
+	ours := claim("claim_next_job", `SELECT job_record_id, job_payload FROM durable_jobs.claim_next_job($1, $2)`)
+	base := claim("the bare claim of job_record", staleBareClaimSQL)
+	slice := r.cfg.CaseTime / 2
+	for round := 1; round <= staleClaimRounds+1; round++ {
+		analyzed := round > staleClaimRounds
+		if round > 1 {
+			top := time.Now()
+			if _, err := d.claimDue(ctx, staleClaimQueue, staleClaimTopUp); err != nil {
+				return err
+			}
+			r.setupDone(fmt.Sprintf("%s more live leases before round %d", thousands(staleClaimTopUp), round), top)
+		}
+		if analyzed {
+			if err := d.analyze(ctx); err != nil {
+				return err
+			}
+		}
+		var live int
+		if err := d.admin.QueryRow(ctx, `SELECT pg_catalog.count(*) FROM durable_jobs.job_record
+			WHERE queue_name = $1 AND job_status = 'RUNNING'`, staleClaimQueue).Scan(&live); err != nil {
+			return err
+		}
+		// The first round warms both sides up; the sides take turns to go
+		// first.
+		warm := time.Duration(0)
+		if round == 1 {
+			warm = r.cfg.Warmup
+		}
+		loads, a, b := []load{ours, base}, 0, 1
+		if round%2 == 0 {
+			loads, a, b = []load{base, ours}, 1, 0
+		}
+		start := time.Now()
+		m, err := interleaveAll(ctx, loads, 1, slice, warm)
+		r.measuring(start)
+		if err != nil {
+			return fmt.Errorf("round %d: %w", round, err)
+		}
+		name := fmt.Sprintf("round %d, statistics of the queued jobs, %s live leases at its start", round, thousands(live))
+		if analyzed {
+			name = fmt.Sprintf("round %d, after one ANALYZE, %s live leases at its start", round, thousands(live))
+		}
+		r.record(Comparison{Group: "stale_claim", Name: name, Ours: "claim_next_job",
+			Baseline: "a bare FOR UPDATE SKIP LOCKED claim of job_record by the same login", Unit: "claim", Goal: 0.5},
+			m.pair(a, b), 1, 1)
+	}
+	return nil
+}
+
+// staleClaimNote heads the step's table in RESULTS.md.
+var staleClaimNote = fmt.Sprintf("goal ≥ 0.5 in every round; a database of its own: %s due jobs of one queue "+
+	"analyzed once, autovacuum off for the job tables, a 1 h lease (every claim stays live), then rounds of half a "+
+	"case time a side, each but the first after %s more claims (claim_next_jobs, not timed), claim_next_job against a bare FOR UPDATE SKIP LOCKED claim of job_record by the same login "+
+	"(the same columns written, the payload read), with no ANALYZE between them, and a last round after one ANALYZE; "+
+	"each round is one row, its ratio that round's", thousands(staleClaimJobs), thousands(staleClaimTopUp))
