@@ -45,10 +45,13 @@ GATED_PACKAGES := ./audit ./evidence ./internal/demo ./internal/textfmt
 # chromium renders the demo's HTML timeline in its test; faketime moves the
 # database clock in the reliability campaign (internal/campaign); pgaudit and
 # pg_cron are loaded by the transport tests (internal/transport: the tested
-# pgaudit configuration, the retention purge scheduled in pg_cron).
+# pgaudit configuration, the retention purge scheduled in pg_cron); patroni
+# and etcd-server run the two-member loopback cluster of the high-availability
+# test (internal/hatest, deploy/patroni; Debian 12 ships Patroni 3.0 and etcd
+# 3.4, whose v2 API is off, so Patroni talks to it through its etcd3 section).
 DEB_PACKAGES := postgresql-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl \
                 postgresql-15-plpgsql-check postgresql-15-pgaudit postgresql-15-cron \
-                prometheus chromium faketime
+                prometheus chromium faketime patroni etcd-server
 
 .PHONY: deps test demo lint tools clean soak bench
 
@@ -77,7 +80,7 @@ deps:
 	  apt-get update -qq; \
 	  apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
-	@for tool in pg_prove promtool chromium /usr/lib/postgresql/15/bin/postgres; do \
+	@for tool in pg_prove promtool chromium patroni patronictl etcd /usr/lib/postgresql/15/bin/postgres; do \
 	  command -v "$$tool" >/dev/null 2>&1 || { echo "make deps: $$tool is still missing after the install" >&2; exit 1; }; \
 	done
 	@for lib in pgaudit pg_cron; do \
