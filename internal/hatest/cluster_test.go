@@ -201,6 +201,7 @@ type cluster struct {
 // (with synchronous, a synchronous) replica.
 func startCluster(t *testing.T, synchronous bool) *cluster {
 	t.Helper()
+	began := time.Now()
 	patroniBin, etcdBin, binDir := lookTools(t)
 	acct := chooseAccount(t)
 	dir, err := os.MkdirTemp("", "leasefence-ha-")
@@ -210,9 +211,9 @@ func startCluster(t *testing.T, synchronous bool) *cluster {
 	c := &cluster{t: t, dir: dir, password: randomHex(t, 16), http: &http.Client{Timeout: 5 * time.Second}}
 	t.Cleanup(func() {
 		c.stop()
-		if t.Failed() {
+		if t.Failed() || os.Getenv("HATEST_LOGS") != "" {
 			for _, p := range c.processes() {
-				t.Logf("--- %s log (tail):\n%s", p.name, p.tail(40))
+				t.Logf("--- %s log (tail):\n%s", p.name, p.tail(400))
 			}
 		}
 		_ = os.RemoveAll(dir)
@@ -247,9 +248,12 @@ func startCluster(t *testing.T, synchronous bool) *cluster {
 		m.proc = start(t, dir, m.name, acct, patroniBin, conf)
 		if i == 0 {
 			c.waitFor(60*time.Second, "the first member to lead", func() bool { return c.role(m) == "primary" })
+			t.Logf("cluster: %s leads after %s", m.name, time.Since(began).Round(100*time.Millisecond))
 		}
 	}
 	c.waitReplica(c.members[1], synchronous)
+	t.Logf("cluster: etcd and %s leading, %s its %sreplica, in %s", c.members[0].name, c.members[1].name,
+		map[bool]string{true: "synchronous ", false: ""}[synchronous], time.Since(began).Round(100*time.Millisecond))
 	return c
 }
 
@@ -347,7 +351,9 @@ func (c *cluster) httpStatus(m *member, path string) int {
 // synchronous, is its synchronous standby).
 func (c *cluster) waitReplica(m *member, synchronous bool) {
 	c.t.Helper()
+	began := time.Now()
 	c.waitFor(60*time.Second, m.name+" to replicate", func() bool { return c.httpStatus(m, "/replica") == 200 })
+	c.t.Logf("cluster: %s replicates after %s", m.name, time.Since(began).Round(100*time.Millisecond))
 	if synchronous {
 		c.waitFor(60*time.Second, m.name+" to be the synchronous standby", func() bool { return c.httpStatus(m, "/sync") == 200 })
 	}
