@@ -207,6 +207,18 @@ func startCluster(t *testing.T, synchronous bool) *cluster {
 	dir, err := os.MkdirTemp("", "leasefence-ha-")
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(dir, 0o755)) // the server account passes through
+	if acct != nil {
+		for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+			info, err := os.Stat(d)
+			require.NoError(t, err)
+			if info.Mode().Perm()&0o001 == 0 {
+				t.Fatalf("the servers run as nobody, who cannot pass through %s: set TMPDIR to a folder others may enter", d)
+			}
+			if d == filepath.Dir(d) {
+				break
+			}
+		}
+	}
 	acct.chown(t, dir)
 	c := &cluster{t: t, dir: dir, password: randomHex(t, 16), http: &http.Client{Timeout: 5 * time.Second}}
 	t.Cleanup(func() {

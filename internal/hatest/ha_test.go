@@ -126,6 +126,11 @@ func TestWorkerThroughSwitchoverAndCrashFailover(t *testing.T) {
 	workerPool, err := goclient.NewPool(ctx, c.url("ha_worker", workerPassword, "leasefence", both, workerQuery), 0)
 	require.NoError(t, err)
 	defer workerPool.Close()
+	// pgx has no tcp_user_timeout of its own: it sends the setting to the
+	// server, which bounds its side of each connection with it.
+	var userTimeout string
+	require.NoError(t, workerPool.QueryRow(ctx, `SHOW tcp_user_timeout`).Scan(&userTimeout))
+	require.Equal(t, "5000", userTimeout) // milliseconds
 	var logs syncBuffer
 	defer func() {
 		if t.Failed() {
