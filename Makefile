@@ -48,10 +48,12 @@ GATED_PACKAGES := ./audit ./evidence ./internal/demo ./internal/textfmt
 # pgaudit configuration, the retention purge scheduled in pg_cron); patroni
 # and etcd-server run the two-member loopback cluster of the high-availability
 # test (internal/hatest, deploy/patroni; Debian 12 ships Patroni 3.0 and etcd
-# 3.4, whose v2 API is off, so Patroni talks to it through its etcd3 section).
+# 3.4, whose v2 API is off, so Patroni talks to it through its etcd3 section;
+# that section imports python3-etcd, which patroni depends on only as one of
+# several alternatives, so it is named here).
 DEB_PACKAGES := postgresql-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl \
                 postgresql-15-plpgsql-check postgresql-15-pgaudit postgresql-15-cron \
-                prometheus chromium faketime patroni etcd-server
+                prometheus chromium faketime patroni etcd-server python3-etcd
 
 .PHONY: deps test demo lint tools clean soak bench
 
