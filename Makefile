@@ -49,10 +49,15 @@ GATED_PACKAGES := ./audit ./evidence ./internal/demo ./internal/textfmt
 # openssh-client's ssh-keygen makes the test keys and verifies signed
 # evidence exports as an auditor would (internal/sshsig, cmd/leasectl); a
 # worker behind pgbouncer in transaction and session pooling is goclient's
-# TestWorkerBehindPgBouncer.
+# TestWorkerBehindPgBouncer; patroni and etcd-server run the two-member
+# loopback cluster of the high-availability test (internal/hatest,
+# deploy/patroni; Debian 12 ships Patroni 3.0 and etcd 3.4, whose v2 API is
+# off, so Patroni talks to it through its etcd3 section; that section
+# imports python3-etcd, which patroni depends on only as one of several
+# alternatives, so it is named here).
 DEB_PACKAGES := postgresql-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl \
                 postgresql-15-plpgsql-check postgresql-15-pgaudit postgresql-15-cron \
-                prometheus chromium faketime openssh-client pgbouncer
+                prometheus chromium faketime openssh-client pgbouncer patroni etcd-server python3-etcd
 
 .PHONY: deps test demo lint tools clean soak bench
 
@@ -81,7 +86,7 @@ deps:
 	  apt-get update -qq; \
 	  apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
-	@for tool in pg_prove promtool chromium ssh-keygen /usr/lib/postgresql/15/bin/postgres /usr/sbin/pgbouncer; do \
+	@for tool in pg_prove promtool chromium ssh-keygen patroni patronictl etcd /usr/lib/postgresql/15/bin/postgres /usr/sbin/pgbouncer; do \
 	  command -v "$$tool" >/dev/null 2>&1 || { echo "make deps: $$tool is still missing after the install" >&2; exit 1; }; \
 	done
 	@for lib in pgaudit pg_cron; do \
