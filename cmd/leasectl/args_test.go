@@ -18,6 +18,7 @@ var subcommands = map[string][]string{
 	"access":         nil,
 	"audit":          nil,
 	"change-control": {"show", "set"},
+	"changes":        {"list", "approve", "reject"},
 	"demo":           nil,
 	"deployment":     {"record"},
 	"erase":          nil,

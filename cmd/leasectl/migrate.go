@@ -210,13 +210,16 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) int {
 			printf(env.stdout, "exported %d control evidence records to %s\n", count, evidenceExport)
 		}
 	}
-	if _, err := conn.Exec(ctx, `SELECT pg_catalog.set_config('leasefence.migration_reason', $1, false),
-		pg_catalog.set_config('leasefence.migration_ticket', $2, false),
-		pg_catalog.set_config('leasefence.migration_approver', $3, false)`, reason, *record.ticket, *record.approver); err != nil {
-		return env.fail("set the migration reason", err)
-	}
+	// The reason, ticket and approver each migration records, set in its
+	// own transaction: tern runs RESET ALL after every migration, so a
+	// session setting would reach the first migration of a run only (every
+	// later one recorded the fixed text and no ticket before).
 	m.OnStart = func(sequence int32, name, direction, _ string) {
 		printf(env.stdout, "%s %s (%d)\n", direction, name, sequence)
+		// An error here aborts the migration's transaction, and tern reports it.
+		_, _ = conn.Exec(ctx, `SELECT pg_catalog.set_config('leasefence.migration_reason', $1, true),
+			pg_catalog.set_config('leasefence.migration_ticket', $2, true),
+			pg_catalog.set_config('leasefence.migration_approver', $3, true)`, reason, *record.ticket, *record.approver)
 	}
 	if target == int(current) {
 		printf(env.stdout, "already at version %d; nothing to do\n", current)

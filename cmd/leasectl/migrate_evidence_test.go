@@ -141,6 +141,12 @@ func TestMigrateRecordsTicketAndApproverChangeControlAsksFor(t *testing.T) {
 	r = leasectl(t, "migrate", "down", "--to", "25", "--reason", "REL-11: roll back", "--ticket", "REL-11", "--approver", approver,
 		"--database-url", db.URL)
 	requireCode(t, exitOK, r)
+	// Every migration of a run records the run's reason (tern resets the
+	// session after each migration: only the first one did before).
+	var reasons int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM durable_jobs.control_evidence_record
+		WHERE evidence_kind = 'migration_reverted' AND change_reason = 'REL-11: roll back'`).Scan(&reasons))
+	require.Equal(t, int(sqlbundle.NewestVersion())-25, reasons, "one record per migration reverted, each with the reason")
 	r = leasectl(t, "migrate", "up", "--reason", "REL-12: forward", "--database-url", db.URL)
 	requireCode(t, exitError, r)
 	require.Contains(t, r.stderr, "SQLSTATE LF002", "no approver where change control requires one")
