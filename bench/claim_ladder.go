@@ -61,13 +61,13 @@ var claimLadder = ladderInfo{
 			"raised to the WAL timeline's floor and the claim's commit made local (migration 011's rules, in the " +
 			"function since 017)",
 			"yes: reclaim (a RUNNING job whose lease expired by database time is claimable, expired claims first), " +
-				"claiming up to n jobs a call (CONTRACT.md, claim_next_job and claim_next_jobs), generations that " +
+				"claiming up to n jobs a call (docs/sql-api.md, claim_next_job and claim_next_jobs), generations that " +
 				"increase across promotions"},
 		{rungClaimPolicy, "+ the policy read: the queue's own policy, else '*'",
-			"yes: a policy change affects the next claim (CONTRACT.md, lease policy)"},
+			"yes: a policy change affects the next claim (docs/sql-api.md, set_queue_lease_policy)"},
 		{rungClaimCopy, "+ the input checks (queue name and owner id patterns and collation, 1 to 1,000 jobs, " +
 			"READ COMMITTED): claim_next_jobs' installed definition, renamed only, called for one job",
-			"yes: LF003 on bad input (CONTRACT.md, Bad input)"},
+			"yes: LF003 on bad input (docs/sql-api.md, SQLSTATEs)"},
 		{realClaimNextJob, "claim_next_job itself: a function of the contract's shape whose body returns " +
 			"claim_next_jobs(…, 1)", "yes: the contract's single-claim function"},
 	},

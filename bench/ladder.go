@@ -52,14 +52,14 @@ const (
 	rungBatchCopy     = "bench_ladder_batch_copy"
 	realRenewLease    = "durable_jobs.renew_job_lease"
 	realRenewLeases   = "durable_jobs.renew_job_leases"
-	requiredSignature = "yes: the contract's signature (CONTRACT.md: renew_job_lease RETURNS TABLE (renewal_outcome, " +
+	requiredSignature = "yes: the contract's signature (docs/sql-api.md: renew_job_lease RETURNS TABLE (renewal_outcome, " +
 		"lease_expires_at, database_time)), sent as goclient sends it"
 	requiredFloor = "yes: the reclaim probe's bound (migration 008): a claim reads expired leases in floor order " +
 		"and stays flat in live leases; here the floor never moves (lease 1 hour, moved only within a sixth of it), " +
 		"so this is the CASE alone, no index write (see the HOT share)"
 	requiredPolicy = "yes: a policy change (renewal switched off, a shorter lease) affects the next renewal " +
-		"(CONTRACT.md, lease policy), so each renewal reads its queue's policy"
-	requiredChecks = "yes: input is checked before anything else, LF003 on bad input (CONTRACT.md, Bad input), and " +
+		"(docs/sql-api.md, set_queue_lease_policy), so each renewal reads its queue's policy"
+	requiredChecks = "yes: input is checked before anything else, LF003 on bad input (docs/sql-api.md, SQLSTATEs), and " +
 		"outside READ COMMITTED, whose snapshot could predate a policy change"
 	requiredNothing = "nothing new: the same statement and result"
 )
@@ -70,12 +70,12 @@ var renewalLadder = ladderInfo{
 	bare: "the bare conditional UPDATE (rawRenewSQL) of bench_raw_renew, a copy of job_record",
 	rungs: []ladderRung{
 		{rungPlain, "the same UPDATE as the only statement of a plain PL/pgSQL function returning the new expiry (a scalar)",
-			"yes: the contract is functions; runtime roles hold no privilege on any table (CONTRACT.md, Roles)"},
+			"yes: the contract is functions; runtime roles hold no privilege on any table (docs/sql-api.md, Roles)"},
 		{rungDefiner, "SECURITY DEFINER: the UPDATE runs as renew_job_lease's owner, with its column privileges " +
-			"(copied onto the copy table)", "yes: every function is SECURITY DEFINER; tables are private (CONTRACT.md)"},
+			"(copied onto the copy table)", "yes: every function is SECURITY DEFINER; tables are private (docs/sql-api.md)"},
 		{rungPinned, "SET search_path = pg_catalog, pg_temp: a setting saved, set and restored on every call",
 			"yes: security, a definer function never runs an object planted in its caller's search path; " +
-				"CONTRACT.md and pgTAP 01 (sql/tests/01_schema.sql) require it of every function"},
+				"docs/sql-api.md and pgTAP 01 (sql/tests/01_schema.sql) require it of every function"},
 		{rungTable, "the contract's result: RETURNS TABLE (renewal_outcome, lease_expires_at, database_time) by " +
 			"RETURN NEXT, called as SELECT those three columns FROM the function", requiredSignature},
 		{rungJobRecord, "the same function on durable_jobs.job_record and its real claims instead of the copy: its " +
@@ -105,10 +105,11 @@ var batchLadder = ladderInfo{
 		{rungBatchJob, "the same function on durable_jobs.job_record and its real claims", "yes: the real table"},
 		{rungBatchAnswer, "one row out per claim in, in input order: the claims a WITH ORDINALITY input, the UPDATE " +
 			"in a CTE joined back to them by a FULL JOIN, as the function since migration 020 (stale where not renewed)",
-			"yes: one row out per claim in, in input order (CONTRACT.md)"},
+			"yes: one row out per claim in, in input order (docs/sql-api.md, renew_job_leases)"},
 		{rungBatchWritten, "the fenced rows locked first (FOR NO KEY UPDATE SKIP LOCKED, in id order), then updated " +
 			"by tuple id: renew_job_leases' installed text, the policy's values as constants, without the floor and " +
-			"the input checks", "yes: it never waits on a row lock, and answers locked instead (CONTRACT.md)"},
+			"the input checks",
+			"yes: it never waits on a row lock, and answers locked instead (docs/sql-api.md, renew_job_leases)"},
 		{rungBatchFloor, "+ the lease_expiry_floor assignment", requiredFloor},
 		{rungBatchPolicy, "+ the policy read", requiredPolicy},
 		{rungBatchCopy, "+ the input checks (owner id, flat equal-length arrays without NULLs or repeated ids, at most " +

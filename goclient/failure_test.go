@@ -3,6 +3,7 @@ package goclient_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,12 @@ import (
 // reports a success the database did not commit, and then fails closed
 // before the database's expiry. The stalled client's wall clock is also
 // three hours slow, which changes nothing.
+//
+// The test asserts those properties, not how many attempts fit in the trust
+// window: that number depends on the scheduler (issue 35: under load one
+// failed attempt was counted where the test asked for two, the second one
+// still open at the trust deadline). The time of the loss is the
+// observer's, not the moment this goroutine wakes up to see it.
 func TestConnectionCutRetriesThenFailsClosed(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{"cut", "stall"} {
@@ -28,7 +35,8 @@ func TestConnectionCutRetriesThenFailsClosed(t *testing.T) {
 			ids := e.enqueue(1)
 			proxy, proxied := newProxy(t, e.workerDB)
 			rec := newRecorder()
-			c := e.client(e.pool(proxied), goclient.Config{Observer: rec, Clock: skewedClock{-3 * time.Hour}})
+			attempts := &attemptLog{recorder: rec}
+			c := e.client(e.pool(proxied), goclient.Config{Observer: attempts, Clock: skewedClock{-3 * time.Hour}})
 			job := claim(t, c)
 			lease := c.Keep(ctx, job)
 			waitFor(t, 2*shortPolicy.lease, "two confirmed renewals", func() bool {
@@ -36,21 +44,28 @@ func TestConnectionCutRetriesThenFailsClosed(t *testing.T) {
 			})
 
 			proxy.set(mode)
-			cutAt := time.Now()
+			attempts.cut()
 			select {
 			case <-lease.Context().Done():
 			case <-time.After(2 * shortPolicy.lease):
 				t.Fatal("the claim was still trusted two leases after the connection was cut")
 			}
-			dbAtLoss := e.dbNow()
-			lostAfter := time.Since(cutAt)
+			before := time.Now()
+			dbNow := e.dbNow()
 
 			require.ErrorIs(t, context.Cause(lease.Context()), goclient.ErrTrustDeadlinePassed)
 			require.ErrorIs(t, lease.Err(), goclient.ErrTrustDeadlinePassed)
-			require.Less(t, lostAfter, shortPolicy.lease-shortPolicy.interval+300*time.Millisecond,
-				"fail closed within one trust window of the last confirmed renewal")
-			require.GreaterOrEqual(t, rec.renewalCount(goclient.RenewalDatabaseFailure), 2, "failed attempts were retried")
 			require.Equal(t, 1, rec.lostCount(goclient.LossTrustDeadlinePassed))
+			failures, retries, renewedAfterFailure, lostAt := attempts.sinceCut()
+			require.Positive(t, failures, "an attempt through the broken connection failed")
+			require.Positive(t, retries, "a failed attempt was retried before the trust deadline")
+			require.Zero(t, renewedAfterFailure, "no renewal was reported through the broken connection")
+			require.False(t, lostAt.IsZero(), "the observer saw the loss")
+
+			// The database's time at the loss, at most: the clock read
+			// happened after before, so before-lostAt understates how long
+			// ago the loss was.
+			dbAtLoss := dbNow.Add(-before.Sub(lostAt))
 			s := e.state(ids[0])
 			require.True(t, dbAtLoss.Before(s.LeaseExpiresAt),
 				"the client gave the claim up at database time %s, after the database expiry %s", dbAtLoss, s.LeaseExpiresAt)
@@ -71,6 +86,66 @@ func TestConnectionCutRetriesThenFailsClosed(t *testing.T) {
 			again := claim(t, e.worker())
 			require.Equal(t, 2, again.Attempt(), "reclaimed after the database expiry")
 		})
+	}
+}
+
+// attemptLog is a recorder that also keeps, from the moment the connection
+// is broken, the order of attempts and outcomes of the one lease a test
+// holds. The heartbeat calls SchedulerLag as it starts an attempt and
+// Renewal as it applies the answer, both under its lock, so the order seen
+// here is the heartbeat's.
+type attemptLog struct {
+	*recorder
+	mu                  sync.Mutex
+	broken              bool      // the connection is broken
+	failures            int       // failed attempts since
+	retries             int       // attempts started after a failed one since
+	renewedAfterFailure int       // renewals reported after a failed attempt since
+	lostAt              time.Time // when the lease was given up
+}
+
+// cut marks the connection broken from now on.
+func (a *attemptLog) cut() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.broken = true
+}
+
+// sinceCut returns what happened since cut.
+func (a *attemptLog) sinceCut() (failures, retries, renewedAfterFailure int, lostAt time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.failures, a.retries, a.renewedAfterFailure, a.lostAt
+}
+
+func (a *attemptLog) SchedulerLag(q string, d time.Duration) {
+	a.recorder.SchedulerLag(q, d)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.failures > 0 {
+		a.retries++
+	}
+}
+
+func (a *attemptLog) Renewal(q string, o goclient.RenewalOutcome) {
+	a.recorder.Renewal(q, o)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case !a.broken:
+	case o == goclient.RenewalDatabaseFailure:
+		a.failures++
+	case o == goclient.RenewalRenewed && a.failures > 0:
+		a.renewedAfterFailure++
+	}
+}
+
+func (a *attemptLog) OwnershipLost(q string, c goclient.LossCause) {
+	a.recorder.OwnershipLost(q, c)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.lostAt.IsZero() {
+		a.lostAt = time.Now()
 	}
 }
 

@@ -35,6 +35,15 @@
 //   - a repository path in backticks (starting with sql/, goclient/, cmd/,
 //     internal/, deploy/, docs/, bench/ or scripts/); it must exist.
 //
+// # Links to headings
+//
+// A Markdown link to a heading, [text](file.md#anchor) or [text](#anchor),
+// in a file under docs/ or in README.md must name a heading of that file
+// by the anchor GitHub gives it (the runbook's table of contents, and the
+// links of the compliance matrix and the threat model to single rollout
+// steps). The alert rules' runbook_url annotations must each name their own
+// alert's runbook heading.
+//
 // # The seed matrix
 //
 // The seed request lists twenty test requirements. The compliance matrix
