@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/mightyetl/leasefence/internal/controls"
+	"github.com/mightyetl/leasefence/controls"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
@@ -35,7 +35,7 @@ type DB interface {
 
 // Check describes one audit check: its stable identifier (AUDIT-...), its
 // title, what a passing database shows and the controls it tests. The
-// table lives in internal/controls, the one place identifiers are defined.
+// table lives in package controls, the one place identifiers are defined.
 type Check = controls.AuditCheck
 
 // Checks lists every check Run runs, in the order it runs them.
@@ -53,7 +53,7 @@ func plain(check func(ctx context.Context, pool DB) ([]string, error)) checkFunc
 // CheckResult.Warnings, never failing the check or the audit.
 var warningChecks = map[string]bool{controls.CheckSynchronousReplication: true}
 
-// checkFuncs maps each check identifier of internal/controls to its code.
+// checkFuncs maps each check identifier of package controls to its code.
 var checkFuncs = map[string]checkFunc{
 	controls.CheckSearchPath:             plain(checkSearchPath),
 	controls.CheckPublicExecute:          plain(checkPublicExecute),

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mightyetl/leasefence/internal/controls"
+	"github.com/mightyetl/leasefence/controls"
 	"github.com/mightyetl/leasefence/internal/testdb"
 )
 
@@ -44,7 +44,7 @@ func requirePasses(t *testing.T, name string, conn DB) {
 	}
 }
 
-// Every check of internal/controls has code, and no code is left without a
+// Every check of package controls has code, and no code is left without a
 // check identifier.
 func TestEveryCheckHasCode(t *testing.T) {
 	t.Parallel()

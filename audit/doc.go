@@ -47,8 +47,10 @@
 //
 // Each check has a stable identifier (AUDIT-SEARCH-PATH, ...) that starts
 // every finding it reports; Checks lists them with what a passing database
-// shows. The identifiers are defined in internal/controls, the one table of
-// leasefence's control identifiers, and docs/compliance uses the same ones.
+// shows. The identifiers are defined in package controls
+// (github.com/mightyetl/leasefence/controls), the one table of leasefence's
+// control identifiers, whose constants (controls.CheckSearchPath, ...) a
+// caller can name; docs/compliance uses the same ones.
 // An identifier, once published, never changes meaning.
 //
 // # What the login needs

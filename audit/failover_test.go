@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mightyetl/leasefence/internal/controls"
+	"github.com/mightyetl/leasefence/controls"
 	"github.com/mightyetl/leasefence/internal/pglocal"
 	"github.com/mightyetl/leasefence/internal/testdb"
 	sqlbundle "github.com/mightyetl/leasefence/sql"

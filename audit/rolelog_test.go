@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mightyetl/leasefence/internal/controls"
+	"github.com/mightyetl/leasefence/controls"
 	"github.com/mightyetl/leasefence/internal/testdb"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mightyetl/leasefence/audit"
+	"github.com/mightyetl/leasefence/controls"
 	"github.com/mightyetl/leasefence/goclient"
-	"github.com/mightyetl/leasefence/internal/controls"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
@@ -95,7 +95,7 @@ type Report struct {
 	// without generated_at and body_digest (see BodyDigest): two reports
 	// of the same state and period have the same digest.
 	BodyDigest string `json:"body_digest"`
-	// Sections are the sections, in the order of internal/controls.
+	// Sections are the sections, in the order of package controls.
 	Sections []Section `json:"sections"`
 	// Controls is the control index with SOC 2 and CSAP relevance.
 	Controls []controls.Control `json:"control_index"`
@@ -703,7 +703,7 @@ func sortedKeys(m map[[2]string]int64) [][2]string {
 // It is audit.BodyDigest, which digests the audit's JSON the same way.
 func BodyDigest(reportJSON []byte) (string, error) { return audit.BodyDigest(reportJSON) }
 
-// build arranges the data into the sections of internal/controls and
+// build arranges the data into the sections of package controls and
 // digests the body.
 func build(d data) (Report, error) {
 	newest := sqlbundle.NewestVersion()

@@ -10,7 +10,7 @@ import (
 )
 
 // auditUsage is the help of "leasectl audit"; its list of checks is
-// written from audit.Checks (internal/controls), the one place they are
+// written from audit.Checks (package controls), the one place they are
 // named.
 var auditUsage = `Usage:
   leasectl audit [--output text|json] [--evidence-anchor FILE] [--require-pgaudit] [--database-url URL]

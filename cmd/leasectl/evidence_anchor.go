@@ -6,7 +6,7 @@ import (
 	"os"
 
 	"github.com/mightyetl/leasefence/audit"
-	"github.com/mightyetl/leasefence/internal/controls"
+	"github.com/mightyetl/leasefence/controls"
 )
 
 const evidenceVerifyUsage = `Usage:

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mightyetl/leasefence/audit"
+	"github.com/mightyetl/leasefence/controls"
 	"github.com/mightyetl/leasefence/evidence"
-	"github.com/mightyetl/leasefence/internal/controls"
 	"github.com/mightyetl/leasefence/internal/testdb"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mightyetl/leasefence/audit"
-	"github.com/mightyetl/leasefence/internal/controls"
+	"github.com/mightyetl/leasefence/controls"
 	"github.com/mightyetl/leasefence/internal/testdb"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )

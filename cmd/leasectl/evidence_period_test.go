@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mightyetl/leasefence/controls"
 	"github.com/mightyetl/leasefence/evidence"
-	"github.com/mightyetl/leasefence/internal/controls"
 	"github.com/mightyetl/leasefence/internal/testdb"
 	"github.com/mightyetl/leasefence/internal/textfmt"
 	"github.com/stretchr/testify/require"

@@ -19,7 +19,7 @@
 //     `func TestXxx(` in some *_test.go file of the repository;
 //   - a control, audit check or evidence section identifier (LF-ACC-01,
 //     AUDIT-SEARCH-PATH, EVIDENCE-POLICY-HISTORY), anywhere in the text; it
-//     must be in the tables of internal/controls;
+//     must be in the tables of package controls;
 //   - a metric name starting with leasefence_ (not right after a dot, so
 //     the version table public.leasefence_schema_version is not one); it
 //     must be one the Prometheus
@@ -32,8 +32,9 @@
 //     migration;
 //   - a role name starting with durable_job_; it must be created by the
 //     bundle's role file;
-//   - a repository path in backticks (starting with sql/, goclient/, cmd/,
-//     internal/, deploy/, docs/, bench/ or scripts/); it must exist.
+//   - a repository path in backticks (starting with sql/, goclient/,
+//     controls/, audit/, evidence/, cmd/, internal/, deploy/, docs/, bench/,
+//     examples/ or scripts/); it must exist.
 //
 // # Links to headings
 //

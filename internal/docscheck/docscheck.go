@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mightyetl/leasefence/internal/controls"
+	"github.com/mightyetl/leasefence/controls"
 )
 
 // Kind says what sort of thing a citation names.
@@ -67,7 +67,7 @@ var (
 	alertRef       = regexp.MustCompile(`\bLeasefence[A-Z][A-Za-z0-9]*\b`)
 	sqlObjectRef   = regexp.MustCompile(`\bdurable_jobs\.([a-z_][a-z0-9_]*)`)
 	roleRef        = regexp.MustCompile(`\bdurable_job_[a-z_]*[a-z]\b`)
-	repoPathRef    = regexp.MustCompile(`^(?:sql|goclient|cmd|internal|deploy|docs|bench|scripts)/[A-Za-z0-9_./*-]*$`)
+	repoPathRef    = regexp.MustCompile(`^(?:sql|goclient|controls|audit|evidence|cmd|internal|deploy|docs|bench|examples|scripts)/[A-Za-z0-9_./*-]*$`)
 	seedHeading    = regexp.MustCompile(`(?i)^#+\s.*seed test requirements`)
 	anyHeading     = regexp.MustCompile(`^#+\s`)
 	seedRow        = regexp.MustCompile(`^\|\s*([0-9]+)\s*\|`)
@@ -277,7 +277,7 @@ func MarkdownFiles(root string) ([]string, error) {
 // LoadKnown collects every name a document may cite from the repository at
 // root: test functions from *_test.go files (skipping the directories the go
 // tool ignores: names starting with "." or "_", testdata, vendor), identifiers from
-// internal/controls, the given metric names, alert rules from
+// package controls, the given metric names, alert rules from
 // deploy/prometheus/leasefence-alerts.yml, functions, tables and types from
 // sql/migrations and sql/functions, and roles from sql/roles.
 func LoadKnown(root string, metricNames []string) (Known, error) {

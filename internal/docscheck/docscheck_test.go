@@ -68,7 +68,7 @@ func TestEveryControlAndAuditCheckIsDocumented(t *testing.T) {
 	}
 	for _, kind := range []Kind{KindControl, KindAuditCheck, KindEvidenceSection} {
 		for name := range k.Names[kind] {
-			require.True(t, cited[kind][name], "%s %s is in internal/controls but not in %s", kind, name, matrixFile)
+			require.True(t, cited[kind][name], "%s %s is in package controls but not in %s", kind, name, matrixFile)
 		}
 	}
 	runbook, err := os.ReadFile(filepath.Join(k.Root, "docs", "operations", "runbook.md"))
@@ -132,7 +132,7 @@ func TestCheckerReportsMadeUpNames(t *testing.T) {
 	real := strings.Join([]string{
 		"`TestCheckerReportsMadeUpNames` LF-PRV-01 AUDIT-RENEWAL-PAYLOAD EVIDENCE-AUDIT-RESULT",
 		"leasefence_renewals_total leasefence_scheduler_lag_seconds_count LeasefenceStaleClaimRate",
-		"durable_jobs.renew_job_lease durable_jobs.job_payload_record durable_job_renewal_owner `internal/controls/`",
+		"durable_jobs.renew_job_lease durable_jobs.job_payload_record durable_job_renewal_owner `controls/`",
 	}, "\n")
 	realRefs := Extract("real.md", real)
 	require.Len(t, realRefs, 11)

@@ -32,10 +32,10 @@ var may = map[string][]string{
 	"sql":                  {},
 	"goclient":             {},
 	"goclient/prommetrics": {"goclient"},
-	"internal/controls":    {},
+	"controls":             {},
 	"internal/textfmt":     {},
-	"audit":                {"internal/controls", "sql"},
-	"evidence":             {"audit", "goclient", "internal/controls", "sql"},
+	"audit":                {"controls", "sql"},
+	"evidence":             {"audit", "controls", "goclient", "sql"},
 	"internal/demo":        {"audit", "goclient", "internal/pglocal", "internal/textfmt", "sql"},
 }
 
@@ -43,8 +43,33 @@ var may = map[string][]string{
 // may import: they start databases and fail tests.
 var testOnly = []string{"internal/testdb", "internal/demo/demotest"}
 
+// notPublic are the rooms whose packages a program outside the module does
+// not import: commands, the example worker module, the benchmarks and the
+// coverage gate script (tools; the benchmarks share internal/pglocal with
+// the tests). Everything else, bar the internal packages and testOnly, is
+// public: part of what a user of the module imports.
+var notPublic = []string{"cmd", "examples", "bench", "scripts"}
+
+// public says whether the package at path (relative to the module) is one
+// a program outside the module may import and so one that must import
+// nothing internal.
+func public(path string) bool {
+	if internal(path) || slices.Contains(testOnly, path) {
+		return false
+	}
+	room, _, _ := strings.Cut(path, "/")
+	return !slices.Contains(notPublic, room)
+}
+
+// internal says whether path has an element named internal, which is what
+// makes a package internal to the go tool.
+func internal(path string) bool {
+	return slices.Contains(strings.Split(path, "/"), "internal")
+}
+
 // violations returns one line for each import the rules do not allow:
 //
+//   - a public package imports an internal one (its tests may);
 //   - a library room (may) imports a package of the module not on its list;
 //   - anything imports cmd/... (commands are never libraries);
 //   - anything but cmd/leasectl imports internal/demo;
@@ -54,6 +79,9 @@ func violations(pkgs []pkg) []string {
 	for _, p := range pkgs {
 		allowed, limited := may[p.Path]
 		for _, imp := range p.Imports {
+			if public(p.Path) && internal(imp) {
+				out = append(out, fmt.Sprintf("%s imports %s: a public package imports nothing internal", p.Path, imp))
+			}
 			if limited && !slices.Contains(allowed, imp) {
 				out = append(out, fmt.Sprintf("%s imports %s: it may import only %v", p.Path, imp, allowed))
 			}
@@ -126,6 +154,14 @@ func TestEveryImportIsOneTheLayoutAllows(t *testing.T) {
 	for _, room := range append(testOnly, "cmd/leasectl") {
 		require.Contains(t, paths, room)
 	}
+	// The public rule covers the packages a user imports, and only those.
+	for _, room := range []string{"sql", "goclient", "goclient/prommetrics", "controls", "audit", "evidence"} {
+		require.True(t, public(room), room)
+	}
+	for _, room := range append(testOnly, "cmd/leasectl", "internal/demo", "internal/controls", "examples/etlworker",
+		"bench", "bench/cmd/leasebench", "scripts/covergate", "goclient/internal/x") {
+		require.False(t, public(room), room)
+	}
 	require.Empty(t, violations(pkgs), "imports the layout does not allow (README, Layout)")
 }
 
@@ -135,17 +171,22 @@ func TestViolationsNamesEachForbiddenImport(t *testing.T) {
 		{Path: "goclient", Imports: []string{"audit"}},
 		{Path: "goclient/prommetrics", Imports: []string{"goclient", "internal/textfmt"}},
 		{Path: "evidence", Imports: []string{"audit", "goclient"}, Tests: []string{"cmd/leasectl"}},
-		{Path: "audit", Imports: []string{"internal/demo"}},
+		{Path: "audit", Imports: []string{"internal/demo"}, Tests: []string{"internal/testdb"}},
+		{Path: "sql/newroom", Imports: []string{"sql", "goclient/internal/wire"}},
+		{Path: "bench", Imports: []string{"internal/pglocal"}},
 		{Path: "internal/campaign", Imports: []string{"internal/testdb"}, Tests: []string{"internal/demo"}},
 		{Path: "internal/demo/demotest", Imports: []string{"internal/testdb"}},
 		{Path: "cmd/leasectl", Imports: []string{"internal/demo", "audit", "evidence"}, Tests: []string{"internal/demo/demotest"}},
 	})
 	require.Equal(t, []string{
 		"goclient imports audit: it may import only []",
+		"goclient/prommetrics imports internal/textfmt: a public package imports nothing internal",
 		"goclient/prommetrics imports internal/textfmt: it may import only [goclient]",
 		"evidence imports cmd/leasectl: no package imports a command",
-		"audit imports internal/demo: it may import only [internal/controls sql]",
+		"audit imports internal/demo: a public package imports nothing internal",
+		"audit imports internal/demo: it may import only [controls sql]",
 		"audit imports internal/demo: only cmd/leasectl may",
+		"sql/newroom imports goclient/internal/wire: a public package imports nothing internal",
 		"internal/campaign imports internal/testdb, which only tests may import",
 		"internal/campaign imports internal/demo: only cmd/leasectl may",
 	}, got)
