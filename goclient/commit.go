@@ -38,6 +38,27 @@ func inTx(ctx context.Context, pool *pgxpool.Pool, commitTimeout time.Duration, 
 	return inConnTx(ctx, conn, pgx.TxOptions{}, commitTimeout, first, then)
 }
 
+// withConn runs f on a connection of the client's pool.
+func (c *Client) withConn(ctx context.Context, f func(*pgxpool.Conn) error) error {
+	conn, err := c.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	return f(conn)
+}
+
+// noteServer records the address of the server conn is connected to (its
+// host:port, or its socket's path) as the one the client last used, and
+// returns it and the one recorded before ("" when none was).
+func (c *Client) noteServer(conn *pgxpool.Conn) (server, previous string) {
+	server = conn.Conn().PgConn().Conn().RemoteAddr().String()
+	if old := c.server.Swap(&server); old != nil {
+		previous = *old
+	}
+	return server, previous
+}
+
 // inConnTx runs one transaction with opts on a connection the caller
 // holds. The statements first queues (none when nil) go out in one batch
 // behind the BEGIN, so BEGIN costs no round trip of its own; their error

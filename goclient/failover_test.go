@@ -279,6 +279,9 @@ func TestTxHandlerSurvivesSynchronousFailover(t *testing.T) {
 	require.Equal(t, 1, rows, "one target row")
 	require.Equal(t, first.FencingGeneration(), generation)
 	require.Contains(t, logs.String(), "leasefence: claim still live, running the job again under the same claim")
+	// Issue 36, item 4: the worker says which server it reconnected to.
+	requireLogLine(t, logs.String(), "leasefence: reconnected to another server",
+		fmt.Sprintf(`"server":"127.0.0.1:%d"`, standby.Port()), fmt.Sprintf(`"previous_server":"127.0.0.1:%d"`, primary.Port()))
 	require.Equal(t, []string{"unavailable:connection_lost", "available"}, rec.signals())
 	require.Zero(t, rec.lostCount(goclient.LossTrustDeadlinePassed), "no lease was given up")
 
@@ -326,6 +329,23 @@ func TestWorkerSignalsUnavailableOnCutConnection(t *testing.T) {
 	waitFor(t, 2*shortPolicy.lease, "the lease to end", func() bool { return rec.lostCount(goclient.LossTrustDeadlinePassed) == 1 })
 	require.Contains(t, logs.String(), `"reason":"connection_lost"`)
 	require.Contains(t, logs.String(), "leasefence: transaction lost its connection, waiting for the next renewal")
+	// Issue 36, item 4: the lease that ran out while the database did not
+	// answer is logged once by the heartbeat and once by the worker, each
+	// with its bounded cause; the lost connection is no handler error.
+	waitFor(t, 10*time.Second, "the worker's line", func() bool {
+		return strings.Contains(logs.String(), `"msg":"leasefence: lease ended before the terminal write"`)
+	})
+	requireLogLine(t, logs.String(), "leasefence: lease lost", `"cause":"database_unavailable"`)
+	requireLogLine(t, logs.String(), "leasefence: lease ended before the terminal write", `"cause":"database_unavailable"`)
+	require.NotContains(t, logs.String(), "handler returned an error")
+	// A stalled network while already paused for a lost connection: the
+	// probe's timeout is logged once, the Observer is not told again.
+	p.set("stall")
+	waitFor(t, 10*time.Second, "the probe's timeout to be logged", func() bool {
+		return strings.Contains(logs.String(), `"msg":"leasefence: database still unavailable"`)
+	})
+	requireLogLine(t, logs.String(), "leasefence: database still unavailable", `"reason":"timeout"`)
+	require.Equal(t, []string{"unavailable:connection_lost"}, rec.signals())
 
 	claims := rec.claimCount()
 	p.set("open")
@@ -345,4 +365,23 @@ func TestWorkerSignalsUnavailableOnCutConnection(t *testing.T) {
 	require.ErrorIs(t, err, goclient.ErrDatabaseUnavailable)
 	require.True(t, strings.HasSuffix(err.Error(), "(timeout)"), err.Error())
 	p.set("open")
+}
+
+// requireLogLine requires a JSON log line with message msg that holds
+// every one of wants.
+func requireLogLine(t *testing.T, log, msg string, wants ...string) {
+	t.Helper()
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.Contains(line, `"msg":"`+msg+`"`) {
+			continue
+		}
+		found := true
+		for _, want := range wants {
+			found = found && strings.Contains(line, want)
+		}
+		if found {
+			return
+		}
+	}
+	t.Fatalf("no log line %q with %v in:\n%s", msg, wants, log)
 }
