@@ -59,6 +59,14 @@ func (c *Client) noteServer(conn *pgxpool.Conn) (server, previous string) {
 	return server, previous
 }
 
+// lastServer is the address noteServer recorded last ("" for none).
+func (c *Client) lastServer() string {
+	if s := c.server.Load(); s != nil {
+		return *s
+	}
+	return ""
+}
+
 // inConnTx runs one transaction with opts on a connection the caller
 // holds. The statements first queues (none when nil) go out in one batch
 // behind the BEGIN, so BEGIN costs no round trip of its own; their error

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -255,6 +256,11 @@ type heartbeat struct {
 	commitTimeout time.Duration
 	releasePool   *pgxpool.Pool
 	closePool     *pgxpool.Pool
+
+	// timeline is the highest WAL timeline a worker of the client has
+	// seen, in its claims' generations and its probes (raiseTimeline); 0
+	// before the first.
+	timeline atomic.Int64
 
 	// attempts is cancelled by close, so an open attempt ends at once.
 	attempts       context.Context
@@ -631,6 +637,8 @@ func (h *heartbeat) dropLocked(l *Lease, cause LossCause, err error) {
 		return
 	}
 	switch {
+	case cause == LossStale && l.claim.timeline() < h.timeline.Load():
+		l.why = causeFailover
 	case cause == LossStale:
 		l.why = causeStale
 	case l.failures > 0:
@@ -640,6 +648,20 @@ func (h *heartbeat) dropLocked(l *Lease, cause LossCause, err error) {
 	}
 	logLeaseLost(l.logger, l.claim, l.why)
 	h.loseLocked(l, cause, err)
+}
+
+// raiseTimeline raises the highest timeline seen to tl and returns the
+// one seen before (0 for none) and whether tl raised it.
+func (h *heartbeat) raiseTimeline(tl int64) (previous int64, raised bool) {
+	for {
+		previous = h.timeline.Load()
+		if tl <= previous {
+			return previous, false
+		}
+		if h.timeline.CompareAndSwap(previous, tl) {
+			return previous, true
+		}
+	}
 }
 
 // close stops the heartbeat: every live lease ends (ErrClosed) and its claim

@@ -26,6 +26,10 @@ const (
 	// causeStale: the database answered that the claim is no longer live
 	// (the job was cancelled, or its expired claim was taken over).
 	causeStale = "stale"
+	// causeFailover: the database answered stale for a claim made on an
+	// earlier WAL timeline than one a worker of the client has seen since:
+	// the claim was made before a promotion.
+	causeFailover = "failover"
 	// causeTrustDeadline: no renewal was confirmed before the trust
 	// deadline, although no attempt failed (none answered in time).
 	causeTrustDeadline = "trust_deadline"

@@ -325,6 +325,7 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 				w.setUnavailable(unavailableReason(err))
 			}
 			for _, job := range jobs {
+				w.seeTimeline(job.claim.timeline(), "")
 				w.start(base, job, wg)
 			}
 			if len(jobs) > 0 {
@@ -368,9 +369,10 @@ func (w *Worker) probe(base context.Context) {
 	ctx, cancel := context.WithTimeout(base, w.c.claimTimeout())
 	defer cancel()
 	var server, previous string
+	var timeline int64
 	err := w.c.withConn(ctx, func(conn *pgxpool.Conn) error {
 		server, previous = w.c.noteServer(conn)
-		return inConnTx(ctx, conn, pgx.TxOptions{}, w.c.cfg.CommitTimeout, probeCall().queue, nil)
+		return inConnTx(ctx, conn, pgx.TxOptions{}, w.c.cfg.CommitTimeout, probeCall(&timeline).queue, nil)
 	})
 	if err != nil {
 		w.setUnavailable(unavailableReason(err))
@@ -380,12 +382,30 @@ func (w *Worker) probe(base context.Context) {
 	w.down, w.said = "", ""
 	w.mu.Unlock()
 	queue := slog.String("queue_name", w.cfg.Queue)
-	if previous != "" && previous != server {
+	if !w.seeTimeline(timeline, server) && previous != "" && previous != server {
 		w.log(slog.LevelWarn, "leasefence: reconnected to another server", queue,
 			slog.String("server", server), slog.String("previous_server", previous))
 	}
 	w.log(slog.LevelInfo, "leasefence: database available: claims resumed", queue)
 	w.avail.DatabaseAvailable()
+}
+
+// seeTimeline takes in a WAL timeline the worker saw on server (a probe's;
+// "" for a claim's: the server the last claim ran on) and logs a failover
+// when it is above the highest the client had seen (none is logged for the
+// first). It reports whether it logged.
+func (w *Worker) seeTimeline(timeline int64, server string) bool {
+	previous, raised := w.c.hb.raiseTimeline(timeline)
+	if !raised || previous == 0 {
+		return false
+	}
+	if server == "" {
+		server = w.c.lastServer()
+	}
+	w.log(slog.LevelWarn, "leasefence: failover: the database is on a new timeline",
+		slog.String("queue_name", w.cfg.Queue), slog.Int64("timeline", timeline),
+		slog.Int64("previous_timeline", previous), slog.String("server", server))
+	return true
 }
 
 // setUnavailable opens the breaker: the worker stops claiming until a
