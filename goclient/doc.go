@@ -373,6 +373,8 @@
 //	WARN   leasefence: claim failed, retrying                  queue_name, error (no "claim")
 //	WARN   leasefence: database unavailable: claims paused     queue_name, reason (no "claim")
 //	WARN   leasefence: database still unavailable              queue_name, reason (no "claim"; a new reason while paused)
+//	WARN   leasefence: failover: the database is on a new      queue_name, timeline, previous_timeline, server
+//	       timeline                                            (no "claim"; once per promotion the worker sees)
 //	WARN   leasefence: reconnected to another server           queue_name, server, previous_server (no "claim")
 //	INFO   leasefence: database available: claims resumed      queue_name (no "claim")
 //	DEBUG  leasefence: listening for new jobs                  queue_name (no "claim")
@@ -390,29 +392,37 @@
 // bounded "cause", never an error text: "stale" (the database answered that
 // the claim is no longer live: an operator cancelled the running job, with
 // leasectl jobs cancel, or another worker took the expired claim over),
-// "database_unavailable" (the trust deadline passed while renewal attempts
-// failed, or while the worker had stopped claiming), "trust_deadline" (it
-// passed although no attempt failed: none answered in time), "released"
-// (given up at shutdown), "closed" (Client.Close) and "cancelled" (the
-// context the lease was kept under ended). The heartbeat logs "lease lost"
-// once when it stops trusting a claim itself (a stale renewal, the trust
-// deadline; causes "stale", "database_unavailable", "trust_deadline"), to
-// the worker's logger for a worker's claims. A handler that returns an
-// error matching context.Canceled after its lease ended is logged as
-// cancelled, not as an error, with the same cause, and so is a TxHandler
-// job whose transaction lost its connection and whose lease then ended
-// before a renewal was confirmed ("lease ended before the terminal
-// write"): neither is a handler error, and no terminal write follows.
+// "failover" (the database answered stale for a claim made on an earlier
+// WAL timeline than one the client's workers have seen since: the claim
+// was made before a promotion, and a failover lost it or it ended after
+// one), "database_unavailable" (the trust deadline passed while renewal
+// attempts failed),
+// "trust_deadline" (it passed although no attempt failed: none answered in
+// time), "released" (given up at shutdown), "closed" (Client.Close) and
+// "cancelled" (the context the lease was kept under ended). The heartbeat
+// logs "lease lost" once when it stops trusting a claim itself (a stale
+// renewal, the trust deadline; causes "stale", "failover",
+// "database_unavailable", "trust_deadline"), to the worker's logger for a
+// worker's claims. A handler that returns an error matching
+// context.Canceled after its lease ended is logged as cancelled, not as an
+// error, with the same cause, and so is a TxHandler job whose transaction
+// lost its connection and whose lease then ended before a renewal was
+// confirmed ("lease ended before the terminal write"): neither is a
+// handler error, and no terminal write follows.
 //
 // While a worker has stopped claiming, a failure for another reason than
 // the one it last logged (a connection lost while paused for a commit
 // timeout, a probe that times out) is logged once as "database still
-// unavailable"; the Observer is told of the outage once. When the probe
-// that ends an outage commits on another server than the worker's last
-// claim (a multi-host URL after a failover or switchover), the worker
-// logs the address it reconnected to ("server", host:port or a socket
-// path) and the previous one; it does not read the server's timeline, so
-// it says where it is, not that a failover happened.
+// unavailable"; the Observer is told of the outage once. A worker knows
+// the database's WAL timeline without a query of its own: every claim's
+// fencing generation is at least its timeline's floor (claim_next_jobs),
+// and the probe that ends an outage reads it from the position of the WAL
+// it writes. When the timeline rises the worker logs the failover once,
+// with the new and previous timeline and the address of the server it now
+// uses ("server": host:port or a socket path). When the probe that ends
+// an outage commits on another server than the worker's last claim but on
+// the same timeline (a multi-host URL whose first host was unreachable),
+// it logs the reconnect and both addresses.
 //
 // # Wake-ups
 //

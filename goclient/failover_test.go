@@ -511,3 +511,46 @@ func TestClaimLostInAFailoverIsLoggedAsFailover(t *testing.T) {
 	require.NoError(t, primary.Restart(ctx))
 	e.admin = db.Pool(t)
 }
+
+// Issue 36, item 4: a worker on a multi-host URL whose first host becomes
+// unreachable during an outage logs, when its probe commits on the second
+// (the same server, so the same timeline), the server it reconnected to
+// and the previous one, and no failover.
+func TestWorkerLogsTheServerItReconnectedTo(t *testing.T) {
+	t.Parallel()
+	e := setup(t, shortPolicy)
+	ids := e.enqueue(1)
+	first, firstURL := newProxy(t, e.workerDB)
+	second, secondURL := newProxy(t, e.workerDB)
+	a, err := url.Parse(firstURL)
+	require.NoError(t, err)
+	b, err := url.Parse(secondURL)
+	require.NoError(t, err)
+	multi := *a
+	multi.Host = a.Host + "," + b.Host
+	q := multi.Query()
+	q.Set("connect_timeout", "2")
+	multi.RawQuery = q.Encode()
+	var logs goclient.LogBuffer
+	c := e.client(e.pool(multi.String()), goclient.Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	w, err := c.NewWorker(goclient.WorkerConfig{Queue: testQueue, PollInterval: 100 * time.Millisecond,
+		Handler: func(context.Context, goclient.Job) error { return nil }})
+	require.NoError(t, err)
+	stop := runWorker(t, w)
+	waitFor(t, 10*time.Second, "the job to succeed through the first host", func() bool {
+		return e.state(ids[0]).Status == goclient.StatusSucceeded
+	})
+	first.set("cut")
+	second.set("cut")
+	waitFor(t, 10*time.Second, "claims to pause", func() bool {
+		return strings.Contains(logs.String(), `"msg":"leasefence: database unavailable: claims paused"`)
+	})
+	second.set("open")
+	waitFor(t, 10*time.Second, "claims to resume", func() bool {
+		return strings.Contains(logs.String(), `"msg":"leasefence: database available: claims resumed"`)
+	})
+	require.NoError(t, stop())
+	requireLogLine(t, logs.String(), "leasefence: reconnected to another server",
+		`"server":"`+b.Host+`"`, `"previous_server":"`+a.Host+`"`)
+	require.NotContains(t, logs.String(), "failover")
+}

@@ -34,8 +34,7 @@ const (
 	// deadline, although no attempt failed (none answered in time).
 	causeTrustDeadline = "trust_deadline"
 	// causeDatabaseUnavailable: the trust deadline passed while renewal
-	// attempts failed, or a job's transaction lost its connection and the
-	// lease ended before the database answered again.
+	// attempts failed: the database did not answer.
 	causeDatabaseUnavailable = "database_unavailable"
 	// causeReleased: the claim was given up (a worker's shutdown, Release).
 	causeReleased = "released"

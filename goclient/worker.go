@@ -647,7 +647,7 @@ func (w *Worker) process(base context.Context, lease *Lease, job Job) (completed
 		// it was cancelled, for the reason the lease gives.
 		if lease.Err() != nil && errors.Is(he.err, context.Canceled) {
 			w.log(slog.LevelWarn, "leasefence: handler cancelled: the lease ended", claimAttr(job.claim),
-				slog.String("cause", w.endCause(lease)))
+				slog.String("cause", lease.endCause()))
 		} else {
 			w.log(slog.LevelWarn, "leasefence: handler returned an error", claimAttr(job.claim),
 				slog.String("error", handlerErrorText(he.err)))
@@ -665,7 +665,7 @@ func (w *Worker) process(base context.Context, lease *Lease, job Job) (completed
 		lease.lose(LossStale, ErrStaleClaim)
 	case errors.Is(err, errAbandoned):
 		w.log(slog.LevelWarn, "leasefence: lease ended before the terminal write", claimAttr(job.claim),
-			slog.String("cause", w.endCause(lease)))
+			slog.String("cause", lease.endCause()))
 	default:
 		w.log(slog.LevelError, "leasefence: terminal write failed", claimAttr(job.claim),
 			slog.String("error", err.Error()))
@@ -676,17 +676,6 @@ func (w *Worker) process(base context.Context, lease *Lease, job Job) (completed
 	// terminal write keeps failing cannot loop forever.
 	lease.Stop()
 	return completed
-}
-
-// endCause is why lease ended, as a bounded log cause: the lease's own
-// (Lease.endCause), except that a trust deadline passed while the worker
-// has stopped claiming (its database unavailable) is database_unavailable.
-func (w *Worker) endCause(lease *Lease) string {
-	cause := lease.endCause()
-	if cause == causeTrustDeadline && w.unavailable() != "" {
-		return causeDatabaseUnavailable
-	}
-	return cause
 }
 
 // maxTxReruns bounds how often a TxHandler job whose transaction lost its
