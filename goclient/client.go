@@ -342,8 +342,9 @@ type Client struct {
 	heartbeatPool *pgxpool.Pool
 	hb            *heartbeat
 	// server is the address (host:port, or a socket path) of the server
-	// the last claim ran on, nil before the first (noteServer).
-	server atomic.Pointer[string]
+	// the last claim or probe ran on, a string (noteServer; nil before the
+	// first).
+	server atomic.Value
 
 	closeOnce sync.Once
 	closed    chan struct{}

@@ -627,15 +627,12 @@ func (h *heartbeat) loseLocked(l *Lease, cause LossCause, err error) {
 	h.endLocked(l, err)
 }
 
-// dropLocked is loseLocked for a claim the heartbeat itself stops
-// trusting (a stale renewal, the trust deadline passed), and logs it once
+// dropLocked is loseLocked for a live claim the heartbeat itself stops
+// trusting (a stale renewal, the trust deadline passed), and logs it
 // with its bounded cause: stale; database_unavailable when the trust
 // deadline passed after failed renewal attempts (the database did not
 // answer), trust_deadline when no attempt failed (none answered in time).
 func (h *heartbeat) dropLocked(l *Lease, cause LossCause, err error) {
-	if l.state == leaseEnded {
-		return
-	}
 	switch {
 	case cause == LossStale && l.claim.timeline() < h.timeline.Load():
 		l.why = causeFailover

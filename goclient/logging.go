@@ -57,15 +57,7 @@ func logLeaseLost(logger *slog.Logger, claim Claim, cause string) {
 // attempt that it retries after retryIn while the trust deadline allows.
 func (c *Client) logRenewalAttemptFailed(claim Claim, err error, retryIn time.Duration) {
 	c.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "leasefence: renewal attempt failed",
-		claimAttr(claim), slog.String("error", errorText(err)), slog.Duration("retry_in", retryIn))
-}
-
-// errorText is err's text, or "" for nil.
-func errorText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
+		claimAttr(claim), slog.String("error", err.Error()), slog.Duration("retry_in", retryIn))
 }
 
 // panicText is a recovered panic value as text.

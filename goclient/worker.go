@@ -325,7 +325,7 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 				w.setUnavailable(unavailableReason(err))
 			}
 			for _, job := range jobs {
-				w.seeTimeline(job.claim.timeline(), "")
+				w.seeTimeline(job.claim.timeline(), w.c.lastServer())
 				w.start(base, job, wg)
 			}
 			if len(jobs) > 0 {
@@ -370,7 +370,7 @@ func (w *Worker) probe(base context.Context) {
 	defer cancel()
 	var server, previous string
 	var timeline int64
-	err := w.c.withConn(ctx, func(conn *pgxpool.Conn) error {
+	err := withConn(ctx, w.c.pool, func(conn *pgxpool.Conn) error {
 		server, previous = w.c.noteServer(conn)
 		return inConnTx(ctx, conn, pgx.TxOptions{}, w.c.cfg.CommitTimeout, probeCall(&timeline).queue, nil)
 	})
@@ -390,17 +390,13 @@ func (w *Worker) probe(base context.Context) {
 	w.avail.DatabaseAvailable()
 }
 
-// seeTimeline takes in a WAL timeline the worker saw on server (a probe's;
-// "" for a claim's: the server the last claim ran on) and logs a failover
-// when it is above the highest the client had seen (none is logged for the
-// first). It reports whether it logged.
+// seeTimeline takes in a WAL timeline the worker saw on server (a claim's,
+// a probe's) and logs a failover when it is above the highest the client
+// had seen (none is logged for the first). It reports whether it logged.
 func (w *Worker) seeTimeline(timeline int64, server string) bool {
 	previous, raised := w.c.hb.raiseTimeline(timeline)
 	if !raised || previous == 0 {
 		return false
-	}
-	if server == "" {
-		server = w.c.lastServer()
 	}
 	w.log(slog.LevelWarn, "leasefence: failover: the database is on a new timeline",
 		slog.String("queue_name", w.cfg.Queue), slog.Int64("timeline", timeline),
