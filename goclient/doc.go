@@ -405,10 +405,11 @@
 // "database_unavailable", "trust_deadline"), to the worker's logger for a
 // worker's claims. A handler that returns an error matching
 // context.Canceled after its lease ended is logged as cancelled, not as an
-// error, with the same cause, and so is a TxHandler job whose transaction
-// lost its connection and whose lease then ended before a renewal was
-// confirmed ("lease ended before the terminal write"): neither is a
-// handler error, and no terminal write follows.
+// error, with the same cause, in one line (no terminal write follows, and
+// no "lease ended before the terminal write" line); a TxHandler job whose
+// transaction lost its connection and whose lease then ended before a
+// renewal was confirmed is logged as "lease ended before the terminal
+// write" with the cause: neither is a handler error.
 //
 // While a worker has stopped claiming, a failure for another reason than
 // the one it last logged (a connection lost while paused for a commit

@@ -636,21 +636,25 @@ func (w *Worker) process(base context.Context, lease *Lease, job Job) (completed
 	// outcome logs the terminal transition of a handler error once its
 	// transaction committed; a completion is logged without it.
 	var outcome func()
+	cancelled := false
 	if errors.As(err, &he) {
 		// A handler that stopped because its lease ended (its context was
 		// cancelled: the job was cancelled, the claim went stale or its
 		// trust deadline passed, the worker is shutting down) did not fail:
-		// it was cancelled, for the reason the lease gives.
-		if lease.Err() != nil && errors.Is(he.err, context.Canceled) {
+		// it was cancelled, for the reason the lease gives, and nothing is
+		// written (one line says both).
+		if cancelled = lease.Err() != nil && errors.Is(he.err, context.Canceled); cancelled {
 			w.log(slog.LevelWarn, "leasefence: handler cancelled: the lease ended", claimAttr(job.claim),
 				slog.String("cause", lease.endCause()))
 		} else {
 			w.log(slog.LevelWarn, "leasefence: handler returned an error", claimAttr(job.claim),
 				slog.String("error", handlerErrorText(he.err)))
+			err = w.c.writeTx(bg, lease, func(b *pgx.Batch) { outcome = w.failure(b, job.claim, he.err) })
 		}
-		err = w.c.writeTx(bg, lease, func(b *pgx.Batch) { outcome = w.failure(b, job.claim, he.err) })
 	}
 	switch {
+	case cancelled:
+		// Logged above: nothing was written.
 	case err == nil && outcome != nil:
 		outcome()
 	case err == nil:
