@@ -396,10 +396,10 @@
 // WAL timeline than one the client's workers have seen since: the claim
 // was made before a promotion, and a failover lost it or it ended after
 // one), "database_unavailable" (the trust deadline passed while renewal
-// attempts failed),
-// "trust_deadline" (it passed although no attempt failed: none answered in
-// time), "released" (given up at shutdown), "closed" (Client.Close) and
-// "cancelled" (the context the lease was kept under ended). The heartbeat
+// attempts failed), "trust_deadline" (it passed although no attempt
+// failed: none answered in time), "released" (given up at shutdown),
+// "closed" (Client.Close) and "cancelled" (the context the lease was kept
+// under ended). The heartbeat
 // logs "lease lost" once when it stops trusting a claim itself (a stale
 // renewal, the trust deadline; causes "stale", "failover",
 // "database_unavailable", "trust_deadline"), to the worker's logger for a
