@@ -301,3 +301,52 @@ func TestCancelledRunningJobIsLoggedAsACancellation(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, StatusCancelled, s.Status)
 }
+
+// TestHandlerErrorAfterTheLeaseEndedWritesNothingAndSaysWhy: a handler
+// whose job an operator cancelled returns an error of its own (not its
+// context's) after the lease ended: the error is logged as the handler's,
+// no retry is written, and the worker says why, with a bounded cause.
+func TestHandlerErrorAfterTheLeaseEndedWritesNothingAndSaysWhy(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const queue = "etl.cancelled2"
+	producer, workerPool := logSetup(t, queue, 3*time.Second, time.Second)
+	id, err := producer.Enqueue(ctx, EnqueueParams{Queue: queue, Payload: []byte(`{"secret": "pii-cancelled"}`)})
+	require.NoError(t, err)
+
+	var logs logBuffer
+	client, err := NewClient(workerPool, Config{LeaseDuration: 3 * time.Second, RenewalInterval: time.Second,
+		SafetyMargin: 500 * time.Millisecond, AttemptTimeout: 400 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	defer client.Close()
+	started := make(chan struct{})
+	worker, err := client.NewWorker(WorkerConfig{Queue: queue, Handler: func(ctx context.Context, job Job) error {
+		close(started)
+		<-ctx.Done()
+		return errors.New("upstream load abandoned")
+	}})
+	require.NoError(t, err)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- worker.Run(runCtx) }()
+	<-started
+	cancelled, err := producer.Cancel(ctx, id)
+	require.NoError(t, err)
+	require.True(t, cancelled)
+	require.Eventually(t, func() bool {
+		return strings.Contains(logs.String(), "leasefence: lease ended before the terminal write")
+	}, 10*time.Second, 10*time.Millisecond)
+	stop()
+	require.NoError(t, <-done)
+
+	log := logs.String()
+	require.Contains(t, log, `msg="leasefence: handler returned an error" claim.job_record_id=`)
+	require.Contains(t, log, `msg="leasefence: lease ended before the terminal write" claim.job_record_id=`)
+	require.Contains(t, log, `cause=stale`)
+	require.NotContains(t, log, "job retry scheduled")
+	s, err := producer.State(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, StatusCancelled, s.Status)
+}
