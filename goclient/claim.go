@@ -48,6 +48,12 @@ func (c Claim) JobID() int64 { return c.jobID }
 // Queue returns the claimed job's queue name.
 func (c Claim) Queue() string { return c.queue }
 
+// timeline is the WAL timeline the claim was made on, read from its
+// generation: claim_next_jobs raises a generation to its timeline's floor,
+// ((timeline - 1) << 40) + 1, and a job's generation grows by one a claim,
+// so it stays below the next timeline's floor.
+func (c Claim) timeline() int64 { return (c.generation-1)>>40 + 1 }
+
 // FencingGeneration returns lease_fencing_generation: it strictly increases
 // with every claim of the job, so an external sink can refuse writes that
 // carry an older value than one it has seen.

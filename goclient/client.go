@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -340,6 +341,10 @@ type Client struct {
 	// with handlers, sized RenewalPoolSize.
 	heartbeatPool *pgxpool.Pool
 	hb            *heartbeat
+	// server is the address (host:port, or a socket path) of the server
+	// the last claim or probe ran on, a string (noteServer; nil before the
+	// first).
+	server atomic.Value
 
 	closeOnce sync.Once
 	closed    chan struct{}

@@ -30,12 +30,34 @@ func noteWarning(c *pgconn.PgConn, n *pgconn.Notice) {
 func inTx(ctx context.Context, pool *pgxpool.Pool, commitTimeout time.Duration, first func(*pgx.Batch), then func(pgx.Tx) error) error {
 	// The connection is held until the COMMIT's answer has been read
 	// (a pool's own Tx would hand it back inside Commit).
+	return withConn(ctx, pool, func(conn *pgxpool.Conn) error {
+		return inConnTx(ctx, conn, pgx.TxOptions{}, commitTimeout, first, then)
+	})
+}
+
+// withConn runs f on a connection of pool, held until f returns.
+func withConn(ctx context.Context, pool *pgxpool.Pool, f func(*pgxpool.Conn) error) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Release()
-	return inConnTx(ctx, conn, pgx.TxOptions{}, commitTimeout, first, then)
+	return f(conn)
+}
+
+// noteServer records the address of the server conn is connected to (its
+// host:port, or its socket's path) as the one the client last used, and
+// returns it and the one recorded before ("" when none was).
+func (c *Client) noteServer(conn *pgxpool.Conn) (server, previous string) {
+	server = conn.Conn().PgConn().Conn().RemoteAddr().String()
+	previous, _ = c.server.Swap(server).(string)
+	return server, previous
+}
+
+// lastServer is the address noteServer recorded last ("" for none).
+func (c *Client) lastServer() string {
+	s, _ := c.server.Load().(string)
+	return s
 }
 
 // inConnTx runs one transaction with opts on a connection the caller

@@ -363,7 +363,8 @@
 //	WARN   leasefence: job retry scheduled                     reason_code, retry_delay, job_status
 //	WARN   leasefence: job failed                              reason_code
 //	WARN   leasefence: terminal write refused: stale claim     error (LF001; the transaction rolled back)
-//	WARN   leasefence: lease ended before the terminal write   (nothing was written)
+//	WARN   leasefence: lease ended before the terminal write   cause (nothing was written)
+//	WARN   leasefence: lease lost                              cause (the heartbeat stopped trusting the claim)
 //	ERROR  leasefence: terminal write failed                   error (the claim lapses at its expiry)
 //	WARN   leasefence: transaction lost its connection,        error
 //	       waiting for the next renewal
@@ -371,6 +372,10 @@
 //	       again under the same claim
 //	WARN   leasefence: claim failed, retrying                  queue_name, error (no "claim")
 //	WARN   leasefence: database unavailable: claims paused     queue_name, reason (no "claim")
+//	WARN   leasefence: database still unavailable              queue_name, reason (no "claim"; a new reason while paused)
+//	WARN   leasefence: failover: the database is on a new      queue_name, timeline, previous_timeline, server
+//	       timeline                                            (no "claim"; once per promotion the worker sees)
+//	WARN   leasefence: reconnected to another server           queue_name, server, previous_server (no "claim")
 //	INFO   leasefence: database available: claims resumed      queue_name (no "claim")
 //	DEBUG  leasefence: listening for new jobs                  queue_name (no "claim")
 //	WARN   leasefence: wake-up listener lost, polling until    queue_name, error (no "claim"; once per outage)
@@ -383,14 +388,42 @@
 //	WARN   leasefence: releasing claims at shutdown            queue_name, abandoned_jobs
 //	INFO   leasefence: worker stopped                          queue_name
 //
-// A handler that returns an error matching context.Canceled after its
-// lease ended is logged as cancelled, not as an error, with the lease's
-// end as "cause": "leasefence: claim is stale" when an operator cancelled
-// the running job (leasectl jobs cancel; the job is then CANCELLED) or
-// another worker took the expired claim over, "leasefence: claim was
-// released" at shutdown, the trust deadline's error when renewals failed
-// too long. No terminal write follows ("lease ended before the terminal
-// write").
+// A lease that ends before the job's terminal write is logged with a
+// bounded "cause", never an error text: "stale" (the database answered that
+// the claim is no longer live: an operator cancelled the running job, with
+// leasectl jobs cancel, or another worker took the expired claim over),
+// "failover" (the database answered stale for a claim made on an earlier
+// WAL timeline than one the client's workers have seen since: the claim
+// was made before a promotion, and a failover lost it or it ended after
+// one), "database_unavailable" (the trust deadline passed while renewal
+// attempts failed), "trust_deadline" (it passed although no attempt
+// failed: none answered in time), "released" (given up at shutdown),
+// "closed" (Client.Close) and "cancelled" (the context the lease was kept
+// under ended). The heartbeat
+// logs "lease lost" once when it stops trusting a claim itself (a stale
+// renewal, the trust deadline; causes "stale", "failover",
+// "database_unavailable", "trust_deadline"), to the worker's logger for a
+// worker's claims. A handler that returns an error matching
+// context.Canceled after its lease ended is logged as cancelled, not as an
+// error, with the same cause, in one line (no terminal write follows, and
+// no "lease ended before the terminal write" line); a TxHandler job whose
+// transaction lost its connection and whose lease then ended before a
+// renewal was confirmed is logged as "lease ended before the terminal
+// write" with the cause: neither is a handler error.
+//
+// While a worker has stopped claiming, a failure for another reason than
+// the one it last logged (a connection lost while paused for a commit
+// timeout, a probe that times out) is logged once as "database still
+// unavailable"; the Observer is told of the outage once. A worker knows
+// the database's WAL timeline without a query of its own: every claim's
+// fencing generation is at least its timeline's floor (claim_next_jobs),
+// and the probe that ends an outage reads it from the position of the WAL
+// it writes. When the timeline rises the worker logs the failover once,
+// with the new and previous timeline and the address of the server it now
+// uses ("server": host:port or a socket path). When the probe that ends
+// an outage commits on another server than the worker's last claim but on
+// the same timeline (a multi-host URL whose first host was unreachable),
+// it logs the reconnect and both addresses.
 //
 // # Wake-ups
 //

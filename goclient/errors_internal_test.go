@@ -47,3 +47,16 @@ func TestTranslateErrorMapsRealSQLStates(t *testing.T) {
 }
 
 type querierFunc func(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+
+// TestLostConnErrorKeepsWhatItWraps: a TxHandler transaction that lost its
+// connection more often than it may run again is handled as what it wraps
+// (a handler's error, a terminal write's): errors.As and errors.Is see
+// through it.
+func TestLostConnErrorKeepsWhatItWraps(t *testing.T) {
+	t.Parallel()
+	handler := &handlerError{errors.New("upstream gone")}
+	var he *handlerError
+	require.ErrorAs(t, &lostConnError{handler}, &he)
+	require.Same(t, handler, he)
+	require.ErrorIs(t, &lostConnError{ErrStaleClaim}, ErrStaleClaim)
+}

@@ -279,6 +279,10 @@ func TestTxHandlerSurvivesSynchronousFailover(t *testing.T) {
 	require.Equal(t, 1, rows, "one target row")
 	require.Equal(t, first.FencingGeneration(), generation)
 	require.Contains(t, logs.String(), "leasefence: claim still live, running the job again under the same claim")
+	// Issue 36, item 4: the worker logs the failover: the new timeline and
+	// the server it reconnected to.
+	requireLogLine(t, logs.String(), "leasefence: failover: the database is on a new timeline",
+		`"timeline":2`, `"previous_timeline":1`, fmt.Sprintf(`"server":"127.0.0.1:%d"`, standby.Port()))
 	require.Equal(t, []string{"unavailable:connection_lost", "available"}, rec.signals())
 	require.Zero(t, rec.lostCount(goclient.LossTrustDeadlinePassed), "no lease was given up")
 
@@ -326,6 +330,23 @@ func TestWorkerSignalsUnavailableOnCutConnection(t *testing.T) {
 	waitFor(t, 2*shortPolicy.lease, "the lease to end", func() bool { return rec.lostCount(goclient.LossTrustDeadlinePassed) == 1 })
 	require.Contains(t, logs.String(), `"reason":"connection_lost"`)
 	require.Contains(t, logs.String(), "leasefence: transaction lost its connection, waiting for the next renewal")
+	// Issue 36, item 4: the lease that ran out while the database did not
+	// answer is logged once by the heartbeat and once by the worker, each
+	// with its bounded cause; the lost connection is no handler error.
+	waitFor(t, 10*time.Second, "the worker's line", func() bool {
+		return strings.Contains(logs.String(), `"msg":"leasefence: lease ended before the terminal write"`)
+	})
+	requireLogLine(t, logs.String(), "leasefence: lease lost", `"cause":"database_unavailable"`)
+	requireLogLine(t, logs.String(), "leasefence: lease ended before the terminal write", `"cause":"database_unavailable"`)
+	require.NotContains(t, logs.String(), "handler returned an error")
+	// A stalled network while already paused for a lost connection: the
+	// probe's timeout is logged once, the Observer is not told again.
+	p.set("stall")
+	waitFor(t, 10*time.Second, "the probe's timeout to be logged", func() bool {
+		return strings.Contains(logs.String(), `"msg":"leasefence: database still unavailable"`)
+	})
+	requireLogLine(t, logs.String(), "leasefence: database still unavailable", `"reason":"timeout"`)
+	require.Equal(t, []string{"unavailable:connection_lost"}, rec.signals())
 
 	claims := rec.claimCount()
 	p.set("open")
@@ -345,4 +366,191 @@ func TestWorkerSignalsUnavailableOnCutConnection(t *testing.T) {
 	require.ErrorIs(t, err, goclient.ErrDatabaseUnavailable)
 	require.True(t, strings.HasSuffix(err.Error(), "(timeout)"), err.Error())
 	p.set("open")
+}
+
+// requireLogLine requires a JSON log line with message msg that holds
+// every one of wants.
+func requireLogLine(t *testing.T, log, msg string, wants ...string) {
+	t.Helper()
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.Contains(line, `"msg":"`+msg+`"`) {
+			continue
+		}
+		found := true
+		for _, want := range wants {
+			found = found && strings.Contains(line, want)
+		}
+		if found {
+			return
+		}
+	}
+	t.Fatalf("no log line %q with %v in:\n%s", msg, wants, log)
+}
+
+// gatedPort is a RenewalPort whose attempts fail while it is shut, and go
+// to the real port otherwise: a test holds renewals back until the
+// worker has seen a promotion, so their order is fixed.
+type gatedPort struct {
+	inner goclient.RenewalPort
+	shut  atomic.Bool
+}
+
+func (p *gatedPort) RenewClaims(ctx context.Context, claims []goclient.Claim) ([]goclient.RenewalResult, error) {
+	if p.shut.Load() {
+		return nil, fmt.Errorf("renewals held back by the test")
+	}
+	return p.inner.RenewClaims(ctx, claims)
+}
+
+// Issue 36, item 4: an asynchronous failover that loses a claim. The
+// standby stops receiving WAL once the job's enqueue is on it, the worker
+// claims the job on the primary, the primary dies and the standby is
+// promoted without the claim. The worker logs the failover once (the new
+// timeline, the server it reconnected to) and, when the first renewal on
+// the new primary answers stale, the lease's end with cause failover (the
+// claim was made on the earlier timeline), never a handler error; the job
+// then runs on the new primary.
+func TestClaimLostInAFailoverIsLoggedAsFailover(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	primary, db := testdb.OwnCluster(t)
+	e := setupDB(t, db, policy{lease: 15 * time.Second, interval: time.Second, maxLifetime: time.Hour, renewalEnabled: true})
+	ids := e.enqueue(1)
+	producerURL := db.LoginURL(t, "durable_job_producer")
+	standby, err := primary.StartStandby(ctx, "s1")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = standby.Stop() })
+	onStandby := func(raw string) string {
+		u, err := url.Parse(raw)
+		require.NoError(t, err)
+		u.Host = fmt.Sprintf("127.0.0.1:%d", standby.Port())
+		return u.String()
+	}
+	standbyAdmin := e.pool(onStandby(db.URL))
+	var lsn string
+	require.NoError(t, e.admin.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&lsn))
+	waitFor(t, 20*time.Second, "the standby to replay the enqueue", func() bool {
+		var replayed bool
+		err := standbyAdmin.QueryRow(ctx, `SELECT coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false)`, lsn).Scan(&replayed)
+		return err == nil && replayed
+	})
+	// The standby stops receiving WAL: it restarts its WAL receiver for a
+	// replication slot the primary does not have, which fails every time.
+	_, err = standbyAdmin.Exec(ctx, `ALTER SYSTEM SET primary_slot_name = 'no_such_slot'`)
+	require.NoError(t, err)
+	_, err = standbyAdmin.Exec(ctx, `SELECT pg_reload_conf()`)
+	require.NoError(t, err)
+	waitFor(t, 20*time.Second, "the standby to stop streaming", func() bool {
+		var n int
+		require.NoError(t, e.admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_replication`).Scan(&n))
+		return n == 0
+	})
+
+	multi, err := url.Parse(e.workerDB)
+	require.NoError(t, err)
+	multi.Host = fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", primary.Port(), standby.Port())
+	q := multi.Query()
+	q.Set("target_session_attrs", "read-write")
+	q.Set("connect_timeout", "2")
+	multi.RawQuery = q.Encode()
+	port := &gatedPort{inner: goclient.NewPgRenewalPort(e.pool(multi.String()), 800*time.Millisecond)}
+	rec := newAvailRecorder(t)
+	var logs goclient.LogBuffer
+	c := e.client(e.pool(multi.String()), goclient.Config{Observer: rec, RenewalPort: port,
+		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("worker log:\n%s", logs.String())
+		}
+	})
+	var runs atomic.Int64
+	inFlight := make(chan goclient.Job, 1)
+	w, err := c.NewWorker(goclient.WorkerConfig{Queue: testQueue, PollInterval: 100 * time.Millisecond,
+		TxHandler: func(ctx context.Context, tx pgx.Tx, job goclient.Job) error {
+			if runs.Add(1) == 1 {
+				inFlight <- job
+				_, err := tx.Exec(ctx, `SELECT pg_sleep(60)`) // the primary dies meanwhile
+				return err
+			}
+			return nil
+		}})
+	require.NoError(t, err)
+	stop := runWorker(t, w)
+	first := <-inFlight
+	waitFor(t, 10*time.Second, "a confirmed renewal", func() bool { return rec.renewalCount(goclient.RenewalRenewed) > 0 })
+	port.shut.Store(true)
+	require.NoError(t, primary.StopImmediate())
+	require.NoError(t, standby.Promote(ctx))
+	waitFor(t, 30*time.Second, "the failover to be logged", func() bool {
+		return strings.Contains(logs.String(), `"msg":"leasefence: failover: the database is on a new timeline"`)
+	})
+	port.shut.Store(false)
+
+	producer := e.client(e.pool(onStandby(producerURL)))
+	waitFor(t, 30*time.Second, "the job to succeed on the new primary", func() bool {
+		s, err := producer.State(ctx, ids[0])
+		return err == nil && s.Status == goclient.StatusSucceeded
+	})
+	require.NoError(t, stop())
+	s, err := producer.State(ctx, ids[0])
+	require.NoError(t, err)
+	require.Greater(t, s.FencingGeneration, first.FencingGeneration(), "the job ran under a claim of the new timeline")
+
+	log := logs.String()
+	requireLogLine(t, log, "leasefence: failover: the database is on a new timeline", `"timeline":2`, `"previous_timeline":1`,
+		fmt.Sprintf(`"server":"127.0.0.1:%d"`, standby.Port()))
+	require.Equal(t, 1, strings.Count(log, "leasefence: failover: the database is on a new timeline"), "one line for one failover")
+	require.NotContains(t, log, "leasefence: reconnected to another server", "the failover line names the server")
+	requireLogLine(t, log, "leasefence: lease lost", `"cause":"failover"`, fmt.Sprintf(`"job_record_id":%d`, ids[0]))
+	requireLogLine(t, log, "leasefence: lease ended before the terminal write", `"cause":"failover"`)
+	require.NotContains(t, log, "handler returned an error")
+
+	// The old primary comes back so that the test's cleanup can drop its
+	// database (every client of this test has stopped using it).
+	require.NoError(t, primary.Restart(ctx))
+	e.admin = db.Pool(t)
+}
+
+// Issue 36, item 4: a worker on a multi-host URL whose first host becomes
+// unreachable during an outage logs, when its probe commits on the second
+// (the same server, so the same timeline), the server it reconnected to
+// and the previous one, and no failover.
+func TestWorkerLogsTheServerItReconnectedTo(t *testing.T) {
+	t.Parallel()
+	e := setup(t, shortPolicy)
+	ids := e.enqueue(1)
+	first, firstURL := newProxy(t, e.workerDB)
+	second, secondURL := newProxy(t, e.workerDB)
+	a, err := url.Parse(firstURL)
+	require.NoError(t, err)
+	b, err := url.Parse(secondURL)
+	require.NoError(t, err)
+	multi := *a
+	multi.Host = a.Host + "," + b.Host
+	q := multi.Query()
+	q.Set("connect_timeout", "2")
+	multi.RawQuery = q.Encode()
+	var logs goclient.LogBuffer
+	c := e.client(e.pool(multi.String()), goclient.Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	w, err := c.NewWorker(goclient.WorkerConfig{Queue: testQueue, PollInterval: 100 * time.Millisecond,
+		Handler: func(context.Context, goclient.Job) error { return nil }})
+	require.NoError(t, err)
+	stop := runWorker(t, w)
+	waitFor(t, 10*time.Second, "the job to succeed through the first host", func() bool {
+		return e.state(ids[0]).Status == goclient.StatusSucceeded
+	})
+	first.set("cut")
+	second.set("cut")
+	waitFor(t, 10*time.Second, "claims to pause", func() bool {
+		return strings.Contains(logs.String(), `"msg":"leasefence: database unavailable: claims paused"`)
+	})
+	second.set("open")
+	waitFor(t, 10*time.Second, "claims to resume", func() bool {
+		return strings.Contains(logs.String(), `"msg":"leasefence: database available: claims resumed"`)
+	})
+	require.NoError(t, stop())
+	requireLogLine(t, logs.String(), "leasefence: reconnected to another server",
+		`"server":"`+b.Host+`"`, `"previous_server":"`+a.Host+`"`)
+	require.NotContains(t, logs.String(), "failover")
 }

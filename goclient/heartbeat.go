@@ -4,7 +4,9 @@ import (
 	"container/heap"
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -77,6 +79,12 @@ type Lease struct {
 	index        int // position in hb.queue, -1 when not queued
 	trustTimer   *time.Timer
 	stopWatch    func() bool // stops the watch of the parent context (add); nil when there is none
+	// why is the bounded cause the heartbeat logged when it lost the
+	// claim ("" when the lease ended otherwise); guarded by hb.mu.
+	why string
+	// logger receives the heartbeat's "lease lost" record of this lease:
+	// the client's logger, or the worker's that keeps it.
+	logger *slog.Logger
 }
 
 // Keep starts renewing job's claim on the heartbeat and returns its Lease.
@@ -84,7 +92,7 @@ type Lease struct {
 // sentAt + (lease_expires_at - database_time) - SafetyMargin. After Close,
 // Keep returns a lease that has already ended with ErrClosed.
 func (c *Client) Keep(parent context.Context, job Job) *Lease {
-	return c.hb.add(parent, job)
+	return c.hb.add(parent, job, c.cfg.Logger)
 }
 
 // Context returns the context that is cancelled when the lease ends.
@@ -92,6 +100,32 @@ func (l *Lease) Context() context.Context { return l.ctx }
 
 // Claim returns the lease's claim.
 func (l *Lease) Claim() Claim { return l.claim }
+
+// endCause is why the lease ended, as one bounded log cause (see Logging
+// in the package documentation): the cause the heartbeat logged when it
+// lost the claim, else stale, released, closed or stopped by its error,
+// and cancelled when its parent context was cancelled; "" while it is held.
+func (l *Lease) endCause() string {
+	l.hb.mu.Lock()
+	defer l.hb.mu.Unlock()
+	switch {
+	case l.why != "":
+		return l.why
+	case l.cause == nil:
+		return ""
+	case errors.Is(l.cause, ErrStaleClaim):
+		return causeStale
+	case errors.Is(l.cause, ErrTrustDeadlinePassed):
+		return causeTrustDeadline
+	case errors.Is(l.cause, ErrLeaseReleased):
+		return causeReleased
+	case errors.Is(l.cause, ErrClosed):
+		return causeClosed
+	case errors.Is(l.cause, ErrLeaseStopped):
+		return causeStopped
+	}
+	return causeCancelled
+}
 
 // Err returns nil while the lease is held, and then why it ended.
 func (l *Lease) Err() error {
@@ -223,6 +257,11 @@ type heartbeat struct {
 	releasePool   *pgxpool.Pool
 	closePool     *pgxpool.Pool
 
+	// timeline is the highest WAL timeline a worker of the client has
+	// seen, in its claims' generations and its probes (raiseTimeline); 0
+	// before the first.
+	timeline atomic.Int64
+
 	// attempts is cancelled by close, so an open attempt ends at once.
 	attempts       context.Context
 	cancelAttempts context.CancelFunc
@@ -265,10 +304,11 @@ func newHeartbeat(cfg heartbeatConfig) *heartbeat {
 }
 
 // add registers a new lease for job.
-func (h *heartbeat) add(parent context.Context, job Job) *Lease {
+func (h *heartbeat) add(parent context.Context, job Job, logger *slog.Logger) *Lease {
 	ctx, cancel := context.WithCancelCause(parent)
 	l := &Lease{
 		hb:           h,
+		logger:       logger,
 		claim:        job.claim,
 		ctx:          ctx,
 		cancel:       cancel,
@@ -473,7 +513,7 @@ func (h *heartbeat) finish(batch []*Lease, sentAt time.Time, results []RenewalRe
 		if !recvAt.Before(l.trustedUntil) {
 			// Fail closed: an answer after the trust deadline is too late,
 			// whatever it says.
-			h.loseLocked(l, LossTrustDeadlinePassed, ErrTrustDeadlinePassed)
+			h.dropLocked(l, LossTrustDeadlinePassed, ErrTrustDeadlinePassed)
 			continue
 		}
 		if err != nil {
@@ -510,7 +550,7 @@ func (h *heartbeat) finish(batch []*Lease, sentAt time.Time, results []RenewalRe
 			l.state = leaseDisabled
 		default: // stale, or anything the port does not promise: fail closed
 			h.obs.Renewal(queue, RenewalStale)
-			h.loseLocked(l, LossStale, ErrStaleClaim)
+			h.dropLocked(l, LossStale, ErrStaleClaim)
 		}
 	}
 }
@@ -554,7 +594,7 @@ func (h *heartbeat) trustExpired(l *Lease) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if l.state != leaseEnded && !time.Now().Before(l.trustedUntil) {
-		h.loseLocked(l, LossTrustDeadlinePassed, ErrTrustDeadlinePassed)
+		h.dropLocked(l, LossTrustDeadlinePassed, ErrTrustDeadlinePassed)
 	}
 }
 
@@ -585,6 +625,40 @@ func (h *heartbeat) loseLocked(l *Lease, cause LossCause, err error) {
 		h.obs.OwnershipLost(l.claim.queue, cause)
 	}
 	h.endLocked(l, err)
+}
+
+// dropLocked is loseLocked for a live claim the heartbeat itself stops
+// trusting (a stale renewal, the trust deadline passed), and logs it
+// with its bounded cause: stale; database_unavailable when the trust
+// deadline passed after failed renewal attempts (the database did not
+// answer), trust_deadline when no attempt failed (none answered in time).
+func (h *heartbeat) dropLocked(l *Lease, cause LossCause, err error) {
+	switch {
+	case cause == LossStale && l.claim.timeline() < h.timeline.Load():
+		l.why = causeFailover
+	case cause == LossStale:
+		l.why = causeStale
+	case l.failures > 0:
+		l.why = causeDatabaseUnavailable
+	default:
+		l.why = causeTrustDeadline
+	}
+	logLeaseLost(l.logger, l.claim, l.why)
+	h.loseLocked(l, cause, err)
+}
+
+// raiseTimeline raises the highest timeline seen to tl and returns the
+// one seen before (0 for none) and whether tl raised it.
+func (h *heartbeat) raiseTimeline(tl int64) (previous int64, raised bool) {
+	for {
+		previous = h.timeline.Load()
+		if tl <= previous {
+			return previous, false
+		}
+		if h.timeline.CompareAndSwap(previous, tl) {
+			return previous, true
+		}
+	}
 }
 
 // close stops the heartbeat: every live lease ends (ErrClosed) and its claim

@@ -123,6 +123,7 @@ func (c *Client) claim(ctx context.Context, queue string, run func(*pgxpool.Conn
 		return nil, err
 	}
 	defer conn.Release()
+	c.noteServer(conn)
 	jobs, err := run(conn)
 	if err != nil {
 		return nil, err

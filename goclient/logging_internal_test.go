@@ -207,10 +207,10 @@ func TestRefusedCompletionIsLoggedAsStale(t *testing.T) {
 	require.Empty(t, clientLogs.String(), "a worker with its own logger does not write to the client's")
 }
 
-// TestHeartbeatLogHooks: the records the heartbeat writes through
-// logLeaseLost and logRenewalAttemptFailed carry the claim's public
-// fields, the cause and the error, never the token; a release is INFO,
-// a loss WARN; a client without a logger discards them.
+// TestHeartbeatLogHooks: the heartbeat's "lease lost" record carries the
+// claim's public fields and the bounded cause, never the token or an
+// error text; a lease ends with one bounded cause whatever ended it; a
+// client without a logger discards them.
 func TestHeartbeatLogHooks(t *testing.T) {
 	t.Parallel()
 	raw := [16]byte{0xca, 0xfe, 0xba, 0xbe, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
@@ -219,13 +219,11 @@ func TestHeartbeatLogHooks(t *testing.T) {
 		token: sealToken(claimToken{uuid: token, owner: "worker-hook-owner"})}
 	var logs logBuffer
 	c := &Client{cfg: Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}}
-	c.logLeaseLost(claim, LossStale, ErrStaleClaim)
-	c.logLeaseLost(claim, LossReleased, nil)
+	logLeaseLost(c.cfg.Logger, claim, causeStale)
 	c.logRenewalAttemptFailed(claim, errors.New("connection reset"), 250*time.Millisecond)
 	log := logs.String()
 	for _, want := range []string{
-		`level=WARN msg="leasefence: lease lost" claim.job_record_id=77`, `cause=stale error="leasefence: claim is stale"`,
-		`level=INFO msg="leasefence: lease lost"`, `cause=released error=""`,
+		`level=WARN msg="leasefence: lease lost" claim.job_record_id=77`, `cause=stale`,
 		`level=WARN msg="leasefence: renewal attempt failed"`, `error="connection reset" retry_in=250ms`,
 	} {
 		require.Contains(t, log, want)
@@ -233,6 +231,18 @@ func TestHeartbeatLogHooks(t *testing.T) {
 	for _, secret := range append(tokenForms(token), "worker-hook-owner") {
 		require.NotContains(t, log, secret)
 	}
+	h := &heartbeat{}
+	for _, tc := range []struct {
+		cause error
+		want  string
+	}{
+		{nil, ""}, {ErrStaleClaim, causeStale}, {ErrTrustDeadlinePassed, causeTrustDeadline},
+		{ErrLeaseReleased, causeReleased}, {ErrClosed, causeClosed}, {ErrLeaseStopped, causeStopped},
+		{context.Canceled, causeCancelled},
+	} {
+		require.Equal(t, tc.want, (&Lease{hb: h, cause: tc.cause}).endCause(), "%v", tc.cause)
+	}
+	require.Equal(t, causeDatabaseUnavailable, (&Lease{hb: h, cause: ErrTrustDeadlinePassed, why: causeDatabaseUnavailable}).endCause())
 	quiet := Config{}.withDefaults()
 	require.Same(t, discardLogger, quiet.Logger, "the default logger discards")
 	require.Equal(t, "boom", panicText(errors.New("boom")))
@@ -273,17 +283,69 @@ func TestCancelledRunningJobIsLoggedAsACancellation(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, cancelled)
 	require.Eventually(t, func() bool {
-		return strings.Contains(logs.String(), "leasefence: lease ended before the terminal write")
+		return strings.Contains(logs.String(), "leasefence: handler cancelled: the lease ended")
 	}, 10*time.Second, 10*time.Millisecond)
 	stop()
 	require.NoError(t, <-done)
 
 	log := logs.String()
 	require.Contains(t, log, `level=WARN msg="leasefence: handler cancelled: the lease ended" claim.job_record_id=`)
-	require.Contains(t, log, `cause="leasefence: claim is stale"`)
+	require.Contains(t, log, `level=WARN msg="leasefence: lease lost" claim.job_record_id=`)
+	require.Contains(t, log, `cause=stale`)
+	require.NotContains(t, log, "leasefence: lease ended before the terminal write", "one line for the cancellation")
+	require.NotContains(t, log, `cause="leasefence:`, "every cause is bounded, none an error text")
 	require.NotContains(t, log, "handler returned an error")
 	require.NotContains(t, log, "context canceled")
 	require.NotContains(t, log, "pii-cancelled")
+	s, err := producer.State(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, StatusCancelled, s.Status)
+}
+
+// TestHandlerErrorAfterTheLeaseEndedWritesNothingAndSaysWhy: a handler
+// whose job an operator cancelled returns an error of its own (not its
+// context's) after the lease ended: the error is logged as the handler's,
+// no retry is written, and the worker says why, with a bounded cause.
+func TestHandlerErrorAfterTheLeaseEndedWritesNothingAndSaysWhy(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const queue = "etl.cancelled2"
+	producer, workerPool := logSetup(t, queue, 3*time.Second, time.Second)
+	id, err := producer.Enqueue(ctx, EnqueueParams{Queue: queue, Payload: []byte(`{"secret": "pii-cancelled"}`)})
+	require.NoError(t, err)
+
+	var logs logBuffer
+	client, err := NewClient(workerPool, Config{LeaseDuration: 3 * time.Second, RenewalInterval: time.Second,
+		SafetyMargin: 500 * time.Millisecond, AttemptTimeout: 400 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	defer client.Close()
+	started := make(chan struct{})
+	worker, err := client.NewWorker(WorkerConfig{Queue: queue, Handler: func(ctx context.Context, job Job) error {
+		close(started)
+		<-ctx.Done()
+		return errors.New("upstream load abandoned")
+	}})
+	require.NoError(t, err)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- worker.Run(runCtx) }()
+	<-started
+	cancelled, err := producer.Cancel(ctx, id)
+	require.NoError(t, err)
+	require.True(t, cancelled)
+	require.Eventually(t, func() bool {
+		return strings.Contains(logs.String(), "leasefence: lease ended before the terminal write")
+	}, 10*time.Second, 10*time.Millisecond)
+	stop()
+	require.NoError(t, <-done)
+
+	log := logs.String()
+	require.Contains(t, log, `msg="leasefence: handler returned an error" claim.job_record_id=`)
+	require.Contains(t, log, `msg="leasefence: lease ended before the terminal write" claim.job_record_id=`)
+	require.Contains(t, log, `cause=stale`)
+	require.NotContains(t, log, "job retry scheduled")
 	s, err := producer.State(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, StatusCancelled, s.Status)

@@ -418,11 +418,16 @@ func releaseClaims(ctx context.Context, pool *pgxpool.Pool, claims []Claim) (sta
 // transaction an xid and a WAL record, so its COMMIT writes a commit
 // record and waits for a synchronous standby as a terminal write does.
 // (txid_current() alone gives an xid but writes no WAL before the
-// commit record, and PostgreSQL then does not wait for the standby.)
-const sqlProbe = `SELECT pg_logical_emit_message(true, 'leasefence.probe', '')`
+// commit record, and PostgreSQL then does not wait for the standby.) It
+// answers the WAL timeline the server writes on (the first 8 hex digits of
+// the WAL file name of the message's position), read as the claims' fencing
+// generation floor reads it (claim_next_jobs), in the same round trip.
+const sqlProbe = `SELECT ('x' OPERATOR(pg_catalog.||) pg_catalog.substr(pg_catalog.pg_walfile_name(` +
+	`pg_catalog.pg_logical_emit_message(true, 'leasefence.probe', '')), 1, 8))::bit(32)::bigint`
 
-// probeCall is the worker's probe statement.
-func probeCall() call { return call{sql: sqlProbe} }
+// probeCall is the worker's probe statement; the timeline goes into
+// timeline when the batch is closed.
+func probeCall(timeline *int64) call { return call{sql: sqlProbe, into: []any{timeline}} }
 
 // listenStatement is the LISTEN of the wake-up listener: its probe channel
 // and its queue's wake-up channel, in one simple-protocol round trip.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Handler runs one job. It must return when ctx is cancelled: that is the
@@ -142,8 +143,9 @@ type Worker struct {
 
 	// avail is Config.Observer when it is an AvailabilityObserver.
 	avail AvailabilityObserver
-	// down is why the worker stopped claiming ("" while it claims); guarded by mu.
-	down UnavailableReason
+	// down is why the worker stopped claiming ("" while it claims), and
+	// said the reason it last logged during that outage; guarded by mu.
+	down, said UnavailableReason
 }
 
 // NewWorker returns a worker of c, or a *ConfigError with one of these
@@ -323,6 +325,7 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 				w.setUnavailable(unavailableReason(err))
 			}
 			for _, job := range jobs {
+				w.seeTimeline(job.claim.timeline(), w.c.lastServer())
 				w.start(base, job, wg)
 			}
 			if len(jobs) > 0 {
@@ -357,32 +360,76 @@ func (w *Worker) claimLoop(ctx, base context.Context, wg *sync.WaitGroup) error 
 // probe sends one transaction that writes WAL (sqlProbe; its COMMIT
 // bounded by the commit timeout), so it waits for a synchronous standby as
 // a terminal write does; when it commits, the worker claims again.
+//
+// A probe that fails for another reason than the one the worker last
+// logged says so once; a probe that commits on another server than the
+// worker's last claim ran on (a multi-host URL after a failover) logs the
+// server it reconnected to.
 func (w *Worker) probe(base context.Context) {
 	ctx, cancel := context.WithTimeout(base, w.c.claimTimeout())
 	defer cancel()
-	if w.c.inTx(ctx, probeCall().queue, nil) == nil {
-		w.mu.Lock()
-		w.down = ""
-		w.mu.Unlock()
-		w.log(slog.LevelInfo, "leasefence: database available: claims resumed", slog.String("queue_name", w.cfg.Queue))
-		w.avail.DatabaseAvailable()
+	var server, previous string
+	var timeline int64
+	err := withConn(ctx, w.c.pool, func(conn *pgxpool.Conn) error {
+		server, previous = w.c.noteServer(conn)
+		return inConnTx(ctx, conn, pgx.TxOptions{}, w.c.cfg.CommitTimeout, probeCall(&timeline).queue, nil)
+	})
+	if err != nil {
+		w.setUnavailable(unavailableReason(err))
+		return
 	}
+	w.mu.Lock()
+	w.down, w.said = "", ""
+	w.mu.Unlock()
+	queue := slog.String("queue_name", w.cfg.Queue)
+	if !w.seeTimeline(timeline, server) && previous != "" && previous != server {
+		w.log(slog.LevelWarn, "leasefence: reconnected to another server", queue,
+			slog.String("server", server), slog.String("previous_server", previous))
+	}
+	w.log(slog.LevelInfo, "leasefence: database available: claims resumed", queue)
+	w.avail.DatabaseAvailable()
+}
+
+// seeTimeline takes in a WAL timeline the worker saw on server (a claim's,
+// a probe's) and logs a failover when it is above the highest the client
+// had seen (none is logged for the first). It reports whether it logged.
+func (w *Worker) seeTimeline(timeline int64, server string) bool {
+	previous, raised := w.c.hb.raiseTimeline(timeline)
+	if !raised || previous == 0 {
+		return false
+	}
+	w.log(slog.LevelWarn, "leasefence: failover: the database is on a new timeline",
+		slog.String("queue_name", w.cfg.Queue), slog.Int64("timeline", timeline),
+		slog.Int64("previous_timeline", previous), slog.String("server", server))
+	return true
 }
 
 // setUnavailable opens the breaker: the worker stops claiming until a
 // probe commits. Only the first reason of an outage is signalled; no
 // reason ("") leaves the breaker as it is.
+//
+// While the breaker is open, a failure for another reason than the one
+// last logged (a connection lost while paused for a commit timeout, a
+// probe that times out after connections were refused) is logged once
+// ("database still unavailable"); the Observer is not told again.
 func (w *Worker) setUnavailable(reason UnavailableReason) {
+	if reason == "" {
+		return
+	}
 	w.mu.Lock()
-	first := w.down == "" && reason != ""
+	first, changed := w.down == "", reason != w.said
 	if first {
 		w.down = reason
 	}
+	w.said = reason
 	w.mu.Unlock()
-	if first {
-		w.log(slog.LevelWarn, "leasefence: database unavailable: claims paused",
-			slog.String("queue_name", w.cfg.Queue), slog.String("reason", string(reason)))
+	queue, why := slog.String("queue_name", w.cfg.Queue), slog.String("reason", string(reason))
+	switch {
+	case first:
+		w.log(slog.LevelWarn, "leasefence: database unavailable: claims paused", queue, why)
 		w.avail.DatabaseUnavailable(reason)
+	case changed:
+		w.log(slog.LevelWarn, "leasefence: database still unavailable", queue, why)
 	}
 }
 
@@ -467,7 +514,7 @@ func (w *Worker) completionsMoved(finished []*completion, admitted int) {
 // start runs job on a new goroutine under a new lease. A job claimed after
 // shutdown began is released by shutdown like any other in-flight job.
 func (w *Worker) start(base context.Context, job Job, wg *sync.WaitGroup) {
-	lease := w.c.Keep(base, job)
+	lease := w.c.hb.add(base, job, w.cfg.Logger)
 	w.logClaim(slog.LevelInfo, "leasefence: job claimed", job.claim)
 	w.mu.Lock()
 	w.leases[lease] = struct{}{}
@@ -570,6 +617,9 @@ func (w *Worker) process(base context.Context, lease *Lease, job Job) (completed
 			w.log(slog.LevelWarn, "leasefence: transaction lost its connection, waiting for the next renewal",
 				claimAttr(job.claim), slog.String("error", lost.Error()))
 			if !lease.awaitRenewal() {
+				// No handler error: the lease ended while the database
+				// did not answer, and nothing is written.
+				err = errAbandoned
 				break
 			}
 			w.log(slog.LevelInfo, "leasefence: claim still live, running the job again under the same claim",
@@ -586,21 +636,25 @@ func (w *Worker) process(base context.Context, lease *Lease, job Job) (completed
 	// outcome logs the terminal transition of a handler error once its
 	// transaction committed; a completion is logged without it.
 	var outcome func()
+	cancelled := false
 	if errors.As(err, &he) {
 		// A handler that stopped because its lease ended (its context was
 		// cancelled: the job was cancelled, the claim went stale or its
 		// trust deadline passed, the worker is shutting down) did not fail:
-		// it was cancelled, for the reason the lease gives.
-		if cause := lease.Err(); cause != nil && errors.Is(he.err, context.Canceled) {
+		// it was cancelled, for the reason the lease gives, and nothing is
+		// written (one line says both).
+		if cancelled = lease.Err() != nil && errors.Is(he.err, context.Canceled); cancelled {
 			w.log(slog.LevelWarn, "leasefence: handler cancelled: the lease ended", claimAttr(job.claim),
-				slog.String("cause", cause.Error()))
+				slog.String("cause", lease.endCause()))
 		} else {
 			w.log(slog.LevelWarn, "leasefence: handler returned an error", claimAttr(job.claim),
 				slog.String("error", handlerErrorText(he.err)))
+			err = w.c.writeTx(bg, lease, func(b *pgx.Batch) { outcome = w.failure(b, job.claim, he.err) })
 		}
-		err = w.c.writeTx(bg, lease, func(b *pgx.Batch) { outcome = w.failure(b, job.claim, he.err) })
 	}
 	switch {
+	case cancelled:
+		// Logged above: nothing was written.
 	case err == nil && outcome != nil:
 		outcome()
 	case err == nil:
@@ -610,7 +664,8 @@ func (w *Worker) process(base context.Context, lease *Lease, job Job) (completed
 			slog.String("error", err.Error()))
 		lease.lose(LossStale, ErrStaleClaim)
 	case errors.Is(err, errAbandoned):
-		w.log(slog.LevelWarn, "leasefence: lease ended before the terminal write", claimAttr(job.claim))
+		w.log(slog.LevelWarn, "leasefence: lease ended before the terminal write", claimAttr(job.claim),
+			slog.String("cause", lease.endCause()))
 	default:
 		w.log(slog.LevelError, "leasefence: terminal write failed", claimAttr(job.claim),
 			slog.String("error", err.Error()))
