@@ -93,7 +93,11 @@ GRANT EXECUTE ON FUNCTION durable_jobs.claim_next_job(text, text) TO durable_job
 -- when that is higher: generations strictly increase across promotions
 -- (every promotion starts a higher timeline; timeline 1 has floor 1, so a
 -- fresh install issues 1, 2, 3, ...). A job whose attempts are used up goes to FAILED
--- (attempts_exhausted) instead and does not count. Expired claims are taken
+-- (attempts_exhausted) instead and does not count. An expired claim lost
+-- with the database (the server started after the claim, or a promotion
+-- since: the claim's generation is of an earlier timeline) is reclaimed
+-- without costing an attempt, at most three times a job, and counted as a
+-- failover_reclaim, not a reclaim (since migration 029). Expired claims are taken
 -- before due jobs. Locks: the claimed rows, FOR UPDATE SKIP LOCKED, so
 -- claimers never wait on each other. LF003 on bad input and outside READ
 -- COMMITTED.
@@ -138,11 +142,13 @@ DECLARE
     v_wanted integer;
     v_candidate_ids bigint[];
     v_candidate_exhausted boolean[];
+    v_candidate_failover boolean[];
     v_expired integer;
     v_fetched integer;
     v_returned integer;
     v_claimed integer := 0;
     v_reclaims integer;
+    v_failover_reclaims integer;
     v_now timestamptz;
     v_floor bigint;
     v_synchronous_commit text;
@@ -196,19 +202,35 @@ BEGIN
         v_wanted := p_max_jobs - v_claimed;
         SELECT COALESCE(pg_catalog.array_agg(c.candidate_id ORDER BY c.candidate_branch, c.candidate_order, c.candidate_id), '{}'),
                COALESCE(pg_catalog.array_agg(c.candidate_exhausted ORDER BY c.candidate_branch, c.candidate_order, c.candidate_id), '{}'),
+               COALESCE(pg_catalog.array_agg(c.candidate_failover ORDER BY c.candidate_branch, c.candidate_order, c.candidate_id), '{}'),
                pg_catalog.count(*) FILTER (WHERE c.candidate_branch = 1)::integer
-        INTO v_candidate_ids, v_candidate_exhausted, v_expired
-        FROM (SELECT x.candidate_branch, x.candidate_order, x.candidate_id, x.candidate_exhausted
+        INTO v_candidate_ids, v_candidate_exhausted, v_candidate_failover, v_expired
+        FROM (SELECT x.candidate_branch, x.candidate_order, x.candidate_id, x.candidate_exhausted, x.candidate_failover
               FROM (SELECT 1 AS candidate_branch, j.lease_expiry_floor AS candidate_order, j.job_record_id AS candidate_id,
-                           j.attempt_number >= j.max_attempts AS candidate_exhausted
+                           j.attempt_number >= j.max_attempts AND NOT f.lost_with_database AS candidate_exhausted,
+                           f.lost_with_database AS candidate_failover
                     FROM durable_jobs.job_record j
+                    -- Lost with the database (since migration 029): the
+                    -- server started after the claim (a crash or restart
+                    -- in place), or the claim's generation is of an
+                    -- earlier WAL timeline (a promotion since); at most
+                    -- three times a job, so a job that brings the server
+                    -- down does not loop for ever. Evaluated only for the
+                    -- expired leases this scan returns (on a standby the
+                    -- FOR UPDATE fails before any row).
+                    CROSS JOIN LATERAL (
+                        SELECT j.failover_reclaims < 3
+                               AND (j.lease_claimed_at < pg_catalog.pg_postmaster_start_time()
+                                    OR (j.lease_fencing_generation >> 40) + 1
+                                       < ('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint)
+                               AS lost_with_database) f
                     WHERE j.queue_name = p_queue_name AND j.job_status = 'RUNNING'
                       AND j.lease_expiry_floor <= v_now AND j.lease_expires_at <= v_now
                     ORDER BY j.lease_expiry_floor, j.job_record_id
                     LIMIT v_wanted
                     FOR UPDATE OF j SKIP LOCKED) x
               UNION ALL
-              SELECT d.candidate_branch, d.candidate_order, d.candidate_id, d.candidate_exhausted
+              SELECT d.candidate_branch, d.candidate_order, d.candidate_id, d.candidate_exhausted, false
               FROM (SELECT 2 AS candidate_branch, j.run_after AS candidate_order, j.job_record_id AS candidate_id,
                            j.attempt_number >= j.max_attempts AS candidate_exhausted
                     FROM durable_jobs.job_record j
@@ -241,14 +263,18 @@ BEGIN
             v_floor := COALESCE(v_floor, ((('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint - 1) << 40) + 1);
             RETURN QUERY
             WITH candidate AS (
-                SELECT c.candidate_id, c.candidate_position, pg_catalog.gen_random_uuid() AS candidate_token
-                FROM ROWS FROM (pg_catalog.unnest(v_candidate_ids), pg_catalog.unnest(v_candidate_exhausted))
-                     WITH ORDINALITY AS c(candidate_id, candidate_exhausted, candidate_position)
+                SELECT c.candidate_id, c.candidate_position, c.candidate_failover,
+                       pg_catalog.gen_random_uuid() AS candidate_token
+                FROM ROWS FROM (pg_catalog.unnest(v_candidate_ids), pg_catalog.unnest(v_candidate_exhausted),
+                                pg_catalog.unnest(v_candidate_failover))
+                     WITH ORDINALITY AS c(candidate_id, candidate_exhausted, candidate_failover, candidate_position)
                 WHERE NOT c.candidate_exhausted
             ), claimed AS (
                 UPDATE durable_jobs.job_record j
                 SET job_status = 'RUNNING', status_changed_at = v_now,
-                    attempt_number = j.attempt_number + 1,
+                    -- A claim lost with the database costs the job no attempt.
+                    attempt_number = j.attempt_number + CASE WHEN c.candidate_failover THEN 0 ELSE 1 END,
+                    failover_reclaims = j.failover_reclaims + CASE WHEN c.candidate_failover THEN 1 ELSE 0 END,
                     -- claim_token_digest's body, written out: a SET search_path helper
                     -- is never inlined and costs a function call per row.
                     lease_claim_digest = pg_catalog.sha256(pg_catalog.uuid_send(c.candidate_token)),
@@ -288,9 +314,16 @@ BEGIN
         -- Reclaims are the claimed candidates of the expired branch: those
         -- not exhausted among its first v_expired.
         IF v_expired > 0 THEN
-            v_reclaims := v_expired - pg_catalog.cardinality(pg_catalog.array_positions(v_candidate_exhausted[1:v_expired], true));
+            -- Those lost with the database are counted apart (never
+            -- exhausted: they cost no attempt).
+            v_failover_reclaims := pg_catalog.cardinality(pg_catalog.array_positions(v_candidate_failover[1:v_expired], true));
+            v_reclaims := v_expired - v_failover_reclaims
+                - pg_catalog.cardinality(pg_catalog.array_positions(v_candidate_exhausted[1:v_expired], true));
             IF v_reclaims > 0 THEN
                 PERFORM durable_jobs.record_lease_outcome(p_queue_name, 'reclaim', v_reclaims);
+            END IF;
+            IF v_failover_reclaims > 0 THEN
+                PERFORM durable_jobs.record_lease_outcome(p_queue_name, 'failover_reclaim', v_failover_reclaims);
             END IF;
         END IF;
         -- Another pass only when jobs moved to FAILED took places that due
