@@ -1,5 +1,5 @@
 -- GENERATED: do not edit. The schema durable_jobs of a fresh install of
--- the bundle at version 28, as pg_dump --schema-only prints it: tables,
+-- the bundle at version 29, as pg_dump --schema-only prints it: tables,
 -- indexes, constraints, triggers, functions, owners and grants. The
 -- installing superuser is written postgres. The roles are in
 -- sql/roles/bundle_roles.sql, the function bodies with their comments in
@@ -521,11 +521,13 @@ DECLARE
     v_wanted integer;
     v_candidate_ids bigint[];
     v_candidate_exhausted boolean[];
+    v_candidate_failover boolean[];
     v_expired integer;
     v_fetched integer;
     v_returned integer;
     v_claimed integer := 0;
     v_reclaims integer;
+    v_failover_reclaims integer;
     v_now timestamptz;
     v_floor bigint;
     v_synchronous_commit text;
@@ -579,19 +581,35 @@ BEGIN
         v_wanted := p_max_jobs - v_claimed;
         SELECT COALESCE(pg_catalog.array_agg(c.candidate_id ORDER BY c.candidate_branch, c.candidate_order, c.candidate_id), '{}'),
                COALESCE(pg_catalog.array_agg(c.candidate_exhausted ORDER BY c.candidate_branch, c.candidate_order, c.candidate_id), '{}'),
+               COALESCE(pg_catalog.array_agg(c.candidate_failover ORDER BY c.candidate_branch, c.candidate_order, c.candidate_id), '{}'),
                pg_catalog.count(*) FILTER (WHERE c.candidate_branch = 1)::integer
-        INTO v_candidate_ids, v_candidate_exhausted, v_expired
-        FROM (SELECT x.candidate_branch, x.candidate_order, x.candidate_id, x.candidate_exhausted
+        INTO v_candidate_ids, v_candidate_exhausted, v_candidate_failover, v_expired
+        FROM (SELECT x.candidate_branch, x.candidate_order, x.candidate_id, x.candidate_exhausted, x.candidate_failover
               FROM (SELECT 1 AS candidate_branch, j.lease_expiry_floor AS candidate_order, j.job_record_id AS candidate_id,
-                           j.attempt_number >= j.max_attempts AS candidate_exhausted
+                           j.attempt_number >= j.max_attempts AND NOT f.lost_with_database AS candidate_exhausted,
+                           f.lost_with_database AS candidate_failover
                     FROM durable_jobs.job_record j
+                    -- Lost with the database (since migration 029): the
+                    -- server started after the claim (a crash or restart
+                    -- in place), or the claim's generation is of an
+                    -- earlier WAL timeline (a promotion since); at most
+                    -- three times a job, so a job that brings the server
+                    -- down does not loop for ever. Evaluated only for the
+                    -- expired leases this scan returns (on a standby the
+                    -- FOR UPDATE fails before any row).
+                    CROSS JOIN LATERAL (
+                        SELECT j.failover_reclaims < 3
+                               AND (j.lease_claimed_at < pg_catalog.pg_postmaster_start_time()
+                                    OR (j.lease_fencing_generation >> 40) + 1
+                                       < ('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint)
+                               AS lost_with_database) f
                     WHERE j.queue_name = p_queue_name AND j.job_status = 'RUNNING'
                       AND j.lease_expiry_floor <= v_now AND j.lease_expires_at <= v_now
                     ORDER BY j.lease_expiry_floor, j.job_record_id
                     LIMIT v_wanted
                     FOR UPDATE OF j SKIP LOCKED) x
               UNION ALL
-              SELECT d.candidate_branch, d.candidate_order, d.candidate_id, d.candidate_exhausted
+              SELECT d.candidate_branch, d.candidate_order, d.candidate_id, d.candidate_exhausted, false
               FROM (SELECT 2 AS candidate_branch, j.run_after AS candidate_order, j.job_record_id AS candidate_id,
                            j.attempt_number >= j.max_attempts AS candidate_exhausted
                     FROM durable_jobs.job_record j
@@ -624,14 +642,18 @@ BEGIN
             v_floor := COALESCE(v_floor, ((('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint - 1) << 40) + 1);
             RETURN QUERY
             WITH candidate AS (
-                SELECT c.candidate_id, c.candidate_position, pg_catalog.gen_random_uuid() AS candidate_token
-                FROM ROWS FROM (pg_catalog.unnest(v_candidate_ids), pg_catalog.unnest(v_candidate_exhausted))
-                     WITH ORDINALITY AS c(candidate_id, candidate_exhausted, candidate_position)
+                SELECT c.candidate_id, c.candidate_position, c.candidate_failover,
+                       pg_catalog.gen_random_uuid() AS candidate_token
+                FROM ROWS FROM (pg_catalog.unnest(v_candidate_ids), pg_catalog.unnest(v_candidate_exhausted),
+                                pg_catalog.unnest(v_candidate_failover))
+                     WITH ORDINALITY AS c(candidate_id, candidate_exhausted, candidate_failover, candidate_position)
                 WHERE NOT c.candidate_exhausted
             ), claimed AS (
                 UPDATE durable_jobs.job_record j
                 SET job_status = 'RUNNING', status_changed_at = v_now,
-                    attempt_number = j.attempt_number + 1,
+                    -- A claim lost with the database costs the job no attempt.
+                    attempt_number = j.attempt_number + CASE WHEN c.candidate_failover THEN 0 ELSE 1 END,
+                    failover_reclaims = j.failover_reclaims + CASE WHEN c.candidate_failover THEN 1 ELSE 0 END,
                     -- claim_token_digest's body, written out: a SET search_path helper
                     -- is never inlined and costs a function call per row.
                     lease_claim_digest = pg_catalog.sha256(pg_catalog.uuid_send(c.candidate_token)),
@@ -671,9 +693,16 @@ BEGIN
         -- Reclaims are the claimed candidates of the expired branch: those
         -- not exhausted among its first v_expired.
         IF v_expired > 0 THEN
-            v_reclaims := v_expired - pg_catalog.cardinality(pg_catalog.array_positions(v_candidate_exhausted[1:v_expired], true));
+            -- Those lost with the database are counted apart (never
+            -- exhausted: they cost no attempt).
+            v_failover_reclaims := pg_catalog.cardinality(pg_catalog.array_positions(v_candidate_failover[1:v_expired], true));
+            v_reclaims := v_expired - v_failover_reclaims
+                - pg_catalog.cardinality(pg_catalog.array_positions(v_candidate_exhausted[1:v_expired], true));
             IF v_reclaims > 0 THEN
                 PERFORM durable_jobs.record_lease_outcome(p_queue_name, 'reclaim', v_reclaims);
+            END IF;
+            IF v_failover_reclaims > 0 THEN
+                PERFORM durable_jobs.record_lease_outcome(p_queue_name, 'failover_reclaim', v_failover_reclaims);
             END IF;
         END IF;
         -- Another pass only when jobs moved to FAILED took places that due
@@ -1539,7 +1568,9 @@ CREATE TABLE durable_jobs.job_record (
     created_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
     status_changed_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
     lease_expiry_floor timestamp with time zone,
+    failover_reclaims smallint DEFAULT 0 NOT NULL,
     CONSTRAINT job_record_attempt_number_range CHECK ((attempt_number >= 0)),
+    CONSTRAINT job_record_failover_reclaims_range CHECK ((failover_reclaims >= 0)),
     CONSTRAINT job_record_failure_reason_code_format CHECK (((octet_length(failure_reason_code) <= 63) AND (failure_reason_code ~ '^[a-z][a-z0-9_]*$'::text))),
     CONSTRAINT job_record_max_attempts_range CHECK (((max_attempts >= 1) AND (max_attempts <= 1000))),
     CONSTRAINT job_record_queue_name_format CHECK (((octet_length(queue_name) <= 63) AND (queue_name ~ '^[a-z][a-z0-9_.:-]*$'::text))),
@@ -1611,6 +1642,12 @@ COMMENT ON COLUMN durable_jobs.job_record.lease_renewal_count IS 'Renewals of th
 COMMENT ON COLUMN durable_jobs.job_record.lease_expiry_floor IS 'A lower bound of lease_expires_at while RUNNING, indexed for the reclaim probe. Set to the expiry by each claim; a renewal moves it up to the new expiry only when it is within a sixth of the lease duration of the clock, so most renewals change no indexed column.';
 
 --
+-- Name: COLUMN job_record.failover_reclaims; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON COLUMN durable_jobs.job_record.failover_reclaims IS 'Reclaims of claims lost with the database (server restarted or promoted since the claim), which cost no attempt; at most three count so.';
+
+--
 -- Name: job_status_mismatches(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_audit_owner
 --
 
@@ -1661,7 +1698,7 @@ CREATE TABLE durable_jobs.lease_outcome_tally (
     counted_by_role text NOT NULL,
     outcome_count bigint NOT NULL,
     CONSTRAINT lease_outcome_tally_count_positive CHECK ((outcome_count > 0)),
-    CONSTRAINT lease_outcome_tally_kind CHECK ((outcome_kind = ANY (ARRAY['stale_renewal'::text, 'reclaim'::text, 'stale_release'::text])))
+    CONSTRAINT lease_outcome_tally_kind CHECK ((outcome_kind = ANY (ARRAY['stale_renewal'::text, 'reclaim'::text, 'stale_release'::text, 'failover_reclaim'::text])))
 );
 
 ALTER TABLE durable_jobs.lease_outcome_tally OWNER TO postgres;
@@ -4824,7 +4861,7 @@ GRANT SELECT(lease_claimed_by_role) ON TABLE durable_jobs.job_record TO durable_
 -- Name: COLUMN job_record.lease_claimed_at; Type: ACL; Schema: durable_jobs; Owner: postgres
 --
 
-GRANT UPDATE(lease_claimed_at) ON TABLE durable_jobs.job_record TO durable_job_claim_owner;
+GRANT SELECT(lease_claimed_at),UPDATE(lease_claimed_at) ON TABLE durable_jobs.job_record TO durable_job_claim_owner;
 GRANT SELECT(lease_claimed_at) ON TABLE durable_jobs.job_record TO durable_job_audit_owner;
 
 --
@@ -4893,6 +4930,12 @@ GRANT SELECT(status_changed_at) ON TABLE durable_jobs.job_record TO durable_job_
 
 GRANT SELECT(lease_expiry_floor),UPDATE(lease_expiry_floor) ON TABLE durable_jobs.job_record TO durable_job_claim_owner;
 GRANT SELECT(lease_expiry_floor),UPDATE(lease_expiry_floor) ON TABLE durable_jobs.job_record TO durable_job_renewal_owner;
+
+--
+-- Name: COLUMN job_record.failover_reclaims; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(failover_reclaims),UPDATE(failover_reclaims) ON TABLE durable_jobs.job_record TO durable_job_claim_owner;
 
 --
 -- Name: FUNCTION job_status_mismatches(); Type: ACL; Schema: durable_jobs; Owner: durable_job_audit_owner
