@@ -45,8 +45,8 @@ SELECT columns_are('durable_jobs', 'job_record',
     ARRAY['job_record_id', 'queue_name', 'job_status', 'idempotency_key_digest', 'run_after', 'max_attempts',
           'attempt_number', 'lease_claim_digest', 'lease_owner_id', 'lease_claimed_by_role', 'lease_claimed_at',
           'lease_expires_at', 'lease_claim_deadline', 'lease_fencing_generation', 'lease_renewal_count',
-          'failure_reason_code', 'created_at', 'status_changed_at', 'lease_expiry_floor'],
-    'job_record has exactly its lease-state columns (lease_expiry_floor from migration 008) and no payload, token or key column');
+          'failure_reason_code', 'created_at', 'status_changed_at', 'lease_expiry_floor', 'failover_reclaims'],
+    'job_record has exactly its lease-state columns (lease_expiry_floor from migration 008, failover_reclaims from 029) and no payload, token or key column');
 SELECT columns_are('durable_jobs', 'job_payload_record', ARRAY['job_record_id', 'job_payload'],
     'job_payload_record holds only the job id and its payload');
 SELECT columns_are('durable_jobs', 'job_outcome_ledger',
@@ -152,6 +152,7 @@ SELECT set_eq(
     $$VALUES ('durable_jobs.job_record', 'job_record_pkey', 'p'),
              ('durable_jobs.job_record', 'job_record_queue_name_format', 'c'),
              ('durable_jobs.job_record', 'job_record_max_attempts_range', 'c'),
+             ('durable_jobs.job_record', 'job_record_failover_reclaims_range', 'c'),
              ('durable_jobs.job_record', 'job_record_attempt_number_range', 'c'),
              ('durable_jobs.job_record', 'job_record_failure_reason_code_format', 'c'),
              ('durable_jobs.job_record', 'job_record_running_has_lease', 'c'),
