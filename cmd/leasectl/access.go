@@ -82,16 +82,7 @@ func runAccess(ctx context.Context, env *cliEnv, args []string) int {
 	tw := newTable(env.stdout)
 	printf(tw, "LOGIN\tATTRIBUTES\tLEASEFENCE ROLE\tGRANTED TO\tGRANTOR\n")
 	for _, l := range report.Logins {
-		var attrs []string
-		for _, a := range []struct {
-			on   bool
-			name string
-		}{{l.Superuser, "SUPERUSER"}, {l.BypassRLS, "BYPASSRLS"}, {l.CreateRole, "CREATEROLE"}} {
-			if a.on {
-				attrs = append(attrs, a.name)
-			}
-		}
-		attributes := strings.Join(attrs, ",")
+		attributes := strings.Join(loginAttributes(l), ",")
 		if attributes == "" {
 			attributes = "-"
 		}
@@ -118,4 +109,20 @@ func runAccess(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	_ = tw.Flush()
 	return exitOK
+}
+
+// loginAttributes names a login's elevated attributes (SUPERUSER,
+// BYPASSRLS, CREATEROLE) that it holds, for the access review in text
+// and in the evidence report's Markdown.
+func loginAttributes(l audit.AccessLogin) []string {
+	var attrs []string
+	for _, a := range []struct {
+		on   bool
+		name string
+	}{{l.Superuser, "SUPERUSER"}, {l.BypassRLS, "BYPASSRLS"}, {l.CreateRole, "CREATEROLE"}} {
+		if a.on {
+			attrs = append(attrs, a.name)
+		}
+	}
+	return attrs
 }
