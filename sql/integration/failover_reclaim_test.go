@@ -28,7 +28,7 @@ func TestAClaimLostWithTheDatabaseCostsNoAttempt(t *testing.T) {
 		t.Helper()
 		_, err := f.admin.Exec(f.ctx, `UPDATE durable_jobs.job_record
 			SET lease_claimed_at = pg_postmaster_start_time() - interval '1 second',
-			    lease_expires_at = clock_timestamp() - interval '1 second', lease_expiry_floor = clock_timestamp() - interval '1 second'
+			    lease_expires_at = statement_timestamp() - interval '1 second', lease_expiry_floor = statement_timestamp() - interval '1 second'
 			WHERE job_record_id = $1`, job)
 		require.NoError(t, err)
 	}
@@ -51,8 +51,8 @@ func TestAClaimLostWithTheDatabaseCostsNoAttempt(t *testing.T) {
 	var other int64
 	require.NoError(t, f.admin.QueryRow(f.ctx, `SELECT durable_jobs.enqueue_job($1, '{}')`, f.queue).Scan(&other))
 	require.Equal(t, int32(1), claim())
-	_, err = f.admin.Exec(f.ctx, `UPDATE durable_jobs.job_record SET lease_expires_at = clock_timestamp() - interval '1 second',
-		lease_expiry_floor = clock_timestamp() - interval '1 second' WHERE job_record_id = $1`, other)
+	_, err = f.admin.Exec(f.ctx, `UPDATE durable_jobs.job_record SET lease_expires_at = statement_timestamp() - interval '1 second',
+		lease_expiry_floor = statement_timestamp() - interval '1 second' WHERE job_record_id = $1`, other)
 	require.NoError(t, err)
 	require.Equal(t, int32(2), claim(), "a lease that simply ran out costs an attempt")
 	require.Equal(t, int64(1), f.outcomeTotal(t, f.queue, "reclaim"))

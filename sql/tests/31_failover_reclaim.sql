@@ -24,8 +24,8 @@ $$;
 CREATE FUNCTION pg_temp.t31_lose() RETURNS void LANGUAGE sql AS $$
     UPDATE durable_jobs.job_record
     SET lease_claimed_at = pg_catalog.pg_postmaster_start_time() - interval '1 second',
-        lease_expires_at = pg_catalog.clock_timestamp() - interval '1 second',
-        lease_expiry_floor = pg_catalog.clock_timestamp() - interval '1 second'
+        lease_expires_at = pg_catalog.statement_timestamp() - interval '1 second',
+        lease_expiry_floor = pg_catalog.statement_timestamp() - interval '1 second'
     WHERE queue_name = 't31.failover';
 $$;
 CREATE FUNCTION pg_temp.t31_tally(p_kind text) RETURNS bigint LANGUAGE sql AS $$
