@@ -2,7 +2,6 @@ package goclient
 
 import (
 	"context"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -13,8 +12,10 @@ import (
 // nothing, so it has no heartbeat, starts no goroutine and opens no pool of
 // its own: every call is one statement on the pool given to NewAdmin, whose
 // login needs the role each method names (durable_job_auditor for the
-// reads). An Admin needs no Close and is safe for concurrent use. A Client
-// has the same methods, delegating to its own Admin over its pool.
+// reads). An Admin needs no Close and is safe for concurrent use. A
+// program that has a Client makes its Admin with NewAdmin over the same
+// pool, or over a pool of another login role: a Client does the job work
+// (enqueue, claim, renew, finish) and nothing else.
 type Admin struct {
 	pool *pgxpool.Pool
 }
@@ -45,76 +46,4 @@ func (a *Admin) Replay(ctx context.Context, jobID int64) (bool, error) {
 // ErrJobNotFound. Needs the durable_job_producer role.
 func (a *Admin) State(ctx context.Context, jobID int64) (JobState, error) {
 	return jobState(ctx, a.pool, jobID)
-}
-
-// The Client's operator and auditor calls are its Admin's: the code of each
-// is written once, in port_admin.go or port_pg.go.
-
-// Cancel is Admin.Cancel over the client's pool.
-func (c *Client) Cancel(ctx context.Context, jobID int64) (bool, error) {
-	return c.admin.Cancel(ctx, jobID)
-}
-
-// Replay is Admin.Replay over the client's pool.
-func (c *Client) Replay(ctx context.Context, jobID int64) (bool, error) {
-	return c.admin.Replay(ctx, jobID)
-}
-
-// State is Admin.State over the client's pool.
-func (c *Client) State(ctx context.Context, jobID int64) (JobState, error) {
-	return c.admin.State(ctx, jobID)
-}
-
-// SetQueueLeasePolicy is Admin.SetQueueLeasePolicy over the client's pool.
-func (c *Client) SetQueueLeasePolicy(ctx context.Context, change LeasePolicyChange) error {
-	return c.admin.SetQueueLeasePolicy(ctx, change)
-}
-
-// UpdateQueueLeasePolicy is Admin.UpdateQueueLeasePolicy over the client's
-// pool.
-func (c *Client) UpdateQueueLeasePolicy(ctx context.Context, update LeasePolicyUpdate) (LeasePolicy, error) {
-	return c.admin.UpdateQueueLeasePolicy(ctx, update)
-}
-
-// QueueLeasePolicies is Admin.QueueLeasePolicies over the client's pool.
-func (c *Client) QueueLeasePolicies(ctx context.Context) ([]LeasePolicy, error) {
-	return c.admin.QueueLeasePolicies(ctx)
-}
-
-// RecordDeploymentVersion is Admin.RecordDeploymentVersion over the
-// client's pool.
-func (c *Client) RecordDeploymentVersion(ctx context.Context, version, reason string) error {
-	return c.admin.RecordDeploymentVersion(ctx, version, reason)
-}
-
-// RecordDeployment is Admin.RecordDeployment over the client's pool.
-func (c *Client) RecordDeployment(ctx context.Context, d Deployment) error {
-	return c.admin.RecordDeployment(ctx, d)
-}
-
-// LeaseHealth is Admin.LeaseHealth over the client's pool. A program that
-// only reads health needs no Client: use NewAdmin.
-func (c *Client) LeaseHealth(ctx context.Context) ([]QueueLeaseHealth, error) {
-	return c.admin.LeaseHealth(ctx)
-}
-
-// ControlEvidence is Admin.ControlEvidence over the client's pool.
-func (c *Client) ControlEvidence(ctx context.Context, since time.Time) ([]EvidenceRecord, error) {
-	return c.admin.ControlEvidence(ctx, since)
-}
-
-// LeaseOutcomeTotals is Admin.LeaseOutcomeTotals over the client's pool.
-func (c *Client) LeaseOutcomeTotals(ctx context.Context, since time.Time) ([]LeaseOutcomeTotal, error) {
-	return c.admin.LeaseOutcomeTotals(ctx, since)
-}
-
-// JobStatusTotals is Admin.JobStatusTotals over the client's pool.
-func (c *Client) JobStatusTotals(ctx context.Context) ([]JobStatusTotal, error) {
-	return c.admin.JobStatusTotals(ctx)
-}
-
-// BundleMigrationVersion is Admin.BundleMigrationVersion over the client's
-// pool.
-func (c *Client) BundleMigrationVersion(ctx context.Context) (MigrationVersion, error) {
-	return c.admin.BundleMigrationVersion(ctx)
 }

@@ -31,19 +31,19 @@
 //	err = worker.Run(ctx) // until ctx is cancelled, then a graceful shutdown
 //
 // Producers (role durable_job_producer) call Enqueue (or EnqueueMany for up
-// to MaxBatchJobs jobs of one queue in one call), Cancel and State on a
-// client of their own. Operators (durable_job_operator) and auditors
-// (durable_job_auditor) claim nothing and need no Client: an Admin has
-// Replay, Cancel, State, the policy and evidence calls and the health,
-// backlog (QueueBacklog) and totals reads, with no heartbeat, no goroutine and no pool of its own:
+// to MaxBatchJobs jobs of one queue in one call, or EnqueueTx inside their
+// own transaction) on a client of their own. Everything else that claims
+// nothing is an Admin's: Cancel, State and Replay of one job, the policy
+// and evidence calls and the health, backlog (QueueBacklog) and totals
+// reads, with no heartbeat, no goroutine and no pool of its own. A Client
+// has none of them; make an Admin over the same pool, or over a pool of an
+// operator or auditor login:
 //
 //	pool, err := goclient.NewPool(ctx, auditorURL, 0)
 //	admin, err := goclient.NewAdmin(pool) // nothing to Close but the pool
 //	health, err := admin.LeaseHealth(ctx) // one statement on pool
 //
-// A Client has the same calls (it delegates them to an Admin over its
-// pool), so a worker's program can read health too; prommetrics'
-// DatabaseCollector takes anything with LeaseHealth.
+// prommetrics' DatabaseCollector takes an Admin.
 //
 // # State Model
 //
@@ -344,9 +344,8 @@
 //
 // # Logging
 //
-// A Client and its Workers write to an optional *slog.Logger (Config.Logger;
-// WorkerConfig.Logger overrides it for one worker). By
-// default they log nothing. Every message starts with "leasefence: " and
+// A Client and its Workers write to an optional *slog.Logger
+// (Config.Logger). By default they log nothing. Every message starts with "leasefence: " and
 // carries the job's public fields as the group "claim" (job_record_id,
 // queue_name, lease_fencing_generation, attempt_number, and
 // lease_claim_token "[REDACTED]"). No record ever carries a claim token, a
@@ -477,9 +476,11 @@
 //
 // # Ports and adapters
 //
-// Renewals go through a RenewalPort (input: the exact claims; output:
+// Renewals go through a narrow port (input: the exact claims; output:
 // renewed / stale / renewal_disabled with the database's expiry and time, no
-// payload); NewPgRenewalPort is the PostgreSQL adapter and the default.
+// payload) whose only public adapter is PostgreSQL; the module's own tests,
+// benchmarks and fault campaign wrap it to inject faults, through a hook
+// that is not part of the public API.
 // Renewal attempts run on a Scheduler; GoroutineScheduler is the default and
 // an embedding application can supply its own bounded executor.
 //

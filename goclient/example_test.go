@@ -45,8 +45,8 @@ var clientConfig = goclient.Config{SafetyMargin: time.Second}
 
 // waitForStatus polls the job's state until it has status (examples only; a
 // producer normally does not wait).
-func waitForStatus(ctx context.Context, client *goclient.Client, id int64, status goclient.JobStatus) {
-	for must(client.State(ctx, id)).Status != status {
+func waitForStatus(ctx context.Context, admin *goclient.Admin, id int64, status goclient.JobStatus) {
+	for must(admin.State(ctx, id)).Status != status {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
@@ -59,6 +59,7 @@ func Example_worker() {
 	defer pool.Close()
 	client := must(goclient.NewClient(pool, clientConfig))
 	defer client.Close()
+	admin := must(goclient.NewAdmin(pool)) // State is an operator call
 
 	id := must(client.Enqueue(ctx, goclient.EnqueueParams{Queue: "etl.orders", Payload: []byte(`{"order": 1}`)}))
 
@@ -77,10 +78,10 @@ func Example_worker() {
 	go func() { done <- worker.Run(runCtx) }()
 
 	<-handled
-	waitForStatus(ctx, client, id, goclient.StatusSucceeded)
+	waitForStatus(ctx, admin, id, goclient.StatusSucceeded)
 	stop() // graceful shutdown
 	fmt.Println("run:", <-done)
-	fmt.Println("job:", must(client.State(ctx, id)).Status)
+	fmt.Println("job:", must(admin.State(ctx, id)).Status)
 	// Output:
 	// loading {"order": 1} (attempt 1)
 	// run: <nil>
@@ -95,6 +96,7 @@ func Example_completeInTransaction() {
 	defer pool.Close()
 	client := must(goclient.NewClient(pool, clientConfig))
 	defer client.Close()
+	admin := must(goclient.NewAdmin(pool)) // State is an operator call
 
 	id := must(client.Enqueue(ctx, goclient.EnqueueParams{Queue: "etl.totals", Payload: []byte(`{"total": 42.5}`)}))
 
@@ -110,11 +112,11 @@ func Example_completeInTransaction() {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error)
 	go func() { done <- worker.Run(runCtx) }()
-	waitForStatus(ctx, client, id, goclient.StatusSucceeded)
+	waitForStatus(ctx, admin, id, goclient.StatusSucceeded)
 	stop()
 	<-done
 
-	fmt.Println("job:", must(client.State(ctx, id)).Status)
+	fmt.Println("job:", must(admin.State(ctx, id)).Status)
 	// Output:
 	// job: SUCCEEDED
 }
@@ -127,6 +129,7 @@ func ExampleJSONTxHandler() {
 	defer pool.Close()
 	client := must(goclient.NewClient(pool, clientConfig))
 	defer client.Close()
+	admin := must(goclient.NewAdmin(pool)) // State is an operator call
 
 	type orderTotal struct {
 		Total float64 `json:"total"`
@@ -145,13 +148,13 @@ func ExampleJSONTxHandler() {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error)
 	go func() { done <- worker.Run(runCtx) }()
-	waitForStatus(ctx, client, good, goclient.StatusSucceeded)
-	waitForStatus(ctx, client, bad, goclient.StatusFailed)
+	waitForStatus(ctx, admin, good, goclient.StatusSucceeded)
+	waitForStatus(ctx, admin, bad, goclient.StatusFailed)
 	stop()
 	<-done
 
-	state := must(client.State(ctx, bad))
-	fmt.Println("good:", must(client.State(ctx, good)).Status)
+	state := must(admin.State(ctx, bad))
+	fmt.Println("good:", must(admin.State(ctx, good)).Status)
 	fmt.Println("bad:", state.Status, state.FailureReasonCode)
 	// Output:
 	// good: SUCCEEDED

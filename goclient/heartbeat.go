@@ -219,7 +219,7 @@ func releaseCause(stale bool) LossCause {
 // the heartbeat holds no reference to the Client that made it.
 type heartbeatConfig struct {
 	// port renews the claims.
-	port RenewalPort
+	port renewalPort
 	// observer is told about renewals, losses and the scheduler.
 	observer Observer
 	// clock is the application's wall clock, for the clock offset signal.
@@ -246,7 +246,7 @@ type heartbeatConfig struct {
 // heartbeat schedules the renewals of one client on its own goroutine and
 // timers, never on a handler's.
 type heartbeat struct {
-	port          RenewalPort
+	port          renewalPort
 	obs           Observer
 	clock         Clock
 	sched         Scheduler

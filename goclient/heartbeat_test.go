@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mightyetl/leasefence/goclient"
+	"github.com/mightyetl/leasefence/internal/leaseport"
 )
 
 // runWorker runs w until the returned stop is called; stop returns Run's error.
@@ -249,7 +250,7 @@ func TestStaleRenewalCancelsTheHandlerAtOnce(t *testing.T) {
 	require.NoError(t, err)
 	stop := runWorker(t, w)
 	<-started
-	cancelled, err := e.producer.Cancel(context.Background(), ids[0])
+	cancelled, err := e.producerAdmin.Cancel(context.Background(), ids[0])
 	require.NoError(t, err)
 	require.True(t, cancelled)
 	at := time.Now()
@@ -311,7 +312,7 @@ func TestRenewalsDueTogetherGoOutAsOneCall(t *testing.T) {
 		e := setup(t, slowPolicy)
 		e.enqueue(6)
 		port = e.heartbeatPort()
-		c = e.worker(goclient.Config{RenewalPort: port})
+		c = e.worker(leaseport.With(goclient.Config{}, port))
 		var err error
 		jobs, err = c.ClaimMany(context.Background(), testQueue, 5)
 		require.NoError(t, err)
@@ -352,7 +353,7 @@ func TestRenewalsInFlightAreBounded(t *testing.T) {
 	port := e.heartbeatPort()
 	port.delay = 400 * time.Millisecond // a slow database: each call takes longer than the claims are apart
 	rec := newRecorder()
-	c := e.worker(goclient.Config{RenewalPort: port, MaxInFlightRenewals: 1, RenewalPoolSize: 1, Observer: rec, AttemptTimeout: 800 * time.Millisecond})
+	c := e.worker(leaseport.With(goclient.Config{MaxInFlightRenewals: 1, RenewalPoolSize: 1, Observer: rec, AttemptTimeout: 800 * time.Millisecond}, port))
 	var leases []*goclient.Lease
 	for range 3 {
 		leases = append(leases, c.Keep(context.Background(), claim(t, c)))
@@ -407,7 +408,7 @@ func TestSlowDatabaseRaisesRenewalsInFlight(t *testing.T) {
 	// took more than 2.4 s.
 	port.setDelay(1800 * time.Millisecond)
 	rec := newRecorder()
-	c := e.worker(goclient.Config{RenewalPort: port, MaxInFlightRenewals: 1, Observer: rec})
+	c := e.worker(leaseport.With(goclient.Config{MaxInFlightRenewals: 1, Observer: rec}, port))
 	var leases []*goclient.Lease
 	for len(leases) < batches*batch {
 		jobs, err := c.ClaimMany(ctx, testQueue, batch)
@@ -500,7 +501,7 @@ func TestShortRenewalAnswerIsAFailedAttempt(t *testing.T) {
 	port := e.heartbeatPort()
 	port.truncate = true
 	rec := newRecorder()
-	c := e.worker(goclient.Config{RenewalPort: port, Observer: rec})
+	c := e.worker(leaseport.With(goclient.Config{Observer: rec}, port))
 	lease := c.Keep(context.Background(), claim(t, c))
 	<-lease.Context().Done()
 	require.ErrorIs(t, lease.Err(), goclient.ErrTrustDeadlinePassed)

@@ -51,7 +51,7 @@ func (c call) queue(b *pgx.Batch) {
 	}
 }
 
-// pgRenewalPort is the production RenewalPort: one short transaction per
+// pgRenewalPort is the production renewalPort: one short transaction per
 // attempt, its statement_timeout set below the renewal interval.
 type pgRenewalPort struct {
 	pool           *pgxpool.Pool
@@ -83,7 +83,7 @@ func (p *pgRenewalPort) timeout(ctx context.Context) time.Duration {
 	return defaultAttemptTimeout
 }
 
-// NewPgRenewalPort returns the PostgreSQL RenewalPort over pool. Every call
+// newPgRenewalPort returns the PostgreSQL renewalPort over pool. Every call
 // takes a connection from pool within the caller's context, then makes one
 // READ COMMITTED transaction within attemptTimeout: SET LOCAL
 // statement_timeout to attemptTimeout, one statement, COMMIT, in two round
@@ -97,7 +97,7 @@ func (p *pgRenewalPort) timeout(ctx context.Context) time.Duration {
 // lock (within the attempt timeout) and so never answers RenewalLocked.
 // Give it a pool of its own, never one that handlers use, so a busy handler
 // cannot hold the connection a renewal needs.
-func NewPgRenewalPort(pool *pgxpool.Pool, attemptTimeout time.Duration) RenewalPort {
+func newPgRenewalPort(pool *pgxpool.Pool, attemptTimeout time.Duration) renewalPort {
 	return &pgRenewalPort{pool: pool, attemptTimeout: attemptTimeout}
 }
 
@@ -110,7 +110,7 @@ func sqlSetStatementTimeout(d time.Duration) string {
 // runs it.
 const sqlRenewJobLeases = `SELECT renewal_outcome, lease_expires_at, database_time FROM durable_jobs.renew_job_leases($1, $2, $3)`
 
-// RenewClaims implements RenewalPort.
+// RenewClaims implements renewalPort.
 func (p *pgRenewalPort) RenewClaims(ctx context.Context, claims []Claim) ([]RenewalResult, error) {
 	var owner string
 	ids := make([]int64, len(claims))

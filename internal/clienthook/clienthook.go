@@ -1,0 +1,20 @@
+// Package clienthook holds the hooks goclient installs at init for the
+// module's own code: internal/leaseport reads them to reach goclient's
+// unexported renewal port. It imports nothing of goclient (goclient imports
+// it), so its hooks are untyped; use internal/leaseport, never this package.
+package clienthook
+
+import (
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+var (
+	// NewPgRenewalPort returns goclient's PostgreSQL renewal port over
+	// pool.
+	NewPgRenewalPort func(pool *pgxpool.Pool, attemptTimeout time.Duration) any
+	// WithRenewalPort returns the goclient.Config cfg with its renewal
+	// port set to port.
+	WithRenewalPort func(cfg, port any) any
+)

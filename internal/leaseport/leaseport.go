@@ -1,0 +1,41 @@
+// Package leaseport lets the module's tests, benchmarks, demo and fault
+// campaign wrap or replace the port through which a goclient.Client's
+// heartbeat renews claims. The port is a test seam, so goclient does not
+// export it; this internal package is the one way to set it.
+package leaseport
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mightyetl/leasefence/goclient"
+	"github.com/mightyetl/leasefence/internal/clienthook"
+)
+
+// Port is the narrow port through which the heartbeat renews claims. Its
+// input is the exact claims (job id, token and owner each); its output is
+// one RenewalResult per claim, in input order, holding only the outcome,
+// the database's expiry and the database's time. All claims of one call
+// belong to one owner.
+type Port interface {
+	// RenewClaims makes one renewal attempt for every claim, within ctx. An
+	// error means the whole attempt failed and must never be read as a
+	// renewal.
+	RenewClaims(ctx context.Context, claims []goclient.Claim) ([]goclient.RenewalResult, error)
+}
+
+// NewPg returns the PostgreSQL port a Client uses by default, over pool:
+// one short transaction per attempt, within attemptTimeout (zero: each
+// attempt's own, from the claims' renewal intervals; 5 s outside a
+// heartbeat). Give it a pool of its own, never one that handlers use.
+func NewPg(pool *pgxpool.Pool, attemptTimeout time.Duration) Port {
+	return clienthook.NewPgRenewalPort(pool, attemptTimeout).(Port)
+}
+
+// With returns cfg with its renewal port set to port: a Client made with
+// it sends every renewal attempt to port.
+func With(cfg goclient.Config, port Port) goclient.Config {
+	return clienthook.WithRenewalPort(cfg, port).(goclient.Config)
+}
