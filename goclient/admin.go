@@ -31,15 +31,21 @@ func NewAdmin(pool *pgxpool.Pool) (*Admin, error) {
 
 // Cancel cancels a job that is not terminal yet (a running job's claim
 // becomes stale at once). It returns false for a terminal or unknown job.
-// Needs the durable_job_producer role.
-func (a *Admin) Cancel(ctx context.Context, jobID int64) (bool, error) {
-	return cancelJob(ctx, a.pool, jobID)
+// With a zero change it needs the durable_job_producer role and records
+// nothing; with a change (its Reason set) it is an operator's action on
+// record (durable_job_operator): kept in the job's action trail
+// (JobActions) and the control evidence, the record checked as every
+// change record is.
+func (a *Admin) Cancel(ctx context.Context, jobID int64, change ChangeRecord) (bool, error) {
+	return cancelJob(ctx, a.pool, jobID, change)
 }
 
 // Replay puts one FAILED or CANCELLED job back to QUEUED with its attempts
-// starting again; false for any other job. Needs the durable_job_operator role.
-func (a *Admin) Replay(ctx context.Context, jobID int64) (bool, error) {
-	return replayJob(ctx, a.pool, jobID)
+// starting again, due at once; false for any other job. Needs the
+// durable_job_operator role; a change (its Reason set) is recorded as
+// Cancel's is.
+func (a *Admin) Replay(ctx context.Context, jobID int64, change ChangeRecord) (bool, error) {
+	return replayJob(ctx, a.pool, jobID, change)
 }
 
 // State returns the payload-blind lifecycle state of a job, or

@@ -484,10 +484,12 @@
 // Renewal attempts run on a Scheduler; GoroutineScheduler is the default and
 // an embedding application can supply its own bounded executor.
 //
-// All SQL text lives in two port files: port_pg.go (producer, claim,
-// renewal and terminal calls) and port_admin.go (operator and auditor calls:
-// policy, deployment evidence, lease health, control evidence). Each
-// statement calls one function of the leasefence bundle and is written
-// once, as a constant directly above the one helper or method that runs
-// it; no other file of this package holds SQL.
+// All SQL text lives in three port files: port_pg.go (producer, claim,
+// renewal and terminal calls), port_admin.go (operator and auditor calls:
+// policy, deployment evidence, lease health, control evidence) and
+// port_operator.go (the operator's job views and recorded changes:
+// retention, change control, proposals, erasure). Each statement calls one
+// function of the leasefence bundle and is written once, as a constant
+// directly above the one helper or method that runs it; no other file of
+// this package holds SQL.
 package goclient

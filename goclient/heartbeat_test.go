@@ -250,7 +250,7 @@ func TestStaleRenewalCancelsTheHandlerAtOnce(t *testing.T) {
 	require.NoError(t, err)
 	stop := runWorker(t, w)
 	<-started
-	cancelled, err := e.producerAdmin.Cancel(context.Background(), ids[0])
+	cancelled, err := e.producerAdmin.Cancel(context.Background(), ids[0], goclient.ChangeRecord{})
 	require.NoError(t, err)
 	require.True(t, cancelled)
 	at := time.Now()

@@ -83,7 +83,7 @@ func TestRetryFailReleaseCancelReplayAndState(t *testing.T) {
 	require.Equal(t, goclient.StatusFailed, status, "the last attempt's retry fails the job")
 
 	// Replay (operator) brings it back with its attempts starting again.
-	replayed, err := operator.Replay(ctx, id)
+	replayed, err := operator.Replay(ctx, id, goclient.ChangeRecord{})
 	require.NoError(t, err)
 	require.True(t, replayed)
 	s := e.state(id)
@@ -102,7 +102,7 @@ func TestRetryFailReleaseCancelReplayAndState(t *testing.T) {
 	require.ErrorIs(t, err, goclient.ErrStaleClaim)
 
 	// Release gives the attempt back and makes the old claim stale.
-	replayed, err = operator.Replay(ctx, id)
+	replayed, err = operator.Replay(ctx, id, goclient.ChangeRecord{})
 	require.NoError(t, err)
 	require.True(t, replayed)
 	job = claim(t, w)
@@ -118,15 +118,15 @@ func TestRetryFailReleaseCancelReplayAndState(t *testing.T) {
 
 	// Cancel a running job: its claim is stale at once.
 	job = claim(t, w)
-	cancelled, err := e.producerAdmin.Cancel(ctx, id)
+	cancelled, err := e.producerAdmin.Cancel(ctx, id, goclient.ChangeRecord{})
 	require.NoError(t, err)
 	require.True(t, cancelled)
 	require.ErrorIs(t, w.Complete(ctx, job.Claim(), nil), goclient.ErrStaleClaim)
 	require.Equal(t, goclient.StatusCancelled, e.state(id).Status)
-	cancelled, err = e.producerAdmin.Cancel(ctx, id)
+	cancelled, err = e.producerAdmin.Cancel(ctx, id, goclient.ChangeRecord{})
 	require.NoError(t, err)
 	require.False(t, cancelled)
-	replayed, err = operator.Replay(ctx, id+1000)
+	replayed, err = operator.Replay(ctx, id+1000, goclient.ChangeRecord{})
 	require.NoError(t, err)
 	require.False(t, replayed)
 

@@ -184,7 +184,7 @@ func TestRefusedCompletionIsLoggedAsStale(t *testing.T) {
 	worker, err := client.NewWorker(WorkerConfig{Queue: queue,
 		TxHandler: func(ctx context.Context, tx pgx.Tx, job Job) error {
 			defer close(handled)
-			_, err := adminOf(producer).Cancel(ctx, job.ID())
+			_, err := adminOf(producer).Cancel(ctx, job.ID(), ChangeRecord{})
 			return err
 		}})
 	require.NoError(t, err)
@@ -276,7 +276,7 @@ func TestCancelledRunningJobIsLoggedAsACancellation(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- worker.Run(runCtx) }()
 	<-started
-	cancelled, err := adminOf(producer).Cancel(ctx, id)
+	cancelled, err := adminOf(producer).Cancel(ctx, id, ChangeRecord{})
 	require.NoError(t, err)
 	require.True(t, cancelled)
 	require.Eventually(t, func() bool {
@@ -329,7 +329,7 @@ func TestHandlerErrorAfterTheLeaseEndedWritesNothingAndSaysWhy(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- worker.Run(runCtx) }()
 	<-started
-	cancelled, err := adminOf(producer).Cancel(ctx, id)
+	cancelled, err := adminOf(producer).Cancel(ctx, id, ChangeRecord{})
 	require.NoError(t, err)
 	require.True(t, cancelled)
 	require.Eventually(t, func() bool {

@@ -5,7 +5,7 @@ import (
 	"flag"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/mightyetl/leasefence/goclient"
 	"github.com/mightyetl/leasefence/internal/textfmt"
 )
 
@@ -72,16 +72,22 @@ type changeControlJSON struct {
 	ProposalLifetimeSeconds int64 `json:"proposal_lifetime_seconds"`
 }
 
-// readChangeControl reads durable_jobs.change_control().
+// readChangeControl reads the change control as leasectl prints it.
 func readChangeControl(ctx context.Context, s *session) (changeControlJSON, error) {
-	var c changeControlJSON
-	var at time.Time
-	err := s.pool.QueryRow(ctx, `SELECT ticket_pattern, require_approver, approver_must_differ, changed_at, changed_by_role,
-		reason_pattern, require_second_operator, EXTRACT(epoch FROM proposal_lifetime)::bigint FROM durable_jobs.change_control()`).
-		Scan(&c.TicketPattern, &c.RequireApprover, &c.ApproverMustDiffer, &at, &c.ChangedByRole, &c.ReasonPattern,
-			&c.RequireSecondOperator, &c.ProposalLifetimeSeconds)
-	c.ChangedAt = textfmt.Time(at)
-	return c, err
+	c, err := s.admin.ChangeControl(ctx)
+	return toChangeControlJSON(c), err
+}
+
+// toChangeControlJSON is c as leasectl prints it.
+func toChangeControlJSON(c goclient.ChangeControl) changeControlJSON {
+	var pattern *string
+	if c.ReasonPattern != "" {
+		pattern = &c.ReasonPattern
+	}
+	return changeControlJSON{TicketPattern: c.TicketPattern, RequireApprover: c.RequireApprover,
+		ApproverMustDiffer: c.ApproverMustDiffer, ChangedAt: textfmt.Time(c.ChangedAt), ChangedByRole: c.ChangedByRole,
+		ReasonPattern: pattern, RequireSecondOperator: c.RequireSecondOperator,
+		ProposalLifetimeSeconds: int64(c.ProposalLifetime / time.Second)}
 }
 
 // printChangeControl prints the setting as text or JSON.
@@ -182,38 +188,34 @@ func changeControlSet(ctx context.Context, env *cliEnv, args []string) int {
 		}
 	}
 	if *proposeOnly {
-		return propose(ctx, env, s, "change_control", nil, map[string]any{"ticket_pattern": *pattern,
+		return propose(ctx, env, s, "change_control", "", map[string]any{"ticket_pattern": *pattern,
 			"require_approver": *requireApprover, "approver_must_differ": *mustDiffer, "reason_pattern": nullIfEmpty(*reasonPattern),
 			"require_second_operator": *secondOperator, "proposal_lifetime": intervalText(*lifetime)}, *reason, *ticket)
 	}
-	makerChecker := given["require-second-operator"] || given["proposal-lifetime"]
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if !given["reason-pattern"] && !makerChecker || given["ticket-pattern"] || given["require-approver"] || given["approver-must-differ"] {
-			if _, err := tx.Exec(ctx, "SELECT durable_jobs.set_change_control($1, $2, $3, $4, NULLIF($5, ''), NULLIF($6, ''))",
-				*pattern, *requireApprover, *mustDiffer, *reason, *ticket, *approver); err != nil {
-				return err
-			}
-		}
-		if given["reason-pattern"] {
-			if _, err := tx.Exec(ctx, "SELECT durable_jobs.set_change_reason_pattern($1, $2, NULLIF($3, ''), NULLIF($4, ''))",
-				*reasonPattern, *reason, *ticket, *approver); err != nil {
-				return err
-			}
-		}
-		if makerChecker {
-			_, err := tx.Exec(ctx, "SELECT durable_jobs.set_maker_checker($1, $2::interval, $3, NULLIF($4, ''), NULLIF($5, ''))",
-				*secondOperator, intervalText(*lifetime), *reason, *ticket, *approver)
-			return err
-		}
-		return nil
-	})
+	var update goclient.ChangeControlUpdate
+	if given["ticket-pattern"] {
+		update.TicketPattern = pattern
+	}
+	if given["require-approver"] {
+		update.RequireApprover = requireApprover
+	}
+	if given["approver-must-differ"] {
+		update.ApproverMustDiffer = mustDiffer
+	}
+	if given["reason-pattern"] {
+		update.ReasonPattern = reasonPattern
+	}
+	if given["require-second-operator"] {
+		update.RequireSecondOperator = secondOperator
+	}
+	if given["proposal-lifetime"] {
+		update.ProposalLifetime = lifetime
+	}
+	written, err := s.admin.SetChangeControl(ctx, update, goclient.ChangeRecord{Reason: *reason, Ticket: *ticket, Approver: *approver})
 	if err != nil {
 		return env.fail("set change control", err)
 	}
-	updated, err := readChangeControl(ctx, s)
-	if err != nil {
-		return env.fail("read change control", err)
-	}
+	updated := toChangeControlJSON(written)
 	if common.json() {
 		printChangeControl(env, true, updated)
 		return exitOK

@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+
+	"github.com/mightyetl/leasefence/goclient"
 )
 
 const eraseUsage = `Usage:
@@ -51,10 +53,8 @@ func runErase(ctx context.Context, env *cliEnv, args []string) int {
 		return env.fail("connect to database", err)
 	}
 	defer s.close()
-	var erased bool
-	ticket, approver := record.args()
-	if err := s.pool.QueryRow(ctx, "SELECT durable_jobs.erase_job_payload($1, $2, $3, $4)", *job, *reason, ticket, approver).
-		Scan(&erased); err != nil {
+	erased, err := s.admin.ErasePayload(ctx, *job, goclient.ChangeRecord{Reason: *reason, Ticket: *record.ticket, Approver: *record.approver})
+	if err != nil {
 		return env.fail(fmt.Sprintf("erase payload of job %d", *job), err)
 	}
 	if !erased {

@@ -118,7 +118,7 @@ func TestPrometheusScrapeHasOnlyBoundedLabels(t *testing.T) {
 	stale := c.Keep(ctx, job)
 	operator, err := goclient.NewAdmin(producerPool) // cancel_job: the producer role
 	require.NoError(t, err)
-	_, err = operator.Cancel(ctx, staleID)
+	_, err = operator.Cancel(ctx, staleID, goclient.ChangeRecord{})
 	require.NoError(t, err)
 	// renewal_disabled, then the trust deadline.
 	enqueue(disabledQueue)

@@ -1173,7 +1173,7 @@ func (d *demo) storyCancel(ctx context.Context) error {
 		return err
 	}
 	cancelSent := time.Now()
-	cancelled, err := d.operator.admin.Cancel(ctx, id)
+	cancelled, err := d.operator.admin.Cancel(ctx, id, goclient.ChangeRecord{})
 	if err != nil {
 		return err
 	}
