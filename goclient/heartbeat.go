@@ -98,9 +98,6 @@ func (c *Client) Keep(parent context.Context, job Job) *Lease {
 // Context returns the context that is cancelled when the lease ends.
 func (l *Lease) Context() context.Context { return l.ctx }
 
-// Claim returns the lease's claim.
-func (l *Lease) Claim() Claim { return l.claim }
-
 // endCause is why the lease ended, as one bounded log cause (see Logging
 // in the package documentation): the cause the heartbeat logged when it
 // lost the claim, else stale, released, closed or stopped by its error,

@@ -162,54 +162,24 @@ func changeControlSet(ctx context.Context, env *cliEnv, args []string) int {
 		return env.fail("connect to database", err)
 	}
 	defer s.close()
-	current, err := readChangeControl(ctx, s)
-	if err != nil {
-		return env.fail("read change control", err)
-	}
-	if !given["ticket-pattern"] {
-		*pattern = current.TicketPattern
-	}
-	if !given["require-approver"] {
-		*requireApprover = current.RequireApprover
-	}
-	if !given["approver-must-differ"] {
-		*mustDiffer = current.ApproverMustDiffer
-	}
-	if !given["require-second-operator"] {
-		*secondOperator = current.RequireSecondOperator
-	}
-	if !given["proposal-lifetime"] {
-		*lifetime = time.Duration(current.ProposalLifetimeSeconds) * time.Second
-	}
-	if !given["reason-pattern"] {
-		*reasonPattern = ""
-		if current.ReasonPattern != nil {
-			*reasonPattern = *current.ReasonPattern
-		}
-	}
+	update := goclient.ChangeControlUpdate{TicketPattern: ifGiven(given, "ticket-pattern", pattern),
+		RequireApprover: ifGiven(given, "require-approver", requireApprover), ApproverMustDiffer: ifGiven(given, "approver-must-differ", mustDiffer),
+		ReasonPattern: ifGiven(given, "reason-pattern", reasonPattern), RequireSecondOperator: ifGiven(given, "require-second-operator", secondOperator),
+		ProposalLifetime: ifGiven(given, "proposal-lifetime", lifetime)}
 	if *proposeOnly {
-		return propose(ctx, env, s, "change_control", "", map[string]any{"ticket_pattern": *pattern,
-			"require_approver": *requireApprover, "approver_must_differ": *mustDiffer, "reason_pattern": nullIfEmpty(*reasonPattern),
-			"require_second_operator": *secondOperator, "proposal_lifetime": intervalText(*lifetime)}, *reason, *ticket)
-	}
-	var update goclient.ChangeControlUpdate
-	if given["ticket-pattern"] {
-		update.TicketPattern = pattern
-	}
-	if given["require-approver"] {
-		update.RequireApprover = requireApprover
-	}
-	if given["approver-must-differ"] {
-		update.ApproverMustDiffer = mustDiffer
-	}
-	if given["reason-pattern"] {
-		update.ReasonPattern = reasonPattern
-	}
-	if given["require-second-operator"] {
-		update.RequireSecondOperator = secondOperator
-	}
-	if given["proposal-lifetime"] {
-		update.ProposalLifetime = lifetime
+		// A proposal holds the whole setting: what is left out is the current value.
+		current, err := s.admin.ChangeControl(ctx)
+		if err != nil {
+			return env.fail("read change control", err)
+		}
+		var reasonPatternValue any
+		if p := valueOr(update.ReasonPattern, current.ReasonPattern); p != "" {
+			reasonPatternValue = p
+		}
+		return propose(ctx, env, s, "change_control", "", map[string]any{"ticket_pattern": valueOr(update.TicketPattern, current.TicketPattern),
+			"require_approver": valueOr(update.RequireApprover, current.RequireApprover), "approver_must_differ": valueOr(update.ApproverMustDiffer, current.ApproverMustDiffer),
+			"reason_pattern": reasonPatternValue, "require_second_operator": valueOr(update.RequireSecondOperator, current.RequireSecondOperator),
+			"proposal_lifetime": intervalText(valueOr(update.ProposalLifetime, current.ProposalLifetime))}, *reason, *ticket)
 	}
 	written, err := s.admin.SetChangeControl(ctx, update, goclient.ChangeRecord{Reason: *reason, Ticket: *ticket, Approver: *approver})
 	if err != nil {

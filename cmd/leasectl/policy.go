@@ -140,19 +140,9 @@ func policySet(ctx context.Context, env *cliEnv, args []string) int {
 	// A setting left out is nil: the database keeps the queue's current
 	// value, read inside the change under its lock (never read here first,
 	// which would overwrite a change committed in between).
-	update := goclient.LeasePolicyUpdate{Queue: *queue, Reason: *reason, Ticket: *record.ticket, Approver: *record.approver}
-	if given["lease-duration"] {
-		update.LeaseDuration = lease
-	}
-	if given["renewal-interval"] {
-		update.RenewalInterval = interval
-	}
-	if given["max-claim-lifetime"] {
-		update.MaxClaimLifetime = lifetime
-	}
-	if given["renewal-enabled"] {
-		update.RenewalEnabled = enabled
-	}
+	update := goclient.LeasePolicyUpdate{Queue: *queue, Reason: *reason, Ticket: *record.ticket, Approver: *record.approver,
+		LeaseDuration: ifGiven(given, "lease-duration", lease), RenewalInterval: ifGiven(given, "renewal-interval", interval),
+		MaxClaimLifetime: ifGiven(given, "max-claim-lifetime", lifetime), RenewalEnabled: ifGiven(given, "renewal-enabled", enabled)}
 
 	s, err := openSession(ctx, common.databaseURL)
 	if err != nil {
@@ -184,4 +174,21 @@ func policySet(ctx context.Context, env *cliEnv, args []string) int {
 		*queue, textfmt.Duration(updated.LeaseDuration), textfmt.Duration(updated.RenewalInterval),
 		textfmt.Duration(updated.MaxClaimLifetime), formatBool(updated.RenewalEnabled))
 	return exitOK
+}
+
+// ifGiven is p when the flag name was given, else nil: an update's "keep
+// the current value".
+func ifGiven[T any](given map[string]bool, name string, p *T) *T {
+	if given[name] {
+		return p
+	}
+	return nil
+}
+
+// valueOr is *p, or def when p is nil.
+func valueOr[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
 }
