@@ -9,39 +9,7 @@ import (
 	"github.com/mightyetl/leasefence/internal/textfmt"
 )
 
-const changeControlUsage = `Usage:
-  leasectl change-control show [--output text|json] [--database-url URL]
-  leasectl change-control set --reason TEXT [--ticket T] [--approver LOGIN]
-                              [--ticket-pattern REGEX] [--require-approver=true|false]
-                              [--approver-must-differ=true|false] [--reason-pattern REGEX]
-                              [--require-second-operator=true|false] [--proposal-lifetime D]
-                              [--propose]
-                              [--output text|json] [--database-url URL]
-
-show prints the change-control setting every change record is checked
-against: the pattern a change ticket must match, whether every change needs
-an approver and whether the approver must be another login than the one
-making the change, and the pattern every change reason must match ("free
-text" when none is set). Needs a login granted durable_job_auditor (or
-durable_job_operator).
-
-set changes it; a setting you leave out keeps its current value. The
-database refuses a pattern that is not a valid regular expression or longer
-than 200 characters (LF003), and a reason, ticket or approver that the
-current setting does not accept (LF002); then nothing changes and leasectl
-prints the database's reason and exits 1. An accepted change is recorded as
-control evidence (change_control_changed) with its reason, ticket, approver
-and your database role. --reason-pattern limits every later change reason
-to a pattern, for example '^[A-Z]+-[0-9]+: (rollout|rollback|incident)$' (a
-ticket and a fixed vocabulary), so no free text reaches the evidence;
---reason-pattern '' makes reasons free text again. Given with other
-settings, both change in one transaction. --require-second-operator=true
-is maker-checker: from then on every policy, retention or change-control
-change is proposed (--propose on policy set, retention set and this
-command) by one operator login and takes effect when another approves it
-in its own session (leasectl changes approve ID) before --proposal-lifetime
-runs out. Needs a login granted durable_job_operator.
-`
+var changeControlUsage = help("change-control")
 
 // runChangeControl is "leasectl change-control".
 func runChangeControl(ctx context.Context, env *cliEnv, args []string) int {

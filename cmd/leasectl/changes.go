@@ -9,29 +9,7 @@ import (
 	"github.com/mightyetl/leasefence/internal/textfmt"
 )
 
-const changesUsage = `Usage:
-  leasectl changes list [--all] [--output text|json] [--database-url URL]
-  leasectl changes approve ID [--output text|json] [--database-url URL]
-  leasectl changes reject ID --reason TEXT [--database-url URL]
-
-Maker-checker (change-control set --require-second-operator=true): a lease
-policy, retention or change-control change is proposed by one operator login
-(policy set, retention set or change-control set with --propose) and takes
-effect only when another operator login approves it in its own session,
-before the proposal expires (change-control set --proposal-lifetime).
-
-list shows the pending and expired proposals, newest first (--all: the
-approved and rejected ones too) with who proposed them and when. Needs a
-login granted durable_job_operator or durable_job_auditor.
-
-approve applies a proposal in this session, checked in full as the change
-itself would be, with the proposal's reason and ticket and your login as the
-approver; the approval and the change are recorded as control evidence. The
-database refuses the proposer's own approval, an expired or decided
-proposal, and a change it would refuse anyway (LF002): nothing changes then.
-reject (by its proposer: withdraw) records why. Both need a login granted
-durable_job_operator.
-`
+var changesUsage = help("changes")
 
 // runChanges is "leasectl changes".
 func runChanges(ctx context.Context, env *cliEnv, args []string) int {

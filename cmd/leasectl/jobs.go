@@ -12,42 +12,7 @@ import (
 	"github.com/mightyetl/leasefence/internal/textfmt"
 )
 
-const jobsUsage = `Usage:
-  leasectl jobs list [--queue NAME] [--status STATUS] [--after ID] [--limit N]
-                     [--output text|json] [--database-url URL]
-  leasectl jobs show ID [--output text|json] [--database-url URL]
-  leasectl jobs cancel ID --reason TEXT [--ticket T] [--approver LOGIN]
-                       [--output text|json] [--database-url URL]
-  leasectl jobs replay ID --reason TEXT [--ticket T] [--approver LOGIN]
-                       [--output text|json] [--database-url URL]
-
-list shows jobs newest first (highest id first): their status, attempts,
-fencing generation, lease expiry, renewals of the current claim, failure
-reason code and when they last changed. --queue and --status narrow the
-list (STATUS is QUEUED, RUNNING, RETRY_SCHEDULED, SUCCEEDED, FAILED or
-CANCELLED); --limit is the page size (1 to 1000, default 50). A full page
-ends with the --after ID that gives the next, older page.
-
-show prints one job, with its run-after, creation and change times.
-
-cancel moves a QUEUED, RETRY_SCHEDULED or RUNNING job to CANCELLED (a
-running job's claim is stale at once: its worker's renewal answers stale
-and its completion is refused). replay puts one FAILED or CANCELLED job
-back to QUEUED with its attempts starting again, due at once: it prints
-the new run-after (the database time of the replay), and the next idle
-worker of the queue claims it. Both exit 1 and change nothing when the
-job is unknown or in another status. Both are operator actions on record:
---reason (required), --ticket and --approver are checked as every change
-record's are (a reason that looks like personal data is refused, exit 2),
-kept in the job's action trail, which show prints, and recorded as control
-evidence naming the queue, never the job.
-
-No jobs command ever shows a payload, a claim token, its digest, a worker's
-owner id or an idempotency key: the database functions behind them
-(operator_list_jobs, operator_job_detail, operator_job_actions, cancel_job,
-replay_job) do not
-return them. Needs a login granted durable_job_operator.
-`
+var jobsUsage = help("jobs")
 
 // jobShowJSON is the JSON output of jobs show: the job and its action trail.
 type jobShowJSON struct {

@@ -12,33 +12,7 @@ import (
 	"github.com/mightyetl/leasefence/internal/textfmt"
 )
 
-const policyUsage = `Usage:
-  leasectl policy show [--output text|json] [--database-url URL]
-  leasectl policy set --queue NAME --reason TEXT [--ticket T] [--approver LOGIN] [--propose]
-                      [--lease-duration D] [--renewal-interval D]
-                      [--max-claim-lifetime D] [--renewal-enabled=true|false]
-                      [--output text|json] [--database-url URL]
-
-show lists every queue's lease policy, including the default "*" that
-applies to every queue without a policy of its own. Needs a login granted
-durable_job_auditor (or durable_job_operator).
-
-set changes one queue's policy (use --queue '*' for the default). Durations
-are written like 30s, 1m30s, 500ms, 24h. A setting you leave out keeps the
-queue's current value (its own, or the default's when it has none), read by
-the database inside the change after every other policy change has
-committed, so a change someone else made meanwhile is kept; with no policy
-of the queue's own and no default, give every setting. The
-database checks the result and refuses it as a whole when
-  1s <= lease duration <= 24h,
-  100ms <= renewal interval <= lease duration / 3,
-  lease duration <= max claim lifetime <= 7 days (168h)
-does not hold or the reason is blank; then nothing changes and leasectl
-prints the database's reason and exits 1. An accepted change is recorded as
-control evidence with the reason and your database role. It affects the
-next claim or renewal, never a lease already granted. Needs a login granted
-durable_job_operator.
-`
+var policyUsage = help("policy")
 
 // runPolicy is "leasectl policy".
 func runPolicy(ctx context.Context, env *cliEnv, args []string) int {

@@ -14,39 +14,7 @@ import (
 	"github.com/mightyetl/leasefence/internal/textfmt"
 )
 
-const retentionUsage = `Usage:
-  leasectl retention show  [--output text|json] [--database-url URL]
-  leasectl retention set   --queue NAME --payload-retention D --record-retention D
-                           --reason TEXT [--ticket T] [--approver LOGIN] [--propose]
-                           [--output text|json] [--database-url URL]
-  leasectl retention apply [--batch-size N] [--output text|json] [--database-url URL]
-
-A finished job (SUCCEEDED, FAILED or CANCELLED) keeps its payload and the
-result documents of its outcome ledger for the payload retention, and its
-row and outcome ledger for the record retention, both counted from when it
-finished. Queued, running and retry-scheduled jobs are never touched.
-Control evidence is never purged.
-
-show lists every queue's retention policy, the default "*" included.
-
-set changes one queue's policy (--queue '*' for the default). Durations are
-written like 30d, 365d, 12h, 90m. The database refuses the change as a whole
-unless 1h <= payload retention <= record retention <= 3650d and the reason
-is 1 to 500 characters without control characters; then nothing changes and
-leasectl prints the database's reason and exits 1. A reason that looks like
-personal data or a secret is refused by leasectl (exit 2, nothing
-changes). An accepted change is
-recorded as control evidence with the reason and your database role.
-
-apply runs durable_jobs.purge_expired_job_data in batches of --batch-size
-(1 to 10000) until a batch finds nothing, and prints how many jobs it
-purged per queue and kind (job_record: row, payload and ledger deleted;
-payload: payload deleted and result documents cleared, row kept). Run it
-from cron or a Kubernetes CronJob; several may run at once. Each batch is
-its own transaction, so an interrupted run keeps what it purged.
-
-Every action needs a login granted durable_job_operator.
-`
+var retentionUsage = help("retention")
 
 // runRetention is "leasectl retention".
 func runRetention(ctx context.Context, env *cliEnv, args []string) int {
