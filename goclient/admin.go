@@ -8,11 +8,12 @@ import (
 
 // Admin is the client of operators and auditors: lease health, status and
 // outcome totals, lease policies, control evidence, recorded deployments,
-// and the operator's Cancel, Replay and State of one job. It claims
+// Cancel, Replay and State of one job, the operator's job views, retention,
+// change control, maker-checker proposals and payload erasure. It claims
 // nothing, so it has no heartbeat, starts no goroutine and opens no pool of
-// its own: every call is one statement on the pool given to NewAdmin, whose
-// login needs the role each method names (durable_job_auditor for the
-// reads). An Admin needs no Close and is safe for concurrent use. A
+// its own: every call is one statement (SetChangeControl: one transaction)
+// on the pool given to NewAdmin, whose login needs the role each method
+// names (durable_job_auditor for the reads). An Admin needs no Close and is safe for concurrent use. A
 // program that has a Client makes its Admin with NewAdmin over the same
 // pool, or over a pool of another login role: a Client does the job work
 // (enqueue, claim, renew, finish) and nothing else.
