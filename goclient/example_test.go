@@ -2,6 +2,7 @@ package goclient_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -189,4 +190,24 @@ func ExampleClient_Keep() {
 	// still trusted: true
 	// complete: <nil>
 	// printed claim hides its token: true
+}
+
+// EnqueueTx enqueues in your own transaction: the job commits with your
+// rows, or, rolled back, never existed.
+func ExampleClient_EnqueueTx() {
+	ctx := context.Background()
+	pool := must(goclient.NewPool(ctx, os.Getenv("LEASEFENCE_EXAMPLE_DATABASE_URL"), 0))
+	defer pool.Close()
+	client := must(goclient.NewClient(pool, clientConfig))
+	defer client.Close()
+	admin := must(goclient.NewAdmin(pool))
+
+	tx := must(pool.Begin(ctx))
+	id := must(client.EnqueueTx(ctx, tx, goclient.EnqueueParams{Queue: "etl.tx", Payload: []byte(`{"order": 9}`)}))
+	fmt.Println("rolled back:", tx.Rollback(ctx)) // your own writes failed, say
+	_, err := admin.State(ctx, id)
+	fmt.Println("no job:", errors.Is(err, goclient.ErrJobNotFound))
+	// Output:
+	// rolled back: <nil>
+	// no job: true
 }
