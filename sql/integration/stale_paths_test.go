@@ -56,8 +56,9 @@ var staleClaimCaps = map[string]struct {
 	perClaim int64
 	why      string
 }{
-	// Seen on 20,000 live leases at version 29: 345 to 396 entries a call
-	// under stale statistics (custom plans), 100 to 186 under fresh ones.
+	// Seen on 20,000 live leases at version 29: 276 to 396 entries a call
+	// under stale statistics (custom plans), 100 to 186 under fresh ones;
+	// at 30, 176 to 200 under both.
 	"complete_jobs of 100": {2, "the lock pass's probe of the primary key a claim, which may walk the entry of the " +
 		"claimed row's version from before its claim; its UPDATE finds the locked rows by tuple id alone since " +
 		"migration 030 (at 29 it also tested their job ids, and statistics taken while every job was queued " +
