@@ -111,11 +111,6 @@ type Config struct {
 	// MaxInFlightRenewals (16).
 	RenewalPoolSize int
 
-	// Clock supplies the application wall clock, used only to compute the
-	// database clock offset metric (tests and fault campaigns set a skewed
-	// one). Defaults to SystemClock.
-	Clock Clock
-
 	// Observer receives the client's finite-cardinality signals.
 	// Defaults to NopObserver.
 	Observer Observer
@@ -136,6 +131,12 @@ type Config struct {
 	// own heartbeat pool (same connection settings as the pool given to
 	// NewClient, RenewalPoolSize connections).
 	renewalPort renewalPort
+
+	// clock is the application wall clock, used only to compute the
+	// database clock offset signal (the module's tests and fault campaign
+	// set a skewed one through internal/leaseport). Defaults to
+	// systemClock.
+	clock clock
 }
 
 // The exact messages of ConfigError, one per rule.
@@ -181,8 +182,8 @@ func (c Config) withDefaults() Config {
 	if c.CommitTimeout == 0 {
 		c.CommitTimeout = DefaultCommitTimeout
 	}
-	if c.Clock == nil {
-		c.Clock = SystemClock{}
+	if c.clock == nil {
+		c.clock = systemClock{}
 	}
 	if c.Observer == nil {
 		c.Observer = NopObserver{}
@@ -376,7 +377,7 @@ func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 	c.hb = newHeartbeat(heartbeatConfig{
 		port:          port,
 		observer:      cfg.Observer,
-		clock:         cfg.Clock,
+		clock:         cfg.clock,
 		scheduler:     cfg.Scheduler,
 		margin:        cfg.SafetyMargin,
 		baseInFlight:  cfg.MaxInFlightRenewals,

@@ -119,7 +119,6 @@ func TestConfigRejectsUnsafeIntervals(t *testing.T) {
 	require.Zero(t, def.LeaseDuration, "no lease bound by default: the policy decides")
 	require.Zero(t, def.RenewalInterval, "no interval bound by default: the policy decides")
 	require.Zero(t, def.AttemptTimeout, "the attempt timeout defaults to half of each claim's interval")
-	require.Equal(t, goclient.SystemClock{}, def.Clock)
 	require.Equal(t, goclient.NopObserver{}, def.Observer)
 	require.Equal(t, goclient.GoroutineScheduler{}, def.Scheduler)
 	require.NotNil(t, def.Logger)

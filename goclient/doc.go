@@ -142,7 +142,7 @@
 // The database decided at or after attemptSentAt, so attemptSentAt + granted
 // is never later than the real expiry; the margin absorbs clock-rate drift,
 // scheduler jitter and the time your handler needs to notice cancellation.
-// The application's wall clock (Config.Clock) plays no part: skew it by hours
+// The application's wall clock plays no part: skew it by hours
 // and nothing changes except the database clock offset signal.
 //
 // # Failure Handling

@@ -220,7 +220,7 @@ type heartbeatConfig struct {
 	// observer is told about renewals, losses and the scheduler.
 	observer Observer
 	// clock is the application's wall clock, for the clock offset signal.
-	clock Clock
+	clock clock
 	// scheduler runs each renewal attempt.
 	scheduler Scheduler
 	// margin is the safety margin taken off every granted lease.
@@ -245,7 +245,7 @@ type heartbeatConfig struct {
 type heartbeat struct {
 	port          renewalPort
 	obs           Observer
-	clock         Clock
+	clock         clock
 	sched         Scheduler
 	margin        time.Duration
 	baseInFlight  int

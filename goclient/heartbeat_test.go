@@ -163,7 +163,7 @@ func TestSkewedApplicationClockChangesNothing(t *testing.T) {
 			e := setup(t, shortPolicy)
 			ids := e.enqueue(1)
 			rec := newRecorder()
-			c := e.worker(goclient.Config{Observer: rec, Clock: skewedClock{skew}})
+			c := e.worker(leaseport.WithClock(goclient.Config{Observer: rec}, skewedClock{skew}))
 			job := claim(t, c)
 			lease := c.Keep(context.Background(), job)
 			trusted := lease.TrustedFor()

@@ -9,8 +9,9 @@ import (
 )
 
 // The module's tests, benchmarks, demo and fault campaign wrap or replace
-// the renewal port; internal/leaseport gives them typed access to it
-// through these hooks, so the port is no part of the public API.
+// the renewal port and skew the wall clock; internal/leaseport gives them
+// typed access to both through these hooks, so neither test seam is part
+// of the public API.
 func init() {
 	clienthook.NewPgRenewalPort = func(pool *pgxpool.Pool, attemptTimeout time.Duration) any {
 		return newPgRenewalPort(pool, attemptTimeout)
@@ -18,6 +19,11 @@ func init() {
 	clienthook.WithRenewalPort = func(cfg, port any) any {
 		c := cfg.(Config)
 		c.renewalPort = port.(renewalPort)
+		return c
+	}
+	clienthook.WithClock = func(cfg, wall any) any {
+		c := cfg.(Config)
+		c.clock = wall.(clock)
 		return c
 	}
 }

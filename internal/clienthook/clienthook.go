@@ -13,4 +13,7 @@ var (
 	// WithRenewalPort returns the goclient.Config cfg with its renewal
 	// port set to port.
 	WithRenewalPort func(cfg, port any) any
+	// WithClock returns the goclient.Config cfg with its wall clock set to
+	// clock.
+	WithClock func(cfg, clock any) any
 )

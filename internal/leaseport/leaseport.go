@@ -30,6 +30,19 @@ func NewPg(pool *pgxpool.Pool, attemptTimeout time.Duration) Port {
 	return clienthook.NewPgRenewalPort(pool, attemptTimeout).(Port)
 }
 
+// WallClock is the application wall clock a Client reads, only for its
+// database clock offset signal.
+type WallClock interface {
+	// Now returns the current wall-clock time.
+	Now() time.Time
+}
+
+// WithClock returns cfg with its wall clock set to clock: a skewed clock
+// moves the database clock offset signal and nothing else.
+func WithClock(cfg goclient.Config, clock WallClock) goclient.Config {
+	return clienthook.WithClock(cfg, clock).(goclient.Config)
+}
+
 // With returns cfg with its renewal port set to port: a Client made with
 // it sends every renewal attempt to port.
 func With(cfg goclient.Config, port Port) goclient.Config {

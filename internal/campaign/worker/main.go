@@ -112,15 +112,14 @@ func run() error {
 		return err
 	}
 	defer hbPool.Close()
-	client, err := goclient.NewClient(pool, leaseport.With(goclient.Config{
+	client, err := goclient.NewClient(pool, leaseport.WithClock(leaseport.With(goclient.Config{
 		OwnerID:         fmt.Sprintf("campaign-%s-%d", *proc, os.Getpid()),
 		LeaseDuration:   *lease,
 		RenewalInterval: *interval,
 		SafetyMargin:    *interval,
 		AttemptTimeout:  attempt,
-		Clock:           skewedClock{*skew},
 		Observer:        observer{rec: rec},
-	}, recordingPort{inner: leaseport.NewPg(hbPool, attempt), rec: rec}))
+	}, recordingPort{inner: leaseport.NewPg(hbPool, attempt), rec: rec}), skewedClock{*skew}))
 	if err != nil {
 		return err
 	}
