@@ -7,6 +7,7 @@ import (
 
 	"github.com/mightyetl/leasefence/audit"
 	"github.com/mightyetl/leasefence/controls"
+	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
 const evidenceVerifyUsage = `Usage:
@@ -135,8 +136,8 @@ func runEvidenceContinue(ctx context.Context, env *cliEnv, args []string) int {
 	if *reason == "" {
 		return env.usageError("evidence continue: --reason is required")
 	}
-	if problem := reasonProblem(*reason); problem != "" {
-		return env.usageError("evidence continue: --reason %s", problem)
+	if err := sqlbundle.CheckChangeReason(*reason); err != nil {
+		return env.usageError("evidence continue: --reason %s", err)
 	}
 	anchor, done, code := readAnchor(env, "evidence continue", *path)
 	if done {

@@ -129,8 +129,8 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) int {
 		return env.usageError("migrate down: --drop-roles needs --to 0")
 	}
 	if reason != "" {
-		if problem := reasonProblem(reason); problem != "" {
-			return env.usageError("migrate %s: --reason %s", action, problem)
+		if err := sqlbundle.CheckChangeReason(reason); err != nil {
+			return env.usageError("migrate %s: --reason %s", action, err)
 		}
 	}
 	if discardEvidence != (evidenceExport != "") {

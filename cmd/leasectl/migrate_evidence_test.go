@@ -160,22 +160,6 @@ func TestMigrateRecordsTicketAndApproverChangeControlAsksFor(t *testing.T) {
 	require.Equal(t, []string{"REL-12", approver}, []string{ticket, named})
 }
 
-func TestReasonChecksMatchTheDatabase(t *testing.T) {
-	require.True(t, passesLuhn("4111111111111111"))
-	require.False(t, passesLuhn("4111111111111112"))
-	require.False(t, passesLuhn("123"))
-	require.True(t, looksPersonalOrSecret("card 4111 1111 1111 1111"))
-	require.True(t, looksPersonalOrSecret("mail kim@example.com"))
-	require.True(t, looksPersonalOrSecret("call 010-1234-5678"))
-	require.True(t, looksPersonalOrSecret("call +82 10 1234 5678"))
-	require.False(t, looksPersonalOrSecret("OPS-1234: raise the lease"))
-	require.Equal(t, "", reasonProblem("OPS-1: fine"))
-	require.Contains(t, reasonProblem("a\x1bb"), "control")
-	require.Contains(t, reasonProblem("a\u2066b"), "control")
-	require.Contains(t, reasonProblem("a\u061cb"), "control")
-	require.Contains(t, reasonProblem(strings.Repeat("x", 501)), "500")
-}
-
 // evidenceState is what a downgrade may take from the control evidence:
 // the columns of its table (none once the table is gone) and the ids of
 // its records.
