@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mightyetl/leasefence/goclient"
 	"github.com/mightyetl/leasefence/internal/demo"
 )
 
@@ -95,7 +96,7 @@ func runDemo(ctx context.Context, env *cliEnv, args []string) int {
 	// The demo connects the way every leasectl command does, and a failed
 	// connection is told without the login's or the database's name.
 	opts.Connect = connectPool
-	opts.ConnectError = connectError
+	opts.ConnectError = goclient.ConnectError
 	opts.Health = func(ctx context.Context, connString string) error {
 		if code := runHealth(ctx, env, []string{"--database-url", connString}); code != exitOK {
 			return errors.New("leasectl health failed (see above)")
