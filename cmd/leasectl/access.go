@@ -4,8 +4,6 @@ import (
 	"context"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/mightyetl/leasefence/audit"
 )
 
@@ -41,15 +39,6 @@ func init() {
 	commands["access"] = command{"review which logins hold which leasefence roles", runAccess}
 }
 
-// The review's types are the audit package's (audit.ReadAccess), which the
-// evidence report shares.
-type (
-	accessRoleJSON      = audit.AccessRole
-	accessPrivilegeJSON = audit.AccessPrivilege
-	accessLoginJSON     = audit.AccessLogin
-	accessReportJSON    = audit.AccessReview
-)
-
 // runAccess is "leasectl access".
 func runAccess(ctx context.Context, env *cliEnv, args []string) int {
 	fs := newFlagSet("access")
@@ -65,12 +54,7 @@ func runAccess(ctx context.Context, env *cliEnv, args []string) int {
 		return env.fail("connect to database", err)
 	}
 	defer pool.Close()
-	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return env.fail("read roles", err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	report, err := audit.ReadAccess(ctx, tx)
+	report, err := audit.ReviewAccess(ctx, pool)
 	if err != nil {
 		return env.fail("read roles", err)
 	}
@@ -82,7 +66,7 @@ func runAccess(ctx context.Context, env *cliEnv, args []string) int {
 	tw := newTable(env.stdout)
 	printf(tw, "LOGIN\tATTRIBUTES\tLEASEFENCE ROLE\tGRANTED TO\tGRANTOR\n")
 	for _, l := range report.Logins {
-		attributes := strings.Join(loginAttributes(l), ",")
+		attributes := strings.Join(l.Attributes(), ",")
 		if attributes == "" {
 			attributes = "-"
 		}
@@ -98,7 +82,7 @@ func runAccess(ctx context.Context, env *cliEnv, args []string) int {
 	tw = newTable(env.stdout)
 	printf(tw, "LOGIN\tPRIVILEGE\tON\tGRANTED TO\n")
 	rows := 0
-	for _, l := range append([]accessLoginJSON{{Login: "PUBLIC", Privileges: report.Public}}, report.Logins...) {
+	for _, l := range append([]audit.AccessLogin{{Login: "PUBLIC", Privileges: report.Public}}, report.Logins...) {
 		for _, p := range l.Privileges {
 			printf(tw, "%s\t%s\t%s\t%s\n", l.Login, p.Privilege, p.On, p.GrantedTo)
 			rows++
@@ -109,20 +93,4 @@ func runAccess(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	_ = tw.Flush()
 	return exitOK
-}
-
-// loginAttributes names a login's elevated attributes (SUPERUSER,
-// BYPASSRLS, CREATEROLE) that it holds, for the access review in text
-// and in the evidence report's Markdown.
-func loginAttributes(l audit.AccessLogin) []string {
-	var attrs []string
-	for _, a := range []struct {
-		on   bool
-		name string
-	}{{l.Superuser, "SUPERUSER"}, {l.BypassRLS, "BYPASSRLS"}, {l.CreateRole, "CREATEROLE"}} {
-		if a.on {
-			attrs = append(attrs, a.name)
-		}
-	}
-	return attrs
 }

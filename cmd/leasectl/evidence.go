@@ -375,7 +375,7 @@ func writeAccessReview(b *strings.Builder, review audit.AccessReview) {
 	printf(b, "As of the report's generation time; body digest %s (as `leasectl access --output json` gives for the same access).\n\n", review.BodyDigest)
 	b.WriteString("| login | attributes | leasefence role | granted to | grantor |\n|---|---|---|---|---|\n")
 	for _, l := range review.Logins {
-		attributes := markdownCell(strings.Join(loginAttributes(l), ", "))
+		attributes := markdownCell(strings.Join(l.Attributes(), ", "))
 		if len(l.Roles) == 0 {
 			printf(b, "| %s | %s | - | - | - |\n", markdownCell(l.Login), attributes)
 		}
