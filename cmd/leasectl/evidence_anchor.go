@@ -148,15 +148,11 @@ func runEvidenceContinue(ctx context.Context, env *cliEnv, args []string) int {
 		return env.fail("connect to database", err)
 	}
 	defer pool.Close()
-	last := anchor.Last()
-	var id int64
-	ticket, approver := change.args()
-	err = pool.QueryRow(ctx, `SELECT durable_jobs.continue_evidence_chain($1, $2, $3, $4, $5)`,
-		last.ID, last.Hash, *reason, ticket, approver).Scan(&id)
+	id, err := audit.ContinueChain(ctx, pool, anchor, *reason, *change.ticket, *change.approver)
 	if err != nil {
 		return env.fail("continue the evidence chain", err)
 	}
 	printf(env.stdout, "recorded evidence record %d (%s): the chain continues from record %d of the export, chain head %s\n",
-		id, audit.ContinuationKind, last.ID, hex.EncodeToString(last.Hash))
+		id, audit.ContinuationKind, anchor.Last().ID, hex.EncodeToString(anchor.Last().Hash))
 	return exitOK
 }
