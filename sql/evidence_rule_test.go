@@ -48,4 +48,3 @@ func TestDowngradeEvidenceRuleFindsTheReleasedMigrationsThatEraseEvidence(t *tes
 		require.Equal(t, erases, erasesEvidence(sql), sql)
 	}
 }
-

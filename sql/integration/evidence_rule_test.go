@@ -61,4 +61,3 @@ func TestDowngradeEvidenceRuleMatchesWhatEachDownPartDoes(t *testing.T) {
 			"migration %s: its down part lost evidence: %v (columns %v, then %v)", m.Migrations[version-1].Name, lost, columns, afterColumns)
 	}
 }
-
