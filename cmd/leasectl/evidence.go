@@ -11,7 +11,7 @@ import (
 
 	"github.com/mightyetl/leasefence/evidence"
 	"github.com/mightyetl/leasefence/internal/sshsig"
-	"github.com/mightyetl/leasefence/internal/textfmt"
+	"github.com/mightyetl/leasefence/textfmt"
 )
 
 const evidenceUsage = `Usage:

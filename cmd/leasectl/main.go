@@ -14,7 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/mightyetl/leasefence/internal/textfmt"
+	"github.com/mightyetl/leasefence/textfmt"
 )
 
 // Exit codes of leasectl.
