@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mightyetl/leasefence/internal/testdb"
@@ -159,27 +157,6 @@ func TestMigrateRecordsTicketAndApproverChangeControlAsksFor(t *testing.T) {
 	require.Equal(t, []string{"REL-12", approver}, []string{ticket, named})
 }
 
-// evidenceState is what a downgrade may take from the control evidence:
-// the columns of its table (none once the table is gone) and the ids of
-// its records.
-func evidenceState(t *testing.T, pool *pgxpool.Pool) (columns []string, ids []int64) {
-	t.Helper()
-	ctx := context.Background()
-	rows, err := pool.Query(ctx, `SELECT attname::text FROM pg_attribute
-		WHERE attrelid = to_regclass('durable_jobs.control_evidence_record') AND attnum > 0 AND NOT attisdropped ORDER BY attnum`)
-	require.NoError(t, err)
-	columns, err = pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	if len(columns) == 0 {
-		return nil, nil
-	}
-	rows, err = pool.Query(ctx, `SELECT evidence_record_id FROM durable_jobs.control_evidence_record ORDER BY 1`)
-	require.NoError(t, err)
-	ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-	require.NoError(t, err)
-	return columns, ids
-}
-
 // Attack: "migrate down --to 5" and "up" lost the ticket and approver of
 // every record (migration 006's down part drops those columns) without a
 // trace, and the chain still verified for the untouched records; only
@@ -198,7 +175,7 @@ func TestPartialDowngradeKeepsEvidenceFieldsUnlessExportedFirst(t *testing.T) {
 	require.Equal(t, int32(7), versionOf(t, pool))
 
 	// Below version 6 every record's ticket, approver and hashes go: refused.
-	columns, ids := evidenceState(t, pool)
+	columns, ids := testdb.EvidenceState(t, pool)
 	require.Contains(t, columns, "change_ticket")
 	r = leasectl(t, "migrate", "down", "--to", "5", "--database-url", db.URL)
 	requireCode(t, exitError, r)
@@ -207,7 +184,7 @@ func TestPartialDowngradeKeepsEvidenceFieldsUnlessExportedFirst(t *testing.T) {
 		"--evidence-export PATH\n", len(ids)), r.stderr)
 	require.Empty(t, r.stdout)
 	require.Equal(t, int32(7), versionOf(t, pool))
-	afterColumns, afterIDs := evidenceState(t, pool)
+	afterColumns, afterIDs := testdb.EvidenceState(t, pool)
 	require.Equal(t, columns, afterColumns, "nothing changed")
 	require.Equal(t, ids, afterIDs)
 
@@ -229,7 +206,7 @@ func TestPartialDowngradeKeepsEvidenceFieldsUnlessExportedFirst(t *testing.T) {
 	requireCode(t, exitOK, r)
 	require.True(t, strings.HasPrefix(r.stdout, fmt.Sprintf("exported %d control evidence records to %s\ndown 007_", len(ids), export)), r.stdout)
 	require.Equal(t, int32(5), versionOf(t, pool))
-	afterColumns, _ = evidenceState(t, pool)
+	afterColumns, _ = testdb.EvidenceState(t, pool)
 	require.NotContains(t, afterColumns, "change_ticket")
 	var doc sqlbundle.EvidenceExport
 	raw, err := os.ReadFile(export)
