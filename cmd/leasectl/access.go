@@ -7,33 +7,7 @@ import (
 	"github.com/mightyetl/leasefence/audit"
 )
 
-const accessUsage = `Usage:
-  leasectl access [--output text|json] [--database-url URL]
-
-Prints an access review of the cluster as of the database time it shows:
-every login role, whether it is SUPERUSER, BYPASSRLS or CREATEROLE, and
-each leasefence role (durable_job_*) it holds, directly or through another
-role, with the role it was granted to and the grantor of that grant. A
-superuser bypasses every privilege check and is listed whatever it holds.
-Then every table, view, sequence or column privilege in schema durable_jobs
-that a login holds by a grant outside the bundle's roles (to the login, to
-a role it holds, or to PUBLIC), with the role the grant names.
-
-"leasectl audit" (AUDIT-ACCESS-REVIEW) reports what this review should not
-show: a login or PUBLIC holding a table, column or sequence privilege in
-schema durable_jobs, a login holding a definer owner role, and a login
-holding both durable_job_worker and durable_job_operator (separation of
-duties) unless its role comment says
-'leasefence: separation of duties accepted: <TICKET-1>'.
-
-The JSON carries body_digest, the SHA-256 of the review without as_of and
-body_digest, computed as the evidence report's: two reviews of the same
-access have the same digest. The evidence report holds the same review
-(EVIDENCE-ACCESS-REVIEW).
-
-Needs only a login: it reads pg_roles, pg_auth_members, pg_class and
-pg_attribute.
-`
+var accessUsage = help("access")
 
 func init() {
 	commands["access"] = command{"review which logins hold which leasefence roles", runAccess}

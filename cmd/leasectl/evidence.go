@@ -14,71 +14,7 @@ import (
 	"github.com/mightyetl/leasefence/textfmt"
 )
 
-const evidenceUsage = `Usage:
-  leasectl evidence [--format markdown|json] [--since TIME] [--until TIME]
-                    [--out FILE [--sign-key KEY]] [--database-url URL]
-  leasectl evidence verify --anchor FILE [--output text|json] [--database-url URL]
-  leasectl evidence continue --anchor FILE --reason TEXT [--ticket T] [--approver A] [--database-url URL]
-
-Writes a control-evidence report for auditors to stdout. Every section names
-the leasefence control identifiers (LF-...) it supports, the same ones
-docs/compliance/ uses; the report ends with the control index and the SOC 2
-Trust Services Criteria and CSAP areas each control is relevant to.
-
-Sections: migration version and when it was applied; migration history;
-deployment versions (see "leasectl deployment record"); current lease
-policies; lease policy history with reasons, tickets, approvers and roles;
-renewal enablement changes; disposal (what the retention purge and erasure
-removed, as counts per queue and kind, and retention policy changes);
-aggregate lease outcomes (stale renewals, reclaims); jobs by status; the
-result of every "leasectl audit" check; and the access review of "leasectl
-access" at report time, with its body digest.
-
-The report names the database (name and system identifier) and places the
-period's evidence in the hash chain: the record count, the first and last
-evidence id and the chain head (the record_hash of the last record, which
-covers every record before it). Keep each exported report: running the same
---since and --until later must print the same chain head, or a record up to
-that one was altered, removed or inserted, even when every later hash was
-recomputed and "leasectl audit" passes. The JSON carries schema_version and
-body_digest (SHA-256 of the JSON without generated_at and body_digest, keys
-sorted: two reports of the same state and period have the same digest).
-
---since limits the histories and outcome totals to records from that time on:
-an RFC 3339 time (2026-05-01T00:00:00Z) or a duration back from the database's
-clock (720h). Default: everything the database keeps. --until (same forms)
-ends the period before that time: the histories hold only the records inside
-[since, until), the outcome totals count whole minutes in it, and the lease
-policies are each queue's policy as of until, reconstructed from the
-evidence. Jobs by status, the audit result and the access review are always as
-of report time.
-Outcome tallies are kept 30 days; the report says so when the period starts
-earlier.
-
-The report holds no payload, claim token, owner id, idempotency key or job id.
-Change reasons are shown as the operators wrote them, except that in Markdown
-their markup and HTML are escaped (a link or an image stays text) and control
-and bidirectional characters (ESC, newlines, U+202E, ...) are shown as escapes
-like \u202e; role and queue names and audit findings likewise. JSON output
-holds the values as they are, as JSON strings. --output json is the
-same as --format json. Needs a login granted durable_job_auditor.
-
-The JSON lists every record of the period with its record_hash
-(evidence_chain.links): kept outside the database, it is an anchor that
-"leasectl evidence verify --anchor FILE" compares the live chain with,
-naming the first record that differs or is missing.
-
---out FILE writes the report to FILE (mode 600), which must not exist yet,
-instead of stdout. --sign-key KEY (with --out) also writes FILE.sig, a detached SSH
-signature by the private key KEY (OpenSSH, PKCS#1, PKCS#8 or SEC 1; mode 600;
-no passphrase) in namespace ` + evidenceSignatureNamespace + `, which an auditor checks
-with OpenSSH's own tool and an allowed_signers file holding the public key:
-
-  ssh-keygen -Y verify -f allowed_signers -I IDENTITY -n ` + evidenceSignatureNamespace + ` -s FILE.sig < FILE
-
-"leasectl evidence verify" and "leasectl evidence continue": run them with
---help.
-`
+var evidenceUsage = help("evidence")
 
 // evidenceSignatureNamespace is the SSH signature namespace of signed
 // evidence exports: a signature made for another purpose (a git commit, a

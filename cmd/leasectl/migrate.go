@@ -6,73 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
-var migrateUsage = `Usage:
-  leasectl migrate up     [--to N] [--reason TEXT] [--ticket T] [--approver LOGIN]
-                          [--lock-timeout DURATION] [--database-url URL]
-  leasectl migrate down   [--to N] [--reason TEXT] [--ticket T] [--approver LOGIN] [--drop-roles]
-                          [--discard-evidence --evidence-export PATH] [--lock-timeout DURATION] [--database-url URL]
-  leasectl migrate status [--output text|json] [--database-url URL]
-
-Applies leasefence's migration bundle with tern's migrator. The version is
-kept in ` + sqlbundle.VersionTable + `.
-
-  up      migrate to the newest version this leasectl carries (or to --to N).
-          On an up-to-date database it changes nothing.
-  down    step back one migration, or to --to N. "down --to 0" removes every
-          object of the bundle except the cluster-wide roles and the version
-` + wrapWords("         ", 9, append(strings.Fields("table; add --drop-roles to also drop the bundle's own roles, by exact name:"),
-	strings.Split(strings.Join(append(append([]string{}, sqlbundle.RuntimeRoles...), sqlbundle.DefinerOwnerRoles...), ", ")+".", " ")...)) +
-	`          Other roles (durable_job_worker_eu, say) are left alone. Only
-          possible once no database in the cluster still uses them.
-          A downgrade whose migrations erase control evidence (to 0 erases
-          every record; below the evidence-chain migration, every record's
-          ticket, approver and chain hashes) is refused while any record
-          exists, unless --discard-evidence is given together with
-          --evidence-export PATH. leasectl then first writes every record
-          (with its chain hashes) and the chain head as JSON to PATH, which
-          must not exist yet, and only then migrates down. Which migrations
-          erase evidence is read from their down SQL.
-  status  print the current and the newest version, and whether every
-          function is what the current version installs (a body replaced by
-          hand or a skipped migration is listed, and the exit code is 2).
-          It also runs as a login granted durable_job_auditor or
-          durable_job_operator (the version then comes from the newest
-          migration record of the control evidence).
-
---reason is the operator's reason, recorded in the control evidence of each
-migration it runs (the evidence-chain migration and later ones read it; older ones record
-their fixed text). It must be plain text that does not look like personal
-data or a secret, like every change reason; default "leasefence bundle
-migration" (up) and "leasefence bundle migration rolled back" (down).
---ticket and --approver are recorded with the reason in the evidence of
-every migration from version 26 on, and checked against the change control
-in force: where it requires an approver (another login holding
-durable_job_operator), a migration without one is refused and nothing
-changes.
-
-up and down first take the migration lock, the advisory lock tern's migrator
-holds while it migrates (so two migrations never run at once). Anyone who can
-log in can take it, so leasectl waits for it at most --lock-timeout (default
-60s) and then fails, naming the process id and role of the session that holds
-it (see pg_locks and pg_stat_activity, or pg_terminate_backend). Every lock a
-migration waits for after that is bounded by --lock-timeout too; a wait that
-runs out fails that migration, which changes nothing.
-
-Against a standby (a server in recovery) up, down and status say so and exit
-1: connect to the primary, for example with target_session_attrs=read-write
-in a multi-host URL.
-
-For up and down the connecting role must be a superuser (for example
-postgres). migrate refuses any other role, a ` + sqlbundle.VersionTable + ` that is not the plain
-table it creates, and pre-existing durable_job_* roles that can log in, are
-elevated or (the *_owner roles) have members, before changing anything.
-`
+var migrateUsage = help("migrate")
 
 // runMigrate is "leasectl migrate".
 func runMigrate(ctx context.Context, env *cliEnv, args []string) int {
