@@ -75,8 +75,8 @@ require (
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	golang.org/x/crypto v0.46.0
-	golang.org/x/text v0.42.0
 	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/text v0.42.0
 )
 
 tool (

@@ -20,7 +20,7 @@ func markdownReport(empty bool, since, until *string) Report {
 	r := Report{SchemaVersion: SchemaVersion, GeneratedAt: "2026-05-01T00:00:00.000Z", Since: since, Until: until,
 		Database:   Database{Name: "db_1", SystemIdentifier: "42"},
 		BodyDigest: "sha256:00", Controls: []controls.Control{{ID: "LF-1", Title: "One", TrustServicesCriteria: []string{"CC6.1"}}},
-		Period:     Period{GeneratedAt: time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)}}
+		Period: Period{GeneratedAt: time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)}}
 	section := func(data any) Section {
 		return Section{ID: "EVIDENCE-X", Title: "X", Shows: "what it shows", Controls: []Control{{ID: "LF-1", Title: "One"}}, Data: data}
 	}
@@ -34,7 +34,7 @@ func markdownReport(empty bool, since, until *string) Report {
 	}
 	r.Chain = Chain{RecordCount: 1, FirstID: &id, LastID: &id, Head: text("abc")}
 	r.OutcomesWindow = OutcomesWindow{From: text("2026-04-01T00:00:00.000Z"), Until: text("2026-05-01T00:00:00.000Z")}
-	records := []Record{{ID: 1, Kind: "lease_policy_changed", Queue: text("q|1"), PreviousValues: json.RawMessage(`{"a": "x`+"`"+`y|z"}`),
+	records := []Record{{ID: 1, Kind: "lease_policy_changed", Queue: text("q|1"), PreviousValues: json.RawMessage(`{"a": "x` + "`" + `y|z"}`),
 		NewValues: json.RawMessage(`not json`), Reason: "see [link](http://x) \u202e", Ticket: text("OPS-1"), Approver: text("ops_bob"),
 		ChangedByRole: "ops_alice", RecordedAt: "2026-04-30T00:00:00.000Z"}, {ID: 2, Kind: "k", Reason: "r", ChangedByRole: "a"}}
 	r.Sections = []Section{
