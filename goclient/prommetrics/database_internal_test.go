@@ -81,7 +81,8 @@ func TestDatabaseCollectorJoinsHealthAndBacklogByQueue(t *testing.T) {
 	}
 	collector, err := NewDatabaseCollector(reader, time.Second)
 	require.NoError(t, err)
-	rows, err := collector.read(context.Background())
+	rows, server, err := collector.read(context.Background())
+	require.Nil(t, server, "a reader that is no AvailabilityReader gives no server gauges")
 	require.NoError(t, err)
 	require.Equal(t, []queueRow{
 		{health: goclient.QueueLeaseHealth{Queue: "a"}, backlog: reader.backlog[0]},
