@@ -86,13 +86,13 @@ func runHealth(ctx context.Context, env *cliEnv, args []string) int {
 		return env.fail("connect to database", err)
 	}
 	defer s.close()
-	server, err := s.admin.ServerAvailability(ctx)
-	if err != nil {
-		return env.fail("read the server's availability", err)
-	}
 	health, err := s.admin.LeaseHealth(ctx)
 	if err != nil {
 		return env.fail("read lease health", err)
+	}
+	server, err := s.admin.ServerAvailability(ctx)
+	if err != nil {
+		return env.fail("read the server's availability", err)
 	}
 	backlog, err := s.admin.QueueBacklog(ctx)
 	if err != nil {
