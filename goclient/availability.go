@@ -14,7 +14,7 @@ type ServerAvailability struct {
 	// where recovery hides it.
 	Timeline int64
 	// TimelineSeenAt is when the bundle first saw the timeline it last
-	// recorded: at the migration that began recording (030), or at the
+	// recorded: at the migration that began recording (031), or at the
 	// first health read, metrics scrape or evidence report after a promotion.
 	TimelineSeenAt time.Time
 	// PreviousTimeline is the timeline seen before that one, or 0 when
@@ -33,7 +33,7 @@ const sqlServerAvailability = `SELECT COALESCE(server_timeline, 0), timeline_see
 	server_started_at, in_recovery, database_time FROM durable_jobs.server_availability()`
 
 // ServerAvailability reads the server's timeline and start time through
-// durable_jobs.server_availability() (migration 030; auditor role). On a
+// durable_jobs.server_availability() (migration 031; auditor role). On a
 // primary, the first read after a promotion or a restart records it as
 // chained control evidence (server_timeline_changed or server_restarted),
 // so an incident's timeline shows the failover; a read-only transaction or

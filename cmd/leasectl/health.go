@@ -33,7 +33,7 @@ database time from the auditor function lease_health_by_queue():
 
 then the server's WAL timeline (a promotion starts a new one), when it was
 first seen and the one before, and when the server started, from
-server_availability() (migration 030), whose first call after a promotion
+server_availability() (migration 031), whose first call after a promotion
 or restart records it as control evidence; and then the backlog of every queue that has a policy, or a job waiting,
 running or failed in the last hour, from queue_backlog() (migration 028):
 

@@ -38,7 +38,7 @@ var ErrInvalidDatabaseCollector = errors.New("prommetrics: invalid database coll
 //
 // When the reader is an AvailabilityReader too (goclient.Admin is), each
 // scrape also reads the server's availability (server_availability,
-// migration 030) and exports the WAL timeline and the server's start time,
+// migration 031) and exports the WAL timeline and the server's start time,
 // with no label: a promotion raises the one, a restart moves the other
 // (the LeasefenceDatabasePromoted and LeasefenceDatabaseRestarted alerts).
 // That read is also what records a promotion or restart as control

@@ -158,7 +158,7 @@ func TestDatabaseCollectorReadsTheServerFromAnAvailabilityReader(t *testing.T) {
 	require.Equal(t, 3.0, values[collector.timeline])
 	require.Equal(t, 1700000000.5, values[collector.started])
 
-	reader.serverErr = errors.New("no server_availability before migration 030")
+	reader.serverErr = errors.New("no server_availability before migration 031")
 	collector, err = NewDatabaseCollector(reader, time.Second)
 	require.NoError(t, err)
 	ch = make(chan prometheus.Metric, 100)

@@ -8,10 +8,10 @@
 -- from, newest first. They name the files as they were then; each
 -- migration's frozen SQL under sql/migrations holds the whole text.
 
--- Notes of migration 030 (audit.sql in its frozen SQL):
+-- Notes of migration 031 (audit.sql in its frozen SQL):
 --
 -- Only lease_health_by_queue changes: it gains failover_reclaims_last_hour
--- (a new result column: 030 drops the function first), the claims lost
+-- (a new result column: 031 drops the function first), the claims lost
 -- with the database that migration 029 reclaims without charging an
 -- attempt and tallies as failover_reclaim. reclaims_last_hour still counts
 -- the other reclaims only, so a failover no longer hides among ordinary

@@ -10,7 +10,7 @@
 -- from, newest first. They name the files as they were then; each
 -- migration's frozen SQL under sql/migrations holds the whole text.
 
--- Notes of migration 030 (availability.sql in its frozen SQL):
+-- Notes of migration 031 (availability.sql in its frozen SQL):
 --
 -- A failover was invisible (issue 36, item 2): nothing said that the
 -- server had been promoted or restarted, and an incident timeline had no

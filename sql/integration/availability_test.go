@@ -54,7 +54,7 @@ func availabilityRecords(t *testing.T, ctx context.Context, q querier) []evidenc
 // records nothing. The job's lost claim, reclaimed there without costing
 // an attempt, is a failover reclaim in lease health, not a reclaim. A
 // restart in place is then recorded as server_restarted. The records hold
-// timelines and times only. Fails on 029, which has neither the function
+// timelines and times only. Fails on 030, which has neither the function
 // nor the column.
 func TestServerAvailabilityRecordsAPromotionOnce(t *testing.T) {
 	p := newFailoverPair(t)

@@ -1,4 +1,4 @@
--- 32_server_availability (migration 030): server_availability() returns the
+-- 32_server_availability (migration 031): server_availability() returns the
 -- server's WAL timeline and start time and records, once, each change of
 -- either it sees as chained evidence: server_restarted (same timeline) or
 -- server_timeline_changed. A restart and a promotion are played by moving
