@@ -1,5 +1,5 @@
 -- GENERATED: do not edit. The schema durable_jobs of a fresh install of
--- the bundle at version 30, as pg_dump --schema-only prints it: tables,
+-- the bundle at version 31, as pg_dump --schema-only prints it: tables,
 -- indexes, constraints, triggers, functions, owners and grants. The
 -- installing superuser is written postgres. The roles are in
 -- sql/roles/bundle_roles.sql, the function bodies with their comments in
