@@ -86,7 +86,6 @@ func TestWorkerThroughSwitchoverAndCrashFailover(t *testing.T) {
 	defer cancel()
 	c := startCluster(t, true)
 	f := runScenario(t, ctx, c, true, []event{switchover, crash})
-	t.Log(f.summary())
 	// The standby refuses writes: the worker's claim fails there with
 	// read_only_sql_transaction.
 	_, standby := c.leader()
