@@ -18,6 +18,7 @@ type healthJSON struct {
 	ExpiringWithinInterval int64    `json:"expiring_within_interval"`
 	ExpiredAwaitingReclaim int64    `json:"expired_awaiting_reclaim"`
 	ReclaimsLastHour       int64    `json:"reclaims_last_hour"`
+	FailoverReclaims       int64    `json:"failover_reclaims_last_hour"`
 	StaleRenewalsLastHour  int64    `json:"stale_renewals_last_hour"`
 	StaleReleasesLastHour  int64    `json:"stale_releases_last_hour"`
 	OldestLeaseAgeSeconds  *float64 `json:"oldest_lease_age_seconds"`
@@ -48,6 +49,10 @@ func runHealth(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return env.fail("read lease health", err)
 	}
+	server, err := s.admin.ServerAvailability(ctx)
+	if err != nil {
+		return env.fail("read the server's availability", err)
+	}
 	backlog, err := s.admin.QueueBacklog(ctx)
 	if err != nil {
 		return env.fail("read the backlog", err)
@@ -65,16 +70,17 @@ func runHealth(ctx context.Context, env *cliEnv, args []string) int {
 		return exitOK
 	}
 	tw := newTable(env.stdout)
-	printf(tw, "QUEUE\tRUNNING\tEXPIRING SOON\tAWAITING RECLAIM\tRECLAIMS 1H\tSTALE 1H\tSTALE RELEASES 1H\tOLDEST LEASE\n")
+	printf(tw, "QUEUE\tRUNNING\tEXPIRING SOON\tAWAITING RECLAIM\tRECLAIMS 1H\tFAILOVER 1H\tSTALE 1H\tSTALE RELEASES 1H\tOLDEST LEASE\n")
 	for _, h := range health {
-		printf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", h.Queue, h.RunningJobs, h.ExpiringWithinInterval,
-			h.ExpiredAwaitingReclaim, h.ReclaimsLastHour, h.StaleRenewalsLastHour, h.StaleReleasesLastHour, oldestLease(h))
+		printf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", h.Queue, h.RunningJobs, h.ExpiringWithinInterval,
+			h.ExpiredAwaitingReclaim, h.ReclaimsLastHour, h.FailoverReclaimsLastHour, h.StaleRenewalsLastHour,
+			h.StaleReleasesLastHour, oldestLease(h))
 	}
 	_ = tw.Flush()
 	if len(health) > 0 {
 		printf(env.stdout, "read at %s (database time)\n", textfmt.Time(health[0].DatabaseTime))
 	}
-	printf(env.stdout, "\n")
+	printf(env.stdout, "\n%s\n\n", serverLine(server))
 	tw = newTable(env.stdout)
 	printf(tw, "QUEUE\tQUEUED\tRUNNING\tRETRY SCHEDULED\tFAILED 1H\tOLDEST DUE\n")
 	for _, b := range backlog {
@@ -98,6 +104,7 @@ func toHealthJSON(h goclient.QueueLeaseHealth, b goclient.QueueBacklog) healthJS
 		ExpiringWithinInterval: h.ExpiringWithinInterval,
 		ExpiredAwaitingReclaim: h.ExpiredAwaitingReclaim,
 		ReclaimsLastHour:       h.ReclaimsLastHour,
+		FailoverReclaims:       h.FailoverReclaimsLastHour,
 		StaleRenewalsLastHour:  h.StaleRenewalsLastHour,
 		StaleReleasesLastHour:  h.StaleReleasesLastHour,
 		DatabaseTime:           textfmt.Time(h.DatabaseTime),
@@ -131,4 +138,19 @@ func optionalAge(d *time.Duration) string {
 		return "-"
 	}
 	return fmt.Sprint(d.Round(time.Millisecond))
+}
+
+// serverLine says which WAL timeline the server writes on, since when the
+// bundle has seen it and the one before, and when the server started; on
+// a standby, that it is one.
+func serverLine(s goclient.ServerAvailability) string {
+	started := textfmt.Time(s.StartedAt)
+	if s.InRecovery {
+		return "server: a standby (in recovery), started at " + started
+	}
+	line := fmt.Sprintf("server: timeline %d, seen since %s", s.Timeline, textfmt.Time(s.TimelineSeenAt))
+	if s.PreviousTimeline != 0 {
+		line += fmt.Sprintf(" (after timeline %d: a promotion or a recovery)", s.PreviousTimeline)
+	}
+	return line + ", started at " + started
 }
