@@ -1,9 +1,6 @@
 package goclient
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // ServerAvailability is what the database says of its own server: the WAL
 // timeline it writes on (a promotion starts a new one), since when the
@@ -27,20 +24,4 @@ type ServerAvailability struct {
 	InRecovery bool
 	// DatabaseTime is the database clock when it was read.
 	DatabaseTime time.Time
-}
-
-const sqlServerAvailability = `SELECT COALESCE(server_timeline, 0), timeline_seen_at, COALESCE(previous_timeline, 0),
-	server_started_at, in_recovery, database_time FROM durable_jobs.server_availability()`
-
-// ServerAvailability reads the server's timeline and start time through
-// durable_jobs.server_availability() (migration 031; auditor role). On a
-// primary, the first read after a promotion or a restart records it as
-// chained control evidence (server_timeline_changed or server_restarted),
-// so an incident's timeline shows the failover; a read-only transaction or
-// a standby records nothing.
-func (a *Admin) ServerAvailability(ctx context.Context) (ServerAvailability, error) {
-	var s ServerAvailability
-	err := a.pool.QueryRow(ctx, sqlServerAvailability).Scan(&s.Timeline, &s.TimelineSeenAt, &s.PreviousTimeline,
-		&s.StartedAt, &s.InRecovery, &s.DatabaseTime)
-	return s, translateError(err)
 }
