@@ -191,7 +191,7 @@ lint:
 OPS  ?= 5000
 SEED ?= 1
 soak:
-	@go run ./internal/campaign/soak -ops $(OPS) -seed $(SEED)
+	@go run ./bench/campaign/soak -ops $(OPS) -seed $(SEED)
 
 clean:
 	rm -rf $(COVERAGE_DIR) $(TOOLS_DIR)
