@@ -117,20 +117,17 @@ test: deps tools
 	$(MAKE) --no-print-directory lint || echo "make lint" >>$(FAILED)
 	@# Each step below runs even when an earlier one failed, so one run shows
 	@# every problem; a failed step is noted in $(FAILED) and fails make at the end.
-	@# Every package except goclient and the gated ones. cmd/leasectl's tests
-	@# build the binary with -cover, run it with GOCOVERDIR, and write the
-	@# merged profile to LEASECTL_COVERPROFILE (the hook for the leasectl gate
-	@# below).
+	@# Every package except goclient and the gated ones, and the bench
+	@# module's (./bench/...: the benchmarks' tests, never the benchmarks
+	@# themselves, and the reliability campaign's), in one go test through
+	@# go.work. cmd/leasectl's tests build the binary with -cover, run it
+	@# with GOCOVERDIR, and write the merged profile to LEASECTL_COVERPROFILE
+	@# (the hook for the leasectl gate below).
 	LEASECTL_COVERPROFILE=$(CURDIR)/$(COVERAGE_DIR)/leasectl.out \
 	LEASEFENCE_SQL_COVERAGE_REPORT=$(CURDIR)/$(COVERAGE_DIR)/sql.txt \
 	  $(GOTESTSUM) --jsonfile $(COVERAGE_DIR)/tests-all.json -- $(GO_TEST_FLAGS) \
-	  $$(go list ./... | grep -v '^$(MODULE)/goclient\(/\|$$\)' | grep -vxF "$$(go list $(GATED_PACKAGES))") \
-	  || echo "go test of every package but goclient and the gated ones" >>$(FAILED)
-	@# The bench module: the benchmarks' tests (never the benchmarks
-	@# themselves) and the reliability campaign's (TestCampaign, the
-	@# checker's tests).
-	$(GOTESTSUM) --jsonfile $(COVERAGE_DIR)/tests-bench.json -- $(GO_TEST_FLAGS) ./bench/... \
-	  || echo "go test of the bench module (./bench/...)" >>$(FAILED)
+	  $$(go list ./... | grep -v '^$(MODULE)/goclient\(/\|$$\)' | grep -vxF "$$(go list $(GATED_PACKAGES))") ./bench/... \
+	  || echo "go test of every package but goclient and the gated ones, and of ./bench/..." >>$(FAILED)
 	@# The gated packages, each measured by its own tests.
 	$(GOTESTSUM) --jsonfile $(COVERAGE_DIR)/tests-gated.json -- $(GO_TEST_FLAGS) \
 	  -coverprofile=$(COVERAGE_DIR)/packages.out $(GATED_PACKAGES) \
