@@ -3,12 +3,23 @@ package leaseport
 import (
 	"context"
 	"time"
+	_ "unsafe" // for go:linkname
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mightyetl/leasefence/goclient"
-	"github.com/mightyetl/leasefence/internal/clienthook"
 )
+
+// The hooks goclient keeps unexported for this package (goclient/hook.go).
+
+//go:linkname hookNewPgRenewalPort github.com/mightyetl/leasefence/goclient.hookNewPgRenewalPort
+var hookNewPgRenewalPort func(pool *pgxpool.Pool, attemptTimeout time.Duration) any
+
+//go:linkname hookWithRenewalPort github.com/mightyetl/leasefence/goclient.hookWithRenewalPort
+var hookWithRenewalPort func(cfg goclient.Config, port any) goclient.Config
+
+//go:linkname hookWithClock github.com/mightyetl/leasefence/goclient.hookWithClock
+var hookWithClock func(cfg goclient.Config, wall any) goclient.Config
 
 // Port is the narrow port through which the heartbeat renews claims. Its
 // input is the exact claims (job id, token and owner each); its output is
@@ -27,7 +38,7 @@ type Port interface {
 // attempt's own, from the claims' renewal intervals; 5 s outside a
 // heartbeat). Give it a pool of its own, never one that handlers use.
 func NewPg(pool *pgxpool.Pool, attemptTimeout time.Duration) Port {
-	return clienthook.NewPgRenewalPort(pool, attemptTimeout).(Port)
+	return hookNewPgRenewalPort(pool, attemptTimeout).(Port)
 }
 
 // WallClock is the application wall clock a Client reads, only for its
@@ -40,11 +51,11 @@ type WallClock interface {
 // WithClock returns cfg with its wall clock set to clock: a skewed clock
 // moves the database clock offset signal and nothing else.
 func WithClock(cfg goclient.Config, clock WallClock) goclient.Config {
-	return clienthook.WithClock(cfg, clock).(goclient.Config)
+	return hookWithClock(cfg, clock)
 }
 
 // With returns cfg with its renewal port set to port: a Client made with
 // it sends every renewal attempt to port.
 func With(cfg goclient.Config, port Port) goclient.Config {
-	return clienthook.WithRenewalPort(cfg, port).(goclient.Config)
+	return hookWithRenewalPort(cfg, port)
 }
