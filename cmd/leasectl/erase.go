@@ -4,8 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-
-	"github.com/mightyetl/leasefence/goclient"
 )
 
 var eraseUsage = help("erase")
@@ -38,7 +36,7 @@ func runErase(ctx context.Context, env *cliEnv, args []string) int {
 		return env.fail("connect to database", err)
 	}
 	defer s.close()
-	erased, err := s.admin.ErasePayload(ctx, *job, goclient.ChangeRecord{Reason: *reason, Ticket: *record.ticket, Approver: *record.approver})
+	erased, err := s.admin.ErasePayload(ctx, *job, record.change(*reason))
 	if err != nil {
 		return env.fail(fmt.Sprintf("erase payload of job %d", *job), err)
 	}

@@ -151,7 +151,7 @@ func jobsOne(ctx context.Context, env *cliEnv, action string, args []string) int
 	doing := fmt.Sprintf("%s job %d", action, id)
 	var changed bool
 	if action != "show" {
-		change := goclient.ChangeRecord{Reason: *reason, Ticket: *record.ticket, Approver: *record.approver}
+		change := record.change(*reason)
 		changed, err = map[string]func(context.Context, int64, goclient.ChangeRecord) (bool, error){
 			"cancel": s.admin.Cancel, "replay": s.admin.Replay}[action](ctx, id, change)
 	}

@@ -181,7 +181,7 @@ func retentionSet(ctx context.Context, env *cliEnv, args []string) int {
 			"payload_retention": intervalText(payload.d), "record_retention": intervalText(recordRetention.d)}, *reason, *record.ticket)
 	}
 	if err := s.admin.SetRetentionPolicy(ctx, *queue, payload.d, recordRetention.d,
-		goclient.ChangeRecord{Reason: *reason, Ticket: *record.ticket, Approver: *record.approver}); err != nil {
+		record.change(*reason)); err != nil {
 		return env.fail(fmt.Sprintf("set retention policy of queue %s", strconv.Quote(*queue)), err)
 	}
 	if common.json() {
