@@ -53,7 +53,7 @@
 //
 // To run one file by hand against a migrated database:
 //
-//	pg_prove --verbose --dbname "$DATABASE_URL" sql/tests/06_terminal.sql
+//	pg_prove --verbose --dbname "$DATABASE_URL" sql/tests/09_terminal_writes.sql
 //
 // # The coverage and lint gate
 //

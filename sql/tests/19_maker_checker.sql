@@ -1,4 +1,4 @@
--- 29_maker_checker: migration 026 (issue 39, item 3; functions/change_control.sql).
+-- 19_maker_checker: migration 026 (issue 39, item 3; functions/change_control.sql).
 -- Maker-checker: with require_second_operator on (set_maker_checker), no
 -- policy, retention or change-control change takes effect in the session
 -- that asks for it; one operator login proposes it (propose_change,

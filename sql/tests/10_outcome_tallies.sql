@@ -1,4 +1,4 @@
--- 19_stale_tallies (migration 012): a stale renewal or release is counted,
+-- 10_outcome_tallies (migration 012): a stale renewal or release is counted,
 -- and charged to the job's queue only when the calling login made the
 -- job's last claim; else to '*'. A login that claimed one job of a queue
 -- and guesses the ids of that queue's other jobs (renew_job_lease,

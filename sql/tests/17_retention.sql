@@ -1,4 +1,4 @@
--- 13_retention: set_queue_retention_policy (bounds, LF002 with nothing
+-- 17_retention: set_queue_retention_policy (bounds, LF002 with nothing
 -- changed, evidence), queue_retention_policies, purge_expired_job_data
 -- (finished jobs only, batches, counts per queue and kind, evidence without
 -- job ids, evidence never purged), erase_job_payload (refuses live jobs,

@@ -1,4 +1,4 @@
--- 18_generation_floor: the generation floor of migration 011, in
+-- 11_failover: the generation floor of migration 011, in
 -- claim_next_jobs since migration 017 (functions/claim.sql; 011's
 -- trigger and its function are dropped). A claim's fencing generation is at
 -- least the WAL timeline's floor, ((timeline - 1) << 40) + 1, and a call

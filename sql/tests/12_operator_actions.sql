@@ -1,4 +1,4 @@
--- 27_operator_actions: migration 026 (issue 39, items 1, 2 and 4).
+-- 12_operator_actions: migration 026 (issue 39, items 1, 2 and 4).
 -- Operator actions on jobs are on record: every cancel, replay and erasure
 -- appends to the job's action trail (operator_job_actions: who, when, why,
 -- ticket, approver); a cancel with a reason and every replay also append
@@ -109,7 +109,7 @@ BEGIN
     -- One attempt and a 1 s lease: a claim after it expires fails the job
     -- (attempts_exhausted) without an outcome.
     PERFORM durable_jobs.set_queue_lease_policy('t27.s_exhausted', interval '1 second', interval '200 milliseconds',
-                                                interval '1 hour', true, 'pgTAP 27: 1 s leases for attempts used up');
+                                                interval '1 hour', true, 'pgTAP 12: 1 s leases for attempts used up');
     PERFORM pg_temp.t27_job('s_exhausted', 'running', 1);
     -- Finished by the other fenced writes: a batch completion, and a
     -- completion at the second generation after a replay.

@@ -1,4 +1,4 @@
--- 23_change_control: migration 015 (functions/change_control.sql).
+-- 18_change_control: migration 015 (functions/change_control.sql).
 -- The change-control setting: its defaults keep the rules fixed before
 -- (ticket ^[A-Z][A-Z0-9]+-[0-9]+$, no approver required, self-approval
 -- refused; since migration 026 an approver must hold durable_job_operator);

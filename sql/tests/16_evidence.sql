@@ -1,4 +1,4 @@
--- 09_evidence: the append-only control evidence. Every accepted policy
+-- 16_evidence: the append-only control evidence. Every accepted policy
 -- change appends lease_policy_changed (old and new values, reason,
 -- session_user, database time), an enablement flip also appends
 -- renewal_enablement_changed, a rejected change appends nothing; nobody, the

@@ -1,4 +1,4 @@
--- 08_policy: set_queue_lease_policy (boundaries, LF002 for every invalid
+-- 15_policy: set_queue_lease_policy (boundaries, LF002 for every invalid
 -- value with nothing changed, effect on the next claim or renewal only),
 -- record_deployment_version, and the auditor read functions.
 BEGIN;

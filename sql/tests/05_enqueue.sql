@@ -1,4 +1,4 @@
--- 03_enqueue: enqueue_job durably accepts a QUEUED job, keeps its payload
+-- 05_enqueue: enqueue_job durably accepts a QUEUED job, keeps its payload
 -- only in job_payload_record, returns the first job's id for a repeated
 -- (queue, idempotency key) and stores the key only as its sha256 digest.
 -- Calls run as durable_job_producer; checks read the private tables as the

@@ -1,4 +1,4 @@
--- 05_renewal: renew_job_lease / renew_job_leases extend only a fenced claim,
+-- 08_renewal: renew_job_lease / renew_job_leases extend only a fenced claim,
 -- from clock_timestamp() + the current policy's lease, never below the
 -- expiry granted and never past the claim deadline; answer stale for every
 -- way a claim can be lost (and tally it), renewal_disabled when the queue's
@@ -58,16 +58,16 @@ $procedure$;
 DO $setup$
 BEGIN
     PERFORM durable_jobs.set_queue_lease_policy('renew_check_lower', interval '1 hour', interval '10 seconds',
-                                                interval '2 hours', true, 'pgTAP 05: a long lease to lower later');
+                                                interval '2 hours', true, 'pgTAP 08: a long lease to lower later');
     PERFORM durable_jobs.set_queue_lease_policy('renew_check_cap', interval '10 seconds', interval '1 second',
-                                                interval '20 seconds', true, 'pgTAP 05: a 20 s claim lifetime');
+                                                interval '20 seconds', true, 'pgTAP 08: a 20 s claim lifetime');
     PERFORM durable_jobs.set_queue_lease_policy('renew_check_disabled', interval '10 seconds', interval '1 second',
-                                                interval '1 hour', true, 'pgTAP 05: renewal to be switched off');
+                                                interval '1 hour', true, 'pgTAP 08: renewal to be switched off');
     PERFORM durable_jobs.set_queue_lease_policy('renew_check_expiry', interval '1 second', interval '200 milliseconds',
-                                                interval '1 hour', true, 'pgTAP 05: 1 s leases that expire');
+                                                interval '1 hour', true, 'pgTAP 08: 1 s leases that expire');
     PERFORM durable_jobs.set_queue_lease_policy('renew_check_supersede', interval '1 second',
                                                 interval '200 milliseconds', interval '1 hour', true,
-                                                'pgTAP 05: 1 s leases that are reclaimed');
+                                                'pgTAP 08: 1 s leases that are reclaimed');
 END
 $setup$;
 
@@ -120,9 +120,9 @@ SELECT results_eq(
 DO $lower$
 BEGIN
     PERFORM durable_jobs.set_queue_lease_policy('renew_check_lower', interval '1 second', interval '200 milliseconds',
-                                                interval '2 hours', true, 'pgTAP 05: lease lowered under a claim');
+                                                interval '2 hours', true, 'pgTAP 08: lease lowered under a claim');
     PERFORM durable_jobs.set_queue_lease_policy('renew_check_cap', interval '1 hour', interval '10 seconds',
-                                                interval '7 days', true, 'pgTAP 05: lease and lifetime raised under a claim');
+                                                interval '7 days', true, 'pgTAP 08: lease and lifetime raised under a claim');
 END
 $lower$;
 SET LOCAL ROLE durable_job_worker;
@@ -243,7 +243,7 @@ SELECT is((SELECT renewal_outcome FROM renewals WHERE label = 'unknown_huge'), '
 DO $disable$
 BEGIN
     PERFORM durable_jobs.set_queue_lease_policy('renew_check_disabled', interval '10 seconds', interval '1 second',
-                                                interval '1 hour', false, 'pgTAP 05: renewal switched off');
+                                                interval '1 hour', false, 'pgTAP 08: renewal switched off');
 END
 $disable$;
 SET LOCAL ROLE durable_job_worker;

@@ -1,4 +1,4 @@
--- 06_terminal: the fenced terminal writes (complete_job, retry_job, fail_job,
+-- 09_terminal_writes: the fenced terminal writes (complete_job, retry_job, fail_job,
 -- release_job_claim). A fenced claim moves the job and writes the outcome
 -- ledger; a stale claim of any kind (expired, wrong token, wrong owner, other
 -- login role, superseded, already terminal, cancelled) raises LF001 from

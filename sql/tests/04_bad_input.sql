@@ -1,4 +1,4 @@
--- 10_bad_input: the input rules of docs/sql-api.md (each function's section
+-- 04_bad_input: the input rules of docs/sql-api.md (each function's section
 -- and the SQLSTATEs table), function by function and argument by argument. Malformed or NULL input raises LF003 (LF002 from
 -- set_queue_lease_policy) before anything else, so it wins over a stale
 -- claim, and writes nothing; each boundary value just inside the limits is
@@ -196,7 +196,7 @@ INSERT INTO t10_bad_call (call_sql, sqlstate, description) VALUES
     ('SELECT durable_jobs.replay_job(NULL)', 'LF003', 'replay_job rejects a NULL job id with LF003'),
     ('SELECT * FROM durable_jobs.job_lifecycle_state(NULL)', 'LF003', 'job_lifecycle_state rejects a NULL job id with LF003');
 
--- set_queue_lease_policy's NULL values (the invalid ranges are in 08_policy).
+-- set_queue_lease_policy's NULL values (the invalid ranges are in 15_policy).
 INSERT INTO t10_bad_call (call_sql, sqlstate, description)
 SELECT format('SELECT durable_jobs.set_queue_lease_policy(''t10.policy'', %s, %s, %s, %s, %s)',
               CASE WHEN n = 1 THEN 'NULL' ELSE 'interval ''3 seconds''' END,
