@@ -25,7 +25,9 @@
 //	SELECT plan(N);
 //	\ir fixture/fixture.sql
 //
-// It makes, for the session only and rolled back with the file:
+// It makes, for the session only and rolled back with the file (or kept
+// to the session's end when a file commits its first transaction, as
+// 15_policy does to run checks at other isolation levels):
 //
 //   - claims: every claim the file made, under a label (label, then
 //     claim_next_job's columns, then the owner id; a batch keeps one row per
