@@ -1,14 +1,15 @@
 -- 05_enqueue: putting jobs in a queue, one at a time and in batches.
 -- enqueue_job durably accepts a QUEUED job, keeps its payload only in
 -- job_payload_record, returns the first job's id for a repeated (queue,
--- idempotency key) and stores the key only as its sha256 digest.
--- enqueue_jobs does the same for a batch, all or nothing, by each of its own paths.
+-- idempotency key) and stores the key only as its sha256 digest; every
+-- producer login shares one idempotency namespace per queue. enqueue_jobs
+-- does the same for a batch, all or nothing, by each of its own paths.
 -- Calls run as durable_job_producer; checks read the private tables as the
--- superuser. Sections: enqueue_job; enqueue_jobs; enqueue_jobs' keyless
--- and all-new-keys paths.
+-- superuser. Sections: enqueue_job; enqueue_jobs; one namespace per queue;
+-- enqueue_jobs' keyless and all-new-keys paths.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(96);
+SELECT plan(98);
 
 CREATE TEMP TABLE enqueued (
     label          text PRIMARY KEY,
@@ -421,6 +422,28 @@ SELECT results_eq(
       JOIN durable_jobs.job_payload_record p ON p.job_record_id = u.id ORDER BY u.n$$,
     $$VALUES ('{"n": 1}'::jsonb), ('{"n": 2}'), ('{"n": 2}'), ('{"n": 4}')$$,
     'each new job holds its own element''s payload, keyed or not');
+
+-- ============================================================================
+-- One idempotency namespace per queue, shared by every producer login
+-- (migration 004, assigned number 005).
+-- ============================================================================
+
+-- Producers share each queue's idempotency namespace --------------------------------
+
+CREATE ROLE t12_producer_a LOGIN IN ROLE durable_job_producer;
+CREATE ROLE t12_producer_b LOGIN IN ROLE durable_job_producer;
+SET SESSION AUTHORIZATION t12_producer_a;
+CREATE TEMP TABLE t12_enqueued (who text PRIMARY KEY, job_id bigint NOT NULL);
+INSERT INTO t12_enqueued VALUES ('a', durable_jobs.enqueue_job('t12_shared', '{"from": "a"}', 'shared-key-1'));
+RESET SESSION AUTHORIZATION;
+GRANT INSERT, SELECT ON t12_enqueued TO t12_producer_b;
+SET SESSION AUTHORIZATION t12_producer_b;
+INSERT INTO t12_enqueued VALUES ('b', durable_jobs.enqueue_job('t12_shared', '{"from": "b"}', 'shared-key-1'));
+SELECT ok(durable_jobs.cancel_job((SELECT job_id FROM t12_enqueued WHERE who = 'a')),
+    'documented: any producer login may cancel any job id (queues are not scoped to a producer)');
+RESET SESSION AUTHORIZATION;
+SELECT is((SELECT count(DISTINCT job_id)::integer FROM t12_enqueued), 1,
+    'documented: the same idempotency key on the same queue from another producer login returns the first job (one namespace per queue)');
 
 -- ============================================================================
 -- enqueue_jobs' own paths: what version 3 (migration 013; now in

@@ -4,10 +4,11 @@
 -- auditor read functions; then update_queue_lease_policy, which changes
 -- only the settings given. The policy functions refuse a caller that is
 -- not READ COMMITTED: those checks run first, each in a transaction of its
--- own, before anything is written; the rest is one transaction.
+-- own, before anything is written; the rest is one transaction. Policy
+-- intervals are absolute durations, and reasons are plain text.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(114);
+SELECT plan(144);
 \ir fixture/fixture.sql
 
 COMMIT;
@@ -26,7 +27,118 @@ SELECT throws_ok(
     'a SERIALIZABLE caller is refused with LF003');
 COMMIT;
 
+-- The same for set_queue_lease_policy (nothing above writes data either).
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT throws_ok(
+    $$SELECT durable_jobs.set_queue_lease_policy('t12_rr', interval '30 seconds', interval '10 seconds',
+          interval '1 hour', true, 'pgTAP 15: repeatable read')$$,
+    'LF003', 'set_queue_lease_policy must run in a READ COMMITTED transaction',
+    'a REPEATABLE READ caller of set_queue_lease_policy is refused with LF003');
+COMMIT;
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT throws_ok(
+    $$SELECT durable_jobs.set_queue_lease_policy('t12_rr', interval '30 seconds', interval '10 seconds',
+          interval '1 hour', true, 'pgTAP 15: serializable')$$,
+    'LF003', 'set_queue_lease_policy must run in a READ COMMITTED transaction',
+    'a SERIALIZABLE caller of set_queue_lease_policy is refused with LF003');
+COMMIT;
+
 BEGIN;
+
+-- ============================================================================
+-- Durations and text (migration 004, assigned number 005): policy
+-- intervals are absolute durations (no month part, no mixed signs, '1 day'
+-- stored as 24 hours); a policy change bounds its idle time and takes the
+-- evidence-order lock; change and deployment reasons are operator text
+-- without control or bidirectional-control characters. (Its isolation
+-- checks are at the top of the file.) It runs first in this transaction,
+-- so that the idle bound it finds was set by its own policy change. The
+-- two-session races are in sql/integration/counting_test.go.
+-- ============================================================================
+
+SELECT is_empty($$SELECT 1 FROM durable_jobs.queue_lease_policy WHERE queue_name = 't12_rr'$$,
+    'the refused calls wrote no policy');
+SELECT is_empty($$SELECT 1 FROM durable_jobs.control_evidence_record WHERE queue_name = 't12_rr'$$,
+    'the refused calls wrote no evidence');
+
+CREATE TEMP TABLE t12_mark (label text PRIMARY KEY, value bigint NOT NULL) ON COMMIT DROP;
+INSERT INTO t12_mark SELECT 'evidence_before', count(*) FROM durable_jobs.control_evidence_record;
+
+-- Absolute durations --------------------------------------------------------
+
+SELECT lives_ok(
+    $$SELECT durable_jobs.set_queue_lease_policy('t12_days', interval '1 day', interval '1 hour',
+          interval '2 days', true, 'pgTAP 15: a policy in day units')$$,
+    'a policy given in day units is accepted');
+SELECT results_eq(
+    $$SELECT lease_duration::text, renewal_interval::text, max_claim_lifetime::text
+      FROM durable_jobs.queue_lease_policies() WHERE queue_name = 't12_days'$$,
+    $$VALUES ('24:00:00', '01:00:00', '48:00:00')$$,
+    'day units are stored as absolute durations: 1 day is 24:00:00, so no TimeZone can stretch or shrink a lease');
+SELECT results_eq(
+    $$SELECT new_values ->> 'lease_duration', new_values ->> 'max_claim_lifetime'
+      FROM durable_jobs.control_evidence_record WHERE queue_name = 't12_days' AND evidence_kind = 'lease_policy_changed'$$,
+    $$VALUES ('24:00:00', '48:00:00')$$,
+    'the evidence records the durations as stored');
+SELECT is(
+    (SELECT current_setting('idle_in_transaction_session_timeout')), '1min',
+    'a policy change bounds how long its transaction may then stay idle (60 s) so it cannot hold evidence back for long');
+SET LOCAL idle_in_transaction_session_timeout = '30s';
+SELECT lives_ok(
+    $$SELECT durable_jobs.set_queue_lease_policy('t12_days', interval '1 day', interval '1 hour',
+          interval '2 days', true, 'pgTAP 15: a shorter idle bound of the session')$$,
+    'a second change in the same transaction is accepted');
+SELECT is(
+    (SELECT current_setting('idle_in_transaction_session_timeout')), '30s',
+    'a session''s own shorter idle bound is kept');
+SELECT ok(
+    (SELECT o.xmax <> '0'::xid FROM durable_jobs.evidence_order_lock o),
+    'a policy change locks the evidence-order lock (since migration 024 the row of evidence_order_lock; held to the end of the transaction: sql/integration TestEvidenceOrderLockIsHeldToCommitAndBoundsTheWait)');
+
+SELECT throws_ok(
+    format($$SELECT durable_jobs.set_queue_lease_policy('t12_bad', %L::interval, %L::interval, %L::interval, true,
+             'pgTAP 15: unsafe interval')$$, b.lease, b.renewal, b.max_life),
+    'LF002', 'invalid lease policy', b.why)
+FROM (VALUES
+    ('1 mon -29 days -1 second', '10 seconds', '1 day', 'a lease of one month minus 29 days and a second is refused (month part)'),
+    ('1 day', '10 seconds', '1 mon -23 days', 'a max claim lifetime of one month minus 23 days is refused (month part)'),
+    ('1 mon', '10 seconds', '2 mons', 'a lease of one month is refused'),
+    ('1 day -1 second', '10 seconds', '2 days', 'a lease with day and time parts of opposite signs is refused'),
+    ('-1 day +25 hours', '10 seconds', '2 days', 'a lease of minus one day plus 25 hours is refused (mixed signs)'),
+    ('30 seconds', '1 day -86390 seconds', '1 hour', 'a renewal interval with mixed signs is refused'),
+    ('1 year', '10 seconds', '1 year', 'a lease in years is refused')) AS b(lease, renewal, max_life, why);
+
+-- Operator text -------------------------------------------------------------
+
+SELECT throws_ok(
+    format($$SELECT durable_jobs.set_queue_lease_policy('t12_text', interval '30 seconds', interval '10 seconds',
+             interval '1 hour', true, %L)$$, r.reason),
+    'LF002', 'invalid lease policy', r.why)
+FROM (VALUES
+    (E'\u001b[2J\u001b[31mall good', 'a change reason with ESC (a terminal escape) is refused'),
+    (E'line one\nline two', 'a change reason with a newline is refused'),
+    (E'tab\there', 'a change reason with a tab is refused'),
+    (E'C1 \u0085 next line', 'a change reason with a C1 control character is refused'),
+    (E'invoice \u202Efdp.exe', 'a change reason with U+202E (right-to-left override) is refused'),
+    (E'isolate \u2066x\u2069', 'a change reason with a bidirectional isolate is refused'),
+    (E'mark \u200F', 'a change reason with a right-to-left mark is refused'),
+    (E'para \u2029 sep', 'a change reason with a paragraph separator is refused')) AS r(reason, why);
+SELECT lives_ok(
+    $$SELECT durable_jobs.set_queue_lease_policy('t12_text', interval '30 seconds', interval '10 seconds',
+          interval '1 hour', true, 'Nachtlauf für Größe 🌙 — “ok”')$$,
+    'a change reason in plain Unicode text (accents, quotes, emoji) is accepted');
+SELECT throws_ok(
+    $$SELECT durable_jobs.record_deployment_version('v1.2.3', E'release \u202Eevil')$$,
+    'LF003', NULL, 'a deployment reason with U+202E is refused with LF003');
+SELECT throws_ok(
+    $$SELECT durable_jobs.record_deployment_version('v1.2.3', E'release\u001b[0m')$$,
+    'LF003', NULL, 'a deployment reason with ESC is refused with LF003');
+SELECT is((SELECT count(*) FROM durable_jobs.control_evidence_record) - (SELECT value FROM t12_mark WHERE label = 'evidence_before'),
+    3::bigint, 'only the three accepted policy changes wrote evidence');
+
+-- ============================================================================
+-- set_queue_lease_policy and the auditor read functions.
+-- ============================================================================
 
 -- Fixtures -------------------------------------------------------------------
 
