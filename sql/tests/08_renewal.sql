@@ -444,9 +444,10 @@ SELECT is(pg_temp.tally('renew_check_m2', 'stale_renewal'),
 -- ============================================================================
 -- Session settings, isolation and batches: what migration 003 (renewal v2,
 -- claim v2) changed that one session can show. It comes last: it sets the
--- session's TimeZone, IntervalStyle and DateStyle for the rest of the file. (The races, a row that another session holds locked
--- and the deadlock of completions with a batch renewal, are two-session Go
--- tests in sql/integration/locked_test.go.)
+-- session's TimeZone, IntervalStyle and DateStyle for the rest of the
+-- file. (The races, a row that another session holds locked and the
+-- deadlock of completions with a batch renewal, are two-session Go tests
+-- in sql/integration/locked_test.go.)
 --  * The caller's TimeZone, IntervalStyle and DateStyle do not change what a
 --    claim or a renewal grants: under a POSIX TimeZone whose daylight saving
 --    ends (12 hours back) two hours from now, a policy in day units still
