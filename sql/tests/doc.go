@@ -13,6 +13,20 @@
 //	SELECT * FROM finish();
 //	ROLLBACK;
 //
+// A check that needs a transaction of another isolation level commits the
+// plan's transaction and runs first, each in a transaction of its own
+// (15_policy and 16_evidence do).
+//
+// A file is named after its concern and numbered in reading order: the
+// schema and privileges, the shared rules and bad input, then a job's life
+// (enqueue, wake-up, claim, renewal, terminal writes, outcome tallies,
+// failover), the operator's view of jobs, and the controls (policy,
+// evidence, retention, change control, maker-checker). A change adds its
+// assertions to the file of its concern, as a section with a header that
+// says what the change does, never as a file of its own; a new concern is
+// a new file. Sections share the file's one transaction, so a section that
+// needs a state an earlier one changed sets it back first and says so.
+//
 // # The shared fixture
 //
 // Helpers more than one file needs live in one file, fixture/fixture.sql
