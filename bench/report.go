@@ -61,6 +61,7 @@ func (r *Report) WriteMarkdown(w io.Writer, command string) error {
 		{"claim", "Claim against a bare SKIP LOCKED claim, by live leases in the queue", "goal ≥ 0.80, and flat within 20 % from 0 to the most live leases"},
 		{"poll", "A claim that finds nothing due", "no goal: shows the probe is bounded"},
 		{"stale_claim", "Claims under stale statistics (issue 38)", staleClaimNote},
+		{"fresh_claim", "Claims with fresh statistics against version 23 (issue 38)", freshClaimNote},
 		{"claim_wrapper", "What claim_next_job's wrapper costs",
 			"no goal; claim_next_job is a function of the contract's shape whose body returns claim_next_jobs(…, 1), " +
 				"itself of that shape: ours calls claim_next_jobs(…, 1) directly, the baseline claim_next_job, on one " +

@@ -35,6 +35,13 @@ const (
 	staleClaimTopUp = 15000
 	// staleClaimQueue is the step's queue, in a database of its own.
 	staleClaimQueue = "bench_stale_claims"
+	// freshClaimBase is the version the step's claims with fresh
+	// statistics are compared against: 23, the version of the last full
+	// run before issue 38's migrations (bench/notes.md).
+	freshClaimBase = 23
+	// freshClaimLive are the live leases of the queue of the second of
+	// those comparisons (the first has none).
+	freshClaimLive = 10000
 )
 
 // staleBareClaimSQL is the bare claim of job_record: the first due job by
@@ -149,6 +156,62 @@ func (r *runner) staleClaims(ctx context.Context) error {
 			Baseline: "a bare FOR UPDATE SKIP LOCKED claim of job_record by the same login", Unit: "claim", Goal: 0.5},
 			m.pair(a, b), 1, 1)
 	}
+	return r.freshClaimsAgainstBase(ctx)
+}
+
+// freshClaimsAgainstBase answers the issue's "the claims step's figures with
+// fresh statistics are no worse": claim_next_job of the newest version
+// against claim_next_job of version freshClaimBase, each in a database of
+// its own of this cluster holding the same due jobs, analyzed after they
+// and the live leases were made, interleaved as every comparison; once with
+// no live lease, once with freshClaimLive.
+func (r *runner) freshClaimsAgainstBase(ctx context.Context) error {
+	newest := sqlbundle.NewestVersion()
+	versions := []int32{newest, freshClaimBase}
+	setup := time.Now()
+	dbs := make([]*dbPools, len(versions))
+	for i, v := range versions {
+		d, err := r.e.bundleDB(ctx, fmt.Sprintf("lf_fresh_claims_v%d", v), v)
+		if err != nil {
+			return err
+		}
+		dbs[i] = d
+	}
+	levels := []int{0, freshClaimLive}
+	queue := func(live int) string { return fmt.Sprintf("bench_fresh_claim_%d", live) }
+	due := r.dueJobsPerSide(1)
+	fill := make([]func() error, len(versions))
+	for i, d := range dbs {
+		fill[i] = func() error {
+			for _, live := range levels {
+				if err := d.setPolicy(ctx, queue(live), "1 hour", "10 minutes"); err != nil {
+					return fmt.Errorf("version %d: %w", versions[i], err)
+				}
+				if err := d.insertDueJobs(ctx, queue(live), live); err != nil {
+					return fmt.Errorf("version %d: %w", versions[i], err)
+				}
+				if _, err := d.claimDue(ctx, queue(live), live); err != nil {
+					return fmt.Errorf("version %d: %w", versions[i], err)
+				}
+				if err := d.insertDueJobs(ctx, queue(live), due); err != nil {
+					return fmt.Errorf("version %d: %w", versions[i], err)
+				}
+			}
+			return d.analyze(ctx)
+		}
+	}
+	if err := parallel(fill...); err != nil {
+		return err
+	}
+	r.setupDone(fmt.Sprintf("versions %d and %d: live leases, due jobs and one ANALYZE", newest, freshClaimBase), setup)
+	for _, live := range levels {
+		if err := r.compare(ctx, Comparison{Group: "fresh_claim",
+			Name: fmt.Sprintf("claim_next_job, version %d against version %d, %s live leases", newest, freshClaimBase, thousands(live)),
+			Ours: fmt.Sprintf("claim_next_job of version %d", newest), Baseline: fmt.Sprintf("claim_next_job of version %d", freshClaimBase),
+			Unit: "claim"}, claimOne(dbs[0], queue(live)), claimOne(dbs[1], queue(live))); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -158,3 +221,10 @@ var staleClaimNote = fmt.Sprintf("goal ≥ 0.5 in every round; a database of its
 	"case time a side, each but the first after %s more claims (claim_next_jobs, not timed), claim_next_job against a bare FOR UPDATE SKIP LOCKED claim of job_record by the same login "+
 	"(the same columns written, the payload read), with no ANALYZE between them, and a last round after one ANALYZE; "+
 	"each round is one row, its ratio that round's", thousands(staleClaimJobs), thousands(staleClaimTopUp))
+
+// freshClaimNote heads the table of freshClaimsAgainstBase in RESULTS.md.
+var freshClaimNote = fmt.Sprintf("the issue asks the claims with fresh statistics to be no worse than before it; no "+
+	"number: two databases of this cluster, one at the newest version and one at version %d, each with the same "+
+	"due jobs in a queue with no live lease and in one with %s, analyzed after they were made; a ratio is the "+
+	"newest version's claims a second over version %d's, so below 1.00 the newest costs more",
+	freshClaimBase, thousands(freshClaimLive), freshClaimBase)

@@ -1,5 +1,5 @@
 -- GENERATED: do not edit. The schema durable_jobs of a fresh install of
--- the bundle at version 29, as pg_dump --schema-only prints it: tables,
+-- the bundle at version 30, as pg_dump --schema-only prints it: tables,
 -- indexes, constraints, triggers, functions, owners and grants. The
 -- installing superuser is written postgres. The roles are in
 -- sql/roles/bundle_roles.sql, the function bodies with their comments in
@@ -828,11 +828,16 @@ BEGIN
 
     -- Every row is locked and fenced (a locked row keeps its tuple id and
     -- its claim): complete them all and record the results, in input order.
+    -- The rows are found by their tuple ids alone, as the renewals find
+    -- theirs since migration 020: a TID scan whatever the statistics (with
+    -- the job ids tested beside them, statistics taken while the jobs were
+    -- queued made the planner scan the primary key by the ids instead, one
+    -- more probe of the key a claim; migration 030).
     RETURN QUERY
     WITH completed AS (
         UPDATE durable_jobs.job_record j
         SET job_status = 'SUCCEEDED', status_changed_at = pg_catalog.clock_timestamp(), lease_expires_at = NULL
-        WHERE j.ctid = ANY (v_locked_ctids) AND j.job_record_id = ANY (p_job_record_ids)
+        WHERE j.ctid = ANY (v_locked_ctids)  -- rows this call holds locked, exactly
         RETURNING j.job_record_id AS completed_id, j.lease_fencing_generation AS completed_generation
     ), claim_output AS (
         SELECT k.completed_id, k.completed_generation, i.input_result, i.input_position
@@ -2242,6 +2247,13 @@ BEGIN
         LEFT JOIN durable_jobs.queue_retention_policy q ON q.queue_name = j.queue_name
         LEFT JOIN durable_jobs.queue_retention_policy d ON d.queue_name = '*'
         WHERE j.job_status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+          -- The latest cutoff of any policy, once for the statement: an
+          -- index condition on job_record_finished_by_age, so the scan ends
+          -- at the last row any policy could make due instead of reading
+          -- every finished row (the per-queue cutoff below is a join
+          -- filter); NULL, and nothing read, when there is no policy.
+          AND j.status_changed_at < (SELECT pg_catalog.max(LEAST(v_now - b.record_retention, v_now - interval '1 hour'))
+                                     FROM durable_jobs.queue_retention_policy b)
           AND j.status_changed_at < LEAST(v_now - COALESCE(q.record_retention, d.record_retention),
                                           v_now - interval '1 hour')
         ORDER BY j.status_changed_at
@@ -2278,6 +2290,9 @@ BEGIN
             LEFT JOIN durable_jobs.queue_retention_policy q ON q.queue_name = j.queue_name
             LEFT JOIN durable_jobs.queue_retention_policy d ON d.queue_name = '*'
             WHERE j.job_status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+              -- the latest payload cutoff of any policy, as above
+              AND j.status_changed_at < (SELECT pg_catalog.max(LEAST(v_now - b.payload_retention, v_now - interval '1 hour'))
+                                         FROM durable_jobs.queue_retention_policy b)
               AND j.status_changed_at < LEAST(v_now - COALESCE(q.payload_retention, d.payload_retention),
                                               v_now - interval '1 hour')
               AND EXISTS (SELECT 1 FROM durable_jobs.job_payload_record pr WHERE pr.job_record_id = j.job_record_id)

@@ -8,6 +8,22 @@
 -- from, newest first. They name the files as they were then; each
 -- migration's frozen SQL under sql/migrations holds the whole text.
 
+-- Notes of migration 030:
+--
+-- Only purge_expired_job_data changes: each pass bounds its scan of
+-- job_record_finished_by_age by the latest cutoff any retention policy
+-- gives (one scalar subquery of the policy table, read once a statement),
+-- an index condition, so a call that finds fewer due rows than its batch
+-- (the last call of every purge loop) reads the due rows and stops,
+-- instead of reading the entry of every finished row (the per-queue
+-- cutoff is a join filter through the policy table; 400,000 entries for
+-- 200,000 finished rows inside their retention; issue 38). The per-queue
+-- cutoff is still tested on every row, so what is purged does not change.
+-- Left as it was: rows younger than that bound but not due (a queue with
+-- a longer retention than the shortest policy's), and rows whose payload
+-- is gone but whose record is kept, are still read by the pass in
+-- question.
+
 -- Notes of migration 019 (retention_v3.sql in its frozen SQL):
 --
 -- Retention, version 3 (migration 019): only purge_expired_job_data
@@ -169,7 +185,9 @@ GRANT EXECUTE ON FUNCTION durable_jobs.queue_retention_policies() TO durable_job
 -- A job is never removed less than 1 hour after it finished, whatever a
 -- policy row holds (since migration 024: a row written before it could
 -- hold an interval whose parts cancel out, such as '-1 year 361 days',
--- which made the cutoff lie in the future).
+-- which made the cutoff lie in the future). Each pass reads finished rows
+-- only up to the latest cutoff any policy gives (since migration 030), so a
+-- call that finds fewer due rows than its batch does not read the others.
 CREATE OR REPLACE FUNCTION durable_jobs.purge_expired_job_data(p_batch_size integer)
 RETURNS TABLE (queue_name text, purge_kind text, purged_count bigint)
 LANGUAGE plpgsql
@@ -193,6 +211,13 @@ BEGIN
         LEFT JOIN durable_jobs.queue_retention_policy q ON q.queue_name = j.queue_name
         LEFT JOIN durable_jobs.queue_retention_policy d ON d.queue_name = '*'
         WHERE j.job_status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+          -- The latest cutoff of any policy, once for the statement: an
+          -- index condition on job_record_finished_by_age, so the scan ends
+          -- at the last row any policy could make due instead of reading
+          -- every finished row (the per-queue cutoff below is a join
+          -- filter); NULL, and nothing read, when there is no policy.
+          AND j.status_changed_at < (SELECT pg_catalog.max(LEAST(v_now - b.record_retention, v_now - interval '1 hour'))
+                                     FROM durable_jobs.queue_retention_policy b)
           AND j.status_changed_at < LEAST(v_now - COALESCE(q.record_retention, d.record_retention),
                                           v_now - interval '1 hour')
         ORDER BY j.status_changed_at
@@ -229,6 +254,9 @@ BEGIN
             LEFT JOIN durable_jobs.queue_retention_policy q ON q.queue_name = j.queue_name
             LEFT JOIN durable_jobs.queue_retention_policy d ON d.queue_name = '*'
             WHERE j.job_status IN ('SUCCEEDED', 'FAILED', 'CANCELLED')
+              -- the latest payload cutoff of any policy, as above
+              AND j.status_changed_at < (SELECT pg_catalog.max(LEAST(v_now - b.payload_retention, v_now - interval '1 hour'))
+                                         FROM durable_jobs.queue_retention_policy b)
               AND j.status_changed_at < LEAST(v_now - COALESCE(q.payload_retention, d.payload_retention),
                                               v_now - interval '1 hour')
               AND EXISTS (SELECT 1 FROM durable_jobs.job_payload_record pr WHERE pr.job_record_id = j.job_record_id)

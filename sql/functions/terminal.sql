@@ -8,6 +8,16 @@
 -- from, newest first. They name the files as they were then; each
 -- migration's frozen SQL under sql/migrations holds the whole text.
 
+-- Notes of migration 030:
+--
+-- Only complete_jobs changes: its UPDATE finds the locked rows by their
+-- tuple ids alone (it also tested their job ids, which let statistics
+-- taken while the jobs were queued plan it as a scan of the primary key
+-- by the ids: about 3.5 index entries a claim against 1 to 2 with a TID
+-- scan; issue 38). Which rows it completes does not change: exactly the
+-- rows its lock pass found fenced and locked, by the same checks (status,
+-- token digest, owner, claiming session_user, expiry by database time).
+
 -- Notes of migration 017 (terminal_batch_v3.sql in its frozen SQL):
 --
 -- terminal batch v3 (migration 017; 016 installs terminal_batch_v2.sql).
@@ -208,11 +218,16 @@ BEGIN
 
     -- Every row is locked and fenced (a locked row keeps its tuple id and
     -- its claim): complete them all and record the results, in input order.
+    -- The rows are found by their tuple ids alone, as the renewals find
+    -- theirs since migration 020: a TID scan whatever the statistics (with
+    -- the job ids tested beside them, statistics taken while the jobs were
+    -- queued made the planner scan the primary key by the ids instead, one
+    -- more probe of the key a claim; migration 030).
     RETURN QUERY
     WITH completed AS (
         UPDATE durable_jobs.job_record j
         SET job_status = 'SUCCEEDED', status_changed_at = pg_catalog.clock_timestamp(), lease_expires_at = NULL
-        WHERE j.ctid = ANY (v_locked_ctids) AND j.job_record_id = ANY (p_job_record_ids)
+        WHERE j.ctid = ANY (v_locked_ctids)  -- rows this call holds locked, exactly
         RETURNING j.job_record_id AS completed_id, j.lease_fencing_generation AS completed_generation
     ), claim_output AS (
         SELECT k.completed_id, k.completed_generation, i.input_result, i.input_position

@@ -256,3 +256,60 @@ func batchRows(t *testing.T, f *fixture, twins []*batchTwin) []jobState {
 	}
 	return out
 }
+
+// A batch completion that waits for a renewal of one of its claims
+// completes every claim once the renewal commits. The renewal writes a new
+// version of the row, at a new tuple id; complete_jobs' lock pass locks that
+// version and returns its tuple id, by which alone (since migration 030)
+// its UPDATE finds the row: a stale tuple id would leave the job RUNNING
+// and the batch one row short, with no error.
+func TestBatchCompletionAfterWaitingForARenewalCompletesEveryClaim(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.setPolicy(t, f.queue, time.Hour, 20*time.Minute, 2*time.Hour, true)
+	url := f.workerURL(t)
+	renewer, completer := f.connect(t, url), f.connect(t, url)
+	const owner = "batch-after-renewal"
+	f.enqueue(t, `{}`)
+	f.enqueue(t, `{}`)
+	first := mustClaim(t, f.ctx, completer, f.queue, owner)
+	second := mustClaim(t, f.ctx, completer, f.queue, owner)
+	tx, err := renewer.Begin(f.ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(f.ctx) }()
+	mustRenew(t, f.ctx, tx, second.JobID, second.Token, owner, "renewed", "the renewal the batch waits for")
+
+	type answer struct {
+		statuses map[int64]string
+		err      error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		rows, err := completer.Query(f.ctx, `SELECT job_record_id, job_status FROM durable_jobs.complete_jobs($1, $2, $3)`,
+			owner, []int64{first.JobID, second.JobID}, []pgtype.UUID{first.Token, second.Token})
+		if err != nil {
+			done <- answer{err: err}
+			return
+		}
+		statuses := map[int64]string{}
+		for rows.Next() {
+			var id int64
+			var status string
+			if err := rows.Scan(&id, &status); err != nil {
+				rows.Close()
+				done <- answer{err: err}
+				return
+			}
+			statuses[id] = status
+		}
+		done <- answer{statuses, rows.Err()}
+	}()
+	f.waitBlockedBy(t, pid(completer), pid(renewer))
+	require.NoError(t, tx.Commit(f.ctx))
+	got := <-done
+	require.NoError(t, got.err, "complete_jobs after the renewal committed")
+	require.Equal(t, map[int64]string{first.JobID: "SUCCEEDED", second.JobID: "SUCCEEDED"}, got.statuses)
+	for _, c := range []claim{first, second} {
+		require.Equal(t, "SUCCEEDED", f.state(t, c.JobID).Status, "job %d", c.JobID)
+	}
+}

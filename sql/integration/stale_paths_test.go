@@ -48,18 +48,21 @@ type stalePath struct {
 	want int64
 }
 
-// staleByClaims are the paths held to a bound by their claims (4 index
-// entries a claim and a few more) instead of twice what they read under
-// fresh statistics, and why: a plan that reads more under stale
-// statistics, bounded by the call's claims, left for a migration of its
-// own.
-var staleByClaims = map[string]string{
-	// Seen on 20,000 live leases: 345 to 396 entries a call under stale
-	// statistics (custom plans), 100 to 186 under fresh ones.
-	"complete_jobs of 100": "its UPDATE (WHERE ctid = ANY (locked) AND job_record_id = ANY (ids)) is planned, for the " +
-		"first five calls of a session, as a scan of the primary key by the ids under statistics taken while every " +
-		"job was queued (the rows then in id order), and as a TID scan under fresh ones: one more probe of the key " +
-		"a claim, besides the lock pass's (auto_explain, issue 38 report)",
+// staleClaimCaps are paths held, besides twice their reads under fresh
+// statistics, to the index entries a claim that fresh statistics read (and
+// 10 more a call) under stale ones, and why: a loose bound let a plan that
+// read more a claim through.
+var staleClaimCaps = map[string]struct {
+	perClaim int64
+	why      string
+}{
+	// Seen on 20,000 live leases at version 29: 276 to 396 entries a call
+	// under stale statistics (custom plans), 100 to 186 under fresh ones;
+	// at 30, 176 to 200 under both.
+	"complete_jobs of 100": {2, "the lock pass's probe of the primary key a claim, which may walk the entry of the " +
+		"claimed row's version from before its claim; its UPDATE finds the locked rows by tuple id alone since " +
+		"migration 030 (at 29 it also tested their job ids, and statistics taken while every job was queued " +
+		"planned it as a scan of the primary key by the ids: about 3.5 entries a claim)"},
 }
 
 // claimSet is some live claims of one owner.
@@ -238,11 +241,10 @@ func requireAsMuch(t *testing.T, shape string, paths []stalePath, stale, fresh m
 					shape, p.name, index, indexesOf(stale[p.name]), indexesOf(fresh[p.name]))
 			}
 		}
-		if why, ok := staleByClaims[p.name]; ok {
-			t.Logf("%s, %s: held to its claims, not to its reads under fresh statistics: %s", shape, p.name, why)
-			require.LessOrEqual(t, s, 4*p.want+10, "%s, %s: a call under stale statistics read %d index entries for %d claims (stale %v, fresh %v)",
+		if c, ok := staleClaimCaps[p.name]; ok {
+			t.Logf("%s, %s: at most %d index entries a claim: %s", shape, p.name, c.perClaim, c.why)
+			require.LessOrEqual(t, s, c.perClaim*p.want+10, "%s, %s: a call under stale statistics read %d index entries for %d claims (stale %v, fresh %v)",
 				shape, p.name, s, p.want, indexesOf(stale[p.name]), indexesOf(fresh[p.name]))
-			continue
 		}
 		require.LessOrEqual(t, s, 2*fr+10, "%s, %s: a call under stale statistics read %d index entries, under fresh ones %d (stale %v, fresh %v)",
 			shape, p.name, s, fr, indexesOf(stale[p.name]), indexesOf(fresh[p.name]))
