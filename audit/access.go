@@ -169,3 +169,37 @@ func (r AccessReview) digest() string {
 	digest, _ := BodyDigest(encoded)
 	return digest
 }
+
+// TxBeginner is what ReviewAccess reads through: a *pgxpool.Pool or a
+// *pgx.Conn.
+type TxBeginner interface {
+	// BeginTx starts a transaction, as pgx's BeginTx does.
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+}
+
+// ReviewAccess reads the access review (ReadAccess) in one read-only
+// repeatable-read transaction of db, so that every part is of one
+// snapshot, and rolls it back.
+func ReviewAccess(ctx context.Context, db TxBeginner) (AccessReview, error) {
+	tx, err := db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return AccessReview{}, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	return ReadAccess(ctx, tx)
+}
+
+// Attributes names the elevated attributes the login holds, of SUPERUSER,
+// BYPASSRLS and CREATEROLE, in that order.
+func (l AccessLogin) Attributes() []string {
+	var attrs []string
+	for _, a := range []struct {
+		on   bool
+		name string
+	}{{l.Superuser, "SUPERUSER"}, {l.BypassRLS, "BYPASSRLS"}, {l.CreateRole, "CREATEROLE"}} {
+		if a.on {
+			attrs = append(attrs, a.name)
+		}
+	}
+	return attrs
+}

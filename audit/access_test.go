@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mightyetl/leasefence/internal/testdb"
@@ -26,10 +25,7 @@ func TestReadAccessListsRolesAndGrantsWithAStableDigest(t *testing.T) {
 	execSQL(t, admin, `GRANT SELECT ON durable_jobs.job_record TO watchers`)
 	execSQL(t, admin, `GRANT SELECT (queue_name) ON durable_jobs.job_record TO PUBLIC`)
 	read := func() AccessReview {
-		tx, err := admin.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-		require.NoError(t, err)
-		defer func() { _ = tx.Rollback(ctx) }()
-		review, err := ReadAccess(ctx, tx)
+		review, err := ReviewAccess(ctx, admin)
 		require.NoError(t, err)
 		return review
 	}
@@ -41,6 +37,8 @@ func TestReadAccessListsRolesAndGrantsWithAStableDigest(t *testing.T) {
 	}
 	su := cluster.Superuser()
 	require.True(t, logins[su].Superuser)
+	require.Equal(t, []string{"SUPERUSER", "BYPASSRLS", "CREATEROLE"}, logins[su].Attributes())
+	require.Empty(t, logins["ops_carol"].Attributes())
 	require.ElementsMatch(t, []AccessRole{
 		{Role: "durable_job_operator", GrantedTo: "ops_carol", Direct: true, Grantor: su},
 		{Role: "durable_job_producer", GrantedTo: "durable_job_operator", Grantor: su},
@@ -58,5 +56,7 @@ func TestReadAccessListsRolesAndGrantsWithAStableDigest(t *testing.T) {
 	canceled, cancel := context.WithCancel(ctx)
 	cancel()
 	_, err := ReadAccess(canceled, admin)
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = ReviewAccess(canceled, admin)
 	require.ErrorIs(t, err, context.Canceled)
 }

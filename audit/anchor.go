@@ -359,3 +359,19 @@ func checkEvidenceAnchor(ctx context.Context, pool DB, o *options) ([]string, er
 	}
 	return []string{result.Finding}, nil
 }
+
+// ContinueChain records that the evidence chain continues from the last
+// record of anchor, an export kept outside the database (after a
+// reinstall or a restore of an older backup): it calls
+// durable_jobs.continue_evidence_chain, which appends one ContinuationKind
+// record naming that record's id and hash, with the reason, ticket and
+// approver the change control asks for (an empty ticket or approver is
+// none), and returns the new record's id. VerifyAnchor then follows the
+// chain across it. The login needs durable_job_operator.
+func ContinueChain(ctx context.Context, db DB, anchor Anchor, reason, ticket, approver string) (int64, error) {
+	last := anchor.Last()
+	var id int64
+	err := db.QueryRow(ctx, `SELECT durable_jobs.continue_evidence_chain($1, $2, $3, NULLIF($4, ''), NULLIF($5, ''))`,
+		last.ID, last.Hash, reason, ticket, approver).Scan(&id)
+	return id, err
+}

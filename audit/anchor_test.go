@@ -352,7 +352,6 @@ func TestVerifyAnchorFollowsARealContinuation(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT max(evidence_record_id) FROM durable_jobs.control_evidence_record`).Scan(&keep))
 	execSQL(t, pool, `SELECT durable_jobs.record_deployment_version('9.9.10', 'lost in the restore')`)
 	anchor := chainAnchor(t, pool)
-	last := anchor.Last()
 	tamperPool(t, pool, fmt.Sprintf(`DELETE FROM durable_jobs.control_evidence_record WHERE evidence_record_id > %d`, keep),
 		fmt.Sprintf(`ALTER TABLE durable_jobs.control_evidence_record ALTER COLUMN evidence_record_id RESTART WITH %d`, keep+1))
 	auditor := db.LoginConn(t, "durable_job_auditor")
@@ -366,9 +365,12 @@ func TestVerifyAnchorFollowsARealContinuation(t *testing.T) {
 	require.False(t, result.Held)
 	require.Equal(t, keep+1, result.FirstDiffering)
 
-	var id int64
-	require.NoError(t, pool.QueryRow(ctx, `SELECT durable_jobs.continue_evidence_chain($1, $2, 'CHG-5 restored an older backup')`,
-		last.ID, last.Hash).Scan(&id))
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = ContinueChain(canceled, pool, anchor, "CHG-5 restored an older backup", "", "")
+	require.ErrorIs(t, err, context.Canceled)
+	id, err := ContinueChain(ctx, pool, anchor, "CHG-5 restored an older backup", "", "")
+	require.NoError(t, err)
 	result, err = VerifyAnchor(ctx, auditor, anchor)
 	require.NoError(t, err)
 	require.True(t, result.Held, result.Finding)

@@ -426,12 +426,7 @@ func Build(ctx context.Context, pool *pgxpool.Pool, opts Options) (Report, error
 // its own time: the report's generated_at is its time, and a time inside
 // the body would make two reports of the same state differ.
 func readAccess(ctx context.Context, pool *pgxpool.Pool) (audit.AccessReview, error) {
-	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return audit.AccessReview{}, err
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	review, err := audit.ReadAccess(ctx, tx)
+	review, err := audit.ReviewAccess(ctx, pool)
 	review.AsOf = ""
 	return review, err
 }

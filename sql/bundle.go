@@ -62,15 +62,27 @@ func Migrations() fs.FS {
 	return bundle
 }
 
-// NewMigrator returns a tern migrator over conn with the bundle loaded and
-// the version table ensured. Call Migrate or MigrateTo on it.
+// NewMigrator returns a Migrator over conn with the bundle loaded and the
+// version table ensured. Call Migrate or MigrateTo on it.
 //
-// It first runs Preflight, and returns its *PreflightError, having changed
-// nothing, when the database is not safe to migrate. Every migration it
-// runs starts with migrationPrefix: search_path pinned to pg_catalog,
-// pg_temp for the migration's own transaction, the version table locked
-// and checked again, and the connecting role checked to be a superuser.
-func NewMigrator(ctx context.Context, conn *pgx.Conn) (*migrate.Migrator, error) {
+// It first refuses a standby (ErrStandby), then applies the options (the
+// migration lock of WithLockTimeout is taken here), then runs Preflight,
+// and returns its *PreflightError, having changed nothing, when the
+// database is not safe to migrate. Every migration it runs starts with
+// migrationPrefix: search_path pinned to pg_catalog, pg_temp for the
+// migration's own transaction, the version table locked and checked again,
+// and the connecting role checked to be a superuser.
+func NewMigrator(ctx context.Context, conn *pgx.Conn, opts ...MigratorOption) (*Migrator, error) {
+	var o migratorOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := refuseStandby(ctx, conn); err != nil {
+		return nil, err
+	}
+	if err := o.apply(ctx, conn); err != nil {
+		return nil, err
+	}
 	if err := Preflight(ctx, conn); err != nil {
 		return nil, err
 	}
@@ -82,7 +94,7 @@ func NewMigrator(ctx context.Context, conn *pgx.Conn) (*migrate.Migrator, error)
 		return nil, fmt.Errorf("load migrations: %w", err)
 	}
 	pinMigrations(m)
-	return m, nil
+	return &Migrator{Migrator: m, conn: conn, opts: o}, nil
 }
 
 // NewestVersion is the number of migrations in the bundle: the version a

@@ -75,6 +75,14 @@
 //	if err != nil { ... }
 //	err = m.Migrate(ctx) // up to the newest version
 //
+// The options are the rules leasectl migrate applies: WithLockTimeout
+// (take the migration lock, waiting at most that long, and name the
+// sessions that hold it), WithChangeRecord (the reason, ticket and
+// approver each migration records) and WithEvidenceGuard (refuse a
+// downgrade that erases control evidence unless ExportEvidence wrote it
+// first). DropRoles drops the bundle's roles after a downgrade to 0;
+// ReadStatus reads the version and the function drift, also as an auditor.
+//
 // With the plain tern command line, point it at sql/migrations (frozen,
 // the migrations include nothing from the other folders):
 //

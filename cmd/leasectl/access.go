@@ -4,51 +4,14 @@ import (
 	"context"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/mightyetl/leasefence/audit"
 )
 
-const accessUsage = `Usage:
-  leasectl access [--output text|json] [--database-url URL]
-
-Prints an access review of the cluster as of the database time it shows:
-every login role, whether it is SUPERUSER, BYPASSRLS or CREATEROLE, and
-each leasefence role (durable_job_*) it holds, directly or through another
-role, with the role it was granted to and the grantor of that grant. A
-superuser bypasses every privilege check and is listed whatever it holds.
-Then every table, view, sequence or column privilege in schema durable_jobs
-that a login holds by a grant outside the bundle's roles (to the login, to
-a role it holds, or to PUBLIC), with the role the grant names.
-
-"leasectl audit" (AUDIT-ACCESS-REVIEW) reports what this review should not
-show: a login or PUBLIC holding a table, column or sequence privilege in
-schema durable_jobs, a login holding a definer owner role, and a login
-holding both durable_job_worker and durable_job_operator (separation of
-duties) unless its role comment says
-'leasefence: separation of duties accepted: <TICKET-1>'.
-
-The JSON carries body_digest, the SHA-256 of the review without as_of and
-body_digest, computed as the evidence report's: two reviews of the same
-access have the same digest. The evidence report holds the same review
-(EVIDENCE-ACCESS-REVIEW).
-
-Needs only a login: it reads pg_roles, pg_auth_members, pg_class and
-pg_attribute.
-`
+var accessUsage = help("access")
 
 func init() {
 	commands["access"] = command{"review which logins hold which leasefence roles", runAccess}
 }
-
-// The review's types are the audit package's (audit.ReadAccess), which the
-// evidence report shares.
-type (
-	accessRoleJSON      = audit.AccessRole
-	accessPrivilegeJSON = audit.AccessPrivilege
-	accessLoginJSON     = audit.AccessLogin
-	accessReportJSON    = audit.AccessReview
-)
 
 // runAccess is "leasectl access".
 func runAccess(ctx context.Context, env *cliEnv, args []string) int {
@@ -65,12 +28,7 @@ func runAccess(ctx context.Context, env *cliEnv, args []string) int {
 		return env.fail("connect to database", err)
 	}
 	defer pool.Close()
-	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return env.fail("read roles", err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	report, err := audit.ReadAccess(ctx, tx)
+	report, err := audit.ReviewAccess(ctx, pool)
 	if err != nil {
 		return env.fail("read roles", err)
 	}
@@ -82,7 +40,7 @@ func runAccess(ctx context.Context, env *cliEnv, args []string) int {
 	tw := newTable(env.stdout)
 	printf(tw, "LOGIN\tATTRIBUTES\tLEASEFENCE ROLE\tGRANTED TO\tGRANTOR\n")
 	for _, l := range report.Logins {
-		attributes := strings.Join(loginAttributes(l), ",")
+		attributes := strings.Join(l.Attributes(), ",")
 		if attributes == "" {
 			attributes = "-"
 		}
@@ -98,7 +56,7 @@ func runAccess(ctx context.Context, env *cliEnv, args []string) int {
 	tw = newTable(env.stdout)
 	printf(tw, "LOGIN\tPRIVILEGE\tON\tGRANTED TO\n")
 	rows := 0
-	for _, l := range append([]accessLoginJSON{{Login: "PUBLIC", Privileges: report.Public}}, report.Logins...) {
+	for _, l := range append([]audit.AccessLogin{{Login: "PUBLIC", Privileges: report.Public}}, report.Logins...) {
 		for _, p := range l.Privileges {
 			printf(tw, "%s\t%s\t%s\t%s\n", l.Login, p.Privilege, p.On, p.GrantedTo)
 			rows++
@@ -109,20 +67,4 @@ func runAccess(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	_ = tw.Flush()
 	return exitOK
-}
-
-// loginAttributes names a login's elevated attributes (SUPERUSER,
-// BYPASSRLS, CREATEROLE) that it holds, for the access review in text
-// and in the evidence report's Markdown.
-func loginAttributes(l audit.AccessLogin) []string {
-	var attrs []string
-	for _, a := range []struct {
-		on   bool
-		name string
-	}{{l.Superuser, "SUPERUSER"}, {l.BypassRLS, "BYPASSRLS"}, {l.CreateRole, "CREATEROLE"}} {
-		if a.on {
-			attrs = append(attrs, a.name)
-		}
-	}
-	return attrs
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/mightyetl/leasefence/audit"
 	"github.com/mightyetl/leasefence/controls"
 	"github.com/mightyetl/leasefence/internal/testdb"
 )
@@ -69,7 +70,7 @@ func TestAccessReviewFindsExcessAccessAndListsEveryLogin(t *testing.T) {
 			require.Regexp(t, `(?m)^monitoring\s+SELECT\s+durable_jobs\.job_payload_record\s+monitoring$`, r.stdout)
 			continue
 		}
-		var report accessReportJSON
+		var report audit.AccessReview
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &report))
 		require.NotEmpty(t, report.AsOf)
 		require.Regexp(t, `^sha256:[0-9a-f]{64}$`, report.BodyDigest)
@@ -77,7 +78,7 @@ func TestAccessReviewFindsExcessAccessAndListsEveryLogin(t *testing.T) {
 		ev, _ := evidenceJSON(t, db.Pool(t), db.URL)
 		for _, s := range ev.Sections {
 			if s.ID == controls.SectionAccess {
-				var section accessReportJSON
+				var section audit.AccessReview
 				require.NoError(t, json.Unmarshal(s.Data, &section))
 				require.Equal(t, report.BodyDigest, section.BodyDigest)
 				require.Empty(t, section.AsOf)
@@ -89,11 +90,11 @@ func TestAccessReviewFindsExcessAccessAndListsEveryLogin(t *testing.T) {
 		require.Contains(t, md.stdout, "body digest "+report.BodyDigest)
 		require.Regexp(t, `\| etl\\_worker\\_prod \| - \| durable\\_job\\_operator \| etl\\_worker\\_prod \| `, md.stdout)
 		require.Contains(t, md.stdout, "| monitoring | SELECT | durable\\_jobs.job\\_payload\\_record | monitoring |")
-		byLogin := map[string]accessLoginJSON{}
+		byLogin := map[string]audit.AccessLogin{}
 		for _, l := range report.Logins {
 			byLogin[l.Login] = l
 		}
-		require.ElementsMatch(t, []accessRoleJSON{
+		require.ElementsMatch(t, []audit.AccessRole{
 			{Role: "durable_job_operator", GrantedTo: "etl_worker_prod", Direct: true, Grantor: su},
 			{Role: "durable_job_producer", GrantedTo: "durable_job_operator", Direct: false, Grantor: su},
 			{Role: "durable_job_auditor", GrantedTo: "durable_job_operator", Direct: false, Grantor: su},
@@ -102,12 +103,12 @@ func TestAccessReviewFindsExcessAccessAndListsEveryLogin(t *testing.T) {
 		require.True(t, byLogin[su].Superuser)
 		require.False(t, byLogin["monitoring"].Superuser)
 		require.Empty(t, byLogin["monitoring"].Roles)
-		require.Equal(t, []accessPrivilegeJSON{{Privilege: "SELECT", On: "durable_jobs.job_payload_record", GrantedTo: "monitoring"}},
+		require.Equal(t, []audit.AccessPrivilege{{Privilege: "SELECT", On: "durable_jobs.job_payload_record", GrantedTo: "monitoring"}},
 			byLogin["monitoring"].Privileges, "the payload grant is listed")
-		require.Equal(t, []accessPrivilegeJSON{{Privilege: "SELECT (queue_name)", On: "durable_jobs.job_record", GrantedTo: "PUBLIC"}},
+		require.Equal(t, []audit.AccessPrivilege{{Privilege: "SELECT (queue_name)", On: "durable_jobs.job_record", GrantedTo: "PUBLIC"}},
 			report.Public)
 		require.Empty(t, byLogin["etl_worker_prod"].Privileges, "the bundle roles' own privileges are not grants to review")
-		require.Equal(t, []accessPrivilegeJSON{{Privilege: "SELECT", On: "durable_jobs.job_record", GrantedTo: "etl_group"}},
+		require.Equal(t, []audit.AccessPrivilege{{Privilege: "SELECT", On: "durable_jobs.job_record", GrantedTo: "etl_group"}},
 			byLogin["etl_accepted"].Privileges, "a grant to a role the login holds")
 	}
 	r := leasectl(t, "access", "--output", "yaml", "--database-url", db.URL)

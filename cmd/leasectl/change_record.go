@@ -1,6 +1,10 @@
 package main
 
-import "flag"
+import (
+	"flag"
+
+	sqlbundle "github.com/mightyetl/leasefence/sql"
+)
 
 // changeRecordFlags are --ticket and --approver, which every command that
 // records a change takes (issue 39): the change ticket, checked against the
@@ -32,3 +36,11 @@ func nullIfEmpty(s string) any {
 	}
 	return s
 }
+
+// personalReasonProblem says why a reason that looks like personal data or
+// a secret is refused.
+const personalReasonProblem = sqlbundle.ReasonLooksPersonal
+
+// looksPersonalOrSecret is the database's looks_personal_or_secret rule,
+// checked before a command connects.
+var looksPersonalOrSecret = sqlbundle.LooksPersonalOrSecret

@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mightyetl/leasefence/goclient"
@@ -53,11 +50,11 @@ func (c *commonFlags) json() bool { return c.output == "json" }
 
 // parsePoolConfig is goclient.ParsePoolConfig with leasectl's statement
 // timeout. When databaseURL does not parse, its error names the parameter
-// at fault and nothing else of the string (see connStringError).
+// at fault and nothing else of the string (see goclient.ConnStringError).
 func parsePoolConfig(databaseURL string) (*pgxpool.Config, error) {
 	cfg, err := goclient.ParsePoolConfig(databaseURL, statementTimeout)
 	if err != nil {
-		return nil, connStringError(databaseURL, func(s string) error {
+		return nil, goclient.ConnStringError(databaseURL, func(s string) error {
 			_, err := goclient.ParsePoolConfig(s, statementTimeout)
 			return err
 		})
@@ -79,7 +76,7 @@ func connectPool(ctx context.Context, databaseURL string) (*pgxpool.Pool, error)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, connectError(err)
+		return nil, goclient.ConnectError(err)
 	}
 	return pool, nil
 }
@@ -89,7 +86,7 @@ func connectPool(ctx context.Context, databaseURL string) (*pgxpool.Pool, error)
 func connectConn(ctx context.Context, databaseURL string) (*pgx.Conn, error) {
 	cfg, err := pgx.ParseConfig(databaseURL)
 	if err != nil {
-		return nil, connStringError(databaseURL, func(s string) error {
+		return nil, goclient.ConnStringError(databaseURL, func(s string) error {
 			_, err := pgx.ParseConfig(s)
 			return err
 		})
@@ -97,7 +94,7 @@ func connectConn(ctx context.Context, databaseURL string) (*pgx.Conn, error) {
 	cfg.RuntimeParams["application_name"] = applicationName
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, connectError(err)
+		return nil, goclient.ConnectError(err)
 	}
 	return conn, nil
 }
@@ -123,38 +120,4 @@ func openSession(ctx context.Context, databaseURL string) (*session, error) {
 // close releases the pool.
 func (s *session) close() {
 	s.pool.Close()
-}
-
-// refusals names the SQLSTATEs a server most often refuses a connection with.
-var refusals = map[string]string{
-	"28P01": ": password authentication failed",
-	"28000": ": the login is not authorized or does not exist",
-	"3D000": ": the database does not exist",
-	"42501": ": the login may not connect to the database",
-	"53300": ": too many connections",
-	"57P03": ": the server is starting up or shutting down",
-}
-
-// connectError is what leasectl says when it cannot connect. The driver's
-// own text names the login and the database ("failed to connect to
-// `user=... database=...`") and a server's refusal usually repeats one of
-// them, so neither is shown: a server's refusal is given by its SQLSTATE,
-// a network failure by what the last dial reported (an address and a
-// system error), anything else by its innermost cause.
-func connectError(err error) error {
-	var pgErr *pgconn.PgError
-	var opErr *net.OpError
-	switch {
-	case errors.As(err, &pgErr):
-		return fmt.Errorf("the server refused the connection (SQLSTATE %s%s)", pgErr.Code, refusals[pgErr.Code])
-	case errors.As(err, &opErr):
-		return errors.New(opErr.Error())
-	}
-	// The innermost cause: a TLS verification failure ("x509: certificate
-	// signed by unknown authority"), a refusal of TLS, a timeout. The
-	// driver's wrappers around it are what name the login.
-	for next := errors.Unwrap(err); next != nil; next = errors.Unwrap(err) {
-		err = next
-	}
-	return errors.New(err.Error())
 }

@@ -7,47 +7,12 @@ import (
 
 	"github.com/mightyetl/leasefence/audit"
 	"github.com/mightyetl/leasefence/controls"
+	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
-const evidenceVerifyUsage = `Usage:
-  leasectl evidence verify --anchor FILE [--output text|json] [--database-url URL]
+var evidenceVerifyUsage = help("evidence-verify")
 
-Compares the live control-evidence chain with an anchor: FILE is an earlier
-export, the JSON of "leasectl evidence --format json" (keep one a day on
-write-once storage) or the file of "leasectl migrate down --evidence-export".
-Each live record's hash is recomputed from its content as stored now.
-
-Exit 0 when the live chain still holds every record of the anchor, up to its
-last one, with the same hashes and continues from it; or holds them up to
-some record (or none, after a reinstall) and an evidence_chain_continued
-record after it names exactly the anchor's last id and hash (see "leasectl
-evidence continue"): the anchor's later records are then kept outside the
-database, in the export, and the live records between (written after the
-break, before the continuation) are named. Exit 2 (a finding, AUDIT-EVIDENCE-ANCHOR) otherwise,
-naming the first record of the anchor that differs or is missing: a record
-rewritten with every later hash recomputed, the newest records deleted, an
-older backup restored, or a chain begun anew without a continuation.
-"leasectl audit --evidence-anchor FILE" runs the same check among its own.
-
-An evidence report of schema version 2 holds only its chain head: a
-difference is then found, but the first record that differs cannot be named.
-A report whose body no longer matches its body_digest is refused (exit 64).
-Needs a login granted durable_job_auditor.
-`
-
-const evidenceContinueUsage = `Usage:
-  leasectl evidence continue --anchor FILE --reason TEXT [--ticket T] [--approver A] [--database-url URL]
-
-Records that the evidence chain continues from the last record of an export
-kept outside the database (FILE, as for "leasectl evidence verify"): after
-"leasectl migrate down --to 0 --discard-evidence --evidence-export FILE" and
-"migrate up", which begin a new chain, or after restoring a backup older than
-the newest records. It calls durable_jobs.continue_evidence_chain, which
-appends one evidence_chain_continued record naming the export's last record
-id and hash, with the reason, ticket and approver the change control asks
-for. "leasectl evidence verify --anchor FILE" then follows the chain across
-it. Needs a login granted durable_job_operator.
-`
+var evidenceContinueUsage = help("evidence-continue")
 
 // readAnchor reads and parses the anchor file of --anchor. A file that
 // cannot be read is an error (exit 1), one that is no anchor a usage error
@@ -135,8 +100,8 @@ func runEvidenceContinue(ctx context.Context, env *cliEnv, args []string) int {
 	if *reason == "" {
 		return env.usageError("evidence continue: --reason is required")
 	}
-	if problem := reasonProblem(*reason); problem != "" {
-		return env.usageError("evidence continue: --reason %s", problem)
+	if err := sqlbundle.CheckChangeReason(*reason); err != nil {
+		return env.usageError("evidence continue: --reason %s", err)
 	}
 	anchor, done, code := readAnchor(env, "evidence continue", *path)
 	if done {
@@ -147,15 +112,11 @@ func runEvidenceContinue(ctx context.Context, env *cliEnv, args []string) int {
 		return env.fail("connect to database", err)
 	}
 	defer pool.Close()
-	last := anchor.Last()
-	var id int64
-	ticket, approver := change.args()
-	err = pool.QueryRow(ctx, `SELECT durable_jobs.continue_evidence_chain($1, $2, $3, $4, $5)`,
-		last.ID, last.Hash, *reason, ticket, approver).Scan(&id)
+	id, err := audit.ContinueChain(ctx, pool, anchor, *reason, *change.ticket, *change.approver)
 	if err != nil {
 		return env.fail("continue the evidence chain", err)
 	}
 	printf(env.stdout, "recorded evidence record %d (%s): the chain continues from record %d of the export, chain head %s\n",
-		id, audit.ContinuationKind, last.ID, hex.EncodeToString(last.Hash))
+		id, audit.ContinuationKind, anchor.Last().ID, hex.EncodeToString(anchor.Last().Hash))
 	return exitOK
 }

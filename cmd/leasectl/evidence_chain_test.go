@@ -140,7 +140,7 @@ func TestEvidenceChainHeadOfAnEarlierReportExposesARewrittenChain(t *testing.T) 
 	requireCode(t, exitOK, r)
 	require.Contains(t, r.stdout, fmt.Sprintf("Evidence chain: the period holds 2 evidence records, ids %d to %d; "+
 		"chain head (record_hash of record %d) `%s`.\n", first, last, last, head))
-	require.Contains(t, r.stdout, fmt.Sprintf("Database %s (system identifier %s).\n", markdownCell(name), system))
+	require.Contains(t, r.stdout, fmt.Sprintf("Database %s (system identifier %s).\n", strings.ReplaceAll(name, "_", `\_`), system))
 	require.Contains(t, r.stdout, fmt.Sprintf("JSON schema version %d, body digest %s.\n", evidence.SchemaVersion, earlier.BodyDigest))
 
 	// Records after the period change nothing of it: same head, same body.

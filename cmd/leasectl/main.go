@@ -14,7 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/mightyetl/leasefence/internal/textfmt"
+	"github.com/mightyetl/leasefence/textfmt"
 )
 
 // Exit codes of leasectl.
@@ -46,38 +46,6 @@ var commands = map[string]command{
 	"erase":          {"erase one finished job's payload (data-subject request)", runErase},
 	"changes":        {"list, approve or reject proposed changes (maker-checker)", runChanges},
 }
-
-const mainUsage = `leasectl operates a leasefence database: durable-job leases that PostgreSQL
-fences and renews.
-
-Usage:
-  leasectl <command> [action] [arguments] [flags]
-
-Flags and arguments may stand in any order after the command and its action
-("leasectl jobs show 201 --output json" and "leasectl jobs show --output json
-201" are the same); "--" ends the flags. "--flag value" and "--flag=value"
-are the same; a boolean flag takes "--flag" or "--flag=false".
-
-Commands:
-%s
-Connection:
-  Every command takes --database-url URL (for example
-  postgres://user@host:5432/db?sslmode=verify-full). When it is empty, the
-  standard PostgreSQL variables are used: PGHOST, PGPORT, PGDATABASE,
-  PGUSER, PGPASSWORD, PGSSLMODE and the others libpq knows.
-
-Output:
-  Commands that print data take --output text|json (text is the default).
-  Text output shows the control and bidirectional characters of values
-  from the database (a role name, say) as escapes like \u000a, so each
-  value stays on its line; JSON holds the values as they are.
-
-Exit codes:
-  0 success, 1 error, 2 audit findings, 64 usage error.
-
-Run "leasectl <command> --help" for a command's usage, and "leasectl
-<command> <action> --help" for an action's flags.
-`
 
 func main() {
 	// SIGHUP (the terminal went away) ends a command the way Ctrl-C does,
@@ -120,7 +88,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return cmd.run(ctx, env, args[1:])
 }
 
-// mainHelp is the text of "leasectl --help".
+// mainHelp is the text of "leasectl --help": help/main.txt with every
+// command and its summary.
 func mainHelp() string {
 	names := make([]string, 0, len(commands))
 	for name := range commands {
@@ -131,7 +100,7 @@ func mainHelp() string {
 	for _, name := range names {
 		fmt.Fprintf(&b, "  %-11s %s\n", name, commands[name].summary)
 	}
-	return fmt.Sprintf(mainUsage, b.String())
+	return help("main", b.String())
 }
 
 // usageError prints a one-line usage error and returns exitUsage.

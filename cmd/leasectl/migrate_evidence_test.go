@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mightyetl/leasefence/internal/testdb"
@@ -72,7 +69,7 @@ func TestMigrateDownToZeroKeepsEvidenceUnlessExportedFirst(t *testing.T) {
 	require.Equal(t, int32(0), versionOf(t, pool))
 	raw, err := os.ReadFile(export)
 	require.NoError(t, err)
-	var doc evidenceExportJSON
+	var doc sqlbundle.EvidenceExport
 	require.NoError(t, json.Unmarshal(raw, &doc))
 	require.Equal(t, 1, doc.SchemaVersion)
 	require.Equal(t, newest, doc.MigrationVersion)
@@ -160,114 +157,6 @@ func TestMigrateRecordsTicketAndApproverChangeControlAsksFor(t *testing.T) {
 	require.Equal(t, []string{"REL-12", approver}, []string{ticket, named})
 }
 
-func TestReasonChecksMatchTheDatabase(t *testing.T) {
-	require.True(t, passesLuhn("4111111111111111"))
-	require.False(t, passesLuhn("4111111111111112"))
-	require.False(t, passesLuhn("123"))
-	require.True(t, looksPersonalOrSecret("card 4111 1111 1111 1111"))
-	require.True(t, looksPersonalOrSecret("mail kim@example.com"))
-	require.True(t, looksPersonalOrSecret("call 010-1234-5678"))
-	require.True(t, looksPersonalOrSecret("call +82 10 1234 5678"))
-	require.False(t, looksPersonalOrSecret("OPS-1234: raise the lease"))
-	require.Equal(t, "", reasonProblem("OPS-1: fine"))
-	require.Contains(t, reasonProblem("a\x1bb"), "control")
-	require.Contains(t, reasonProblem("a\u2066b"), "control")
-	require.Contains(t, reasonProblem("a\u061cb"), "control")
-	require.Contains(t, reasonProblem(strings.Repeat("x", 501)), "500")
-}
-
-// evidenceState is what a downgrade may take from the control evidence:
-// the columns of its table (none once the table is gone) and the ids of
-// its records.
-func evidenceState(t *testing.T, pool *pgxpool.Pool) (columns []string, ids []int64) {
-	t.Helper()
-	ctx := context.Background()
-	rows, err := pool.Query(ctx, `SELECT attname::text FROM pg_attribute
-		WHERE attrelid = to_regclass('durable_jobs.control_evidence_record') AND attnum > 0 AND NOT attisdropped ORDER BY attnum`)
-	require.NoError(t, err)
-	columns, err = pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	if len(columns) == 0 {
-		return nil, nil
-	}
-	rows, err = pool.Query(ctx, `SELECT evidence_record_id FROM durable_jobs.control_evidence_record ORDER BY 1`)
-	require.NoError(t, err)
-	ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-	require.NoError(t, err)
-	return columns, ids
-}
-
-// The rule that decides which downgrades need --discard-evidence reads the
-// migrations' down SQL. Over the released migrations it finds exactly the
-// two that erase evidence; a new migration whose down part erases some
-// must be added here, knowingly.
-func TestDowngradeEvidenceRuleFindsTheReleasedMigrationsThatEraseEvidence(t *testing.T) {
-	t.Parallel()
-	migrations, err := sqlbundle.Rendered()
-	require.NoError(t, err)
-	var found []string
-	for _, m := range migrations {
-		if erasesEvidence(m.DownSQL) {
-			found = append(found, m.Name)
-		}
-	}
-	require.Equal(t, []string{"001_schema_and_roles.sql", "006_evidence_chain.sql"}, found,
-		"001 drops the schema with every record; 006 drops every record's ticket, approver and chain hashes")
-	require.Equal(t, []string{"006_evidence_chain.sql", "001_schema_and_roles.sql"},
-		evidenceErasingMigrations(migrations, sqlbundle.NewestVersion(), 0), "in the order the downgrade reverts them")
-	require.Equal(t, []string{"006_evidence_chain.sql"}, evidenceErasingMigrations(migrations, 7, 5))
-	require.Empty(t, evidenceErasingMigrations(migrations, sqlbundle.NewestVersion(), 6))
-	require.Empty(t, evidenceErasingMigrations(migrations, 5, 1))
-	require.Empty(t, evidenceErasingMigrations(migrations, 3, 3))
-
-	for sql, erases := range map[string]bool{
-		`DROP SCHEMA IF EXISTS other, durable_jobs CASCADE;`:                                                                 true,
-		`drop table "durable_jobs"."control_evidence_record";`:                                                               true,
-		`TRUNCATE TABLE durable_jobs.job_record, durable_jobs.control_evidence_record;`:                                      true,
-		`EXECUTE 'DELETE FROM durable_jobs.control_evidence_record WHERE true';`:                                             true,
-		`ALTER TABLE durable_jobs.control_evidence_record DROP change_ticket;`:                                               true,
-		`ALTER TABLE ONLY durable_jobs.control_evidence_record ADD x int, DROP COLUMN IF EXISTS y;`:                          true,
-		`ALTER TABLE durable_jobs.control_evidence_record DROP CONSTRAINT control_evidence_record_kind;`:                     false,
-		`ALTER TABLE durable_jobs.control_evidence_record ALTER COLUMN change_ticket DROP NOT NULL, ALTER x DROP DEFAULT;`:   false,
-		`CREATE TRIGGER t BEFORE UPDATE OR DELETE OR TRUNCATE ON durable_jobs.control_evidence_record EXECUTE FUNCTION f();`: false,
-		`REVOKE DELETE ON durable_jobs.control_evidence_record FROM durable_job_audit_owner;`:                                false,
-		`DROP TRIGGER control_evidence_record_chain ON durable_jobs.control_evidence_record;`:                                false,
-		`DROP FUNCTION durable_jobs.control_evidence_records(timestamptz, timestamptz);`:                                     false,
-		`DROP SCHEMA durable_jobs_archive; DROP TABLE durable_jobs.control_evidence_record_copy;`:                            false,
-		`ALTER TABLE durable_jobs.job_record DROP COLUMN lease_owner_id; SELECT 'durable_jobs.control_evidence_record';`:     false,
-	} {
-		require.Equal(t, erases, erasesEvidence(sql), sql)
-	}
-}
-
-// The rule is exact: stepping down through every released migration on a
-// real database, a step loses evidence columns or records exactly when the
-// rule says its migration erases evidence.
-func TestDowngradeEvidenceRuleMatchesWhatEachDownPartDoes(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := testdb.New(t)
-	pool := db.Pool(t)
-	conn := db.Conn(t)
-	m, err := sqlbundle.NewMigrator(ctx, conn)
-	require.NoError(t, err)
-	for version := sqlbundle.NewestVersion(); version > 0; version-- {
-		columns, ids := evidenceState(t, pool)
-		require.NotEmpty(t, ids, "version %d", version)
-		require.NoError(t, m.MigrateTo(ctx, version-1))
-		afterColumns, afterIDs := evidenceState(t, pool)
-		lost := len(afterColumns) == 0
-		for _, c := range columns {
-			lost = lost || !slices.Contains(afterColumns, c)
-		}
-		for _, id := range ids {
-			lost = lost || !slices.Contains(afterIDs, id)
-		}
-		require.Equal(t, lost, erasesEvidence(m.Migrations[version-1].DownSQL),
-			"migration %s: its down part lost evidence: %v (columns %v, then %v)", m.Migrations[version-1].Name, lost, columns, afterColumns)
-	}
-}
-
 // Attack: "migrate down --to 5" and "up" lost the ticket and approver of
 // every record (migration 006's down part drops those columns) without a
 // trace, and the chain still verified for the untouched records; only
@@ -286,7 +175,7 @@ func TestPartialDowngradeKeepsEvidenceFieldsUnlessExportedFirst(t *testing.T) {
 	require.Equal(t, int32(7), versionOf(t, pool))
 
 	// Below version 6 every record's ticket, approver and hashes go: refused.
-	columns, ids := evidenceState(t, pool)
+	columns, ids := testdb.EvidenceState(t, pool)
 	require.Contains(t, columns, "change_ticket")
 	r = leasectl(t, "migrate", "down", "--to", "5", "--database-url", db.URL)
 	requireCode(t, exitError, r)
@@ -295,7 +184,7 @@ func TestPartialDowngradeKeepsEvidenceFieldsUnlessExportedFirst(t *testing.T) {
 		"--evidence-export PATH\n", len(ids)), r.stderr)
 	require.Empty(t, r.stdout)
 	require.Equal(t, int32(7), versionOf(t, pool))
-	afterColumns, afterIDs := evidenceState(t, pool)
+	afterColumns, afterIDs := testdb.EvidenceState(t, pool)
 	require.Equal(t, columns, afterColumns, "nothing changed")
 	require.Equal(t, ids, afterIDs)
 
@@ -317,9 +206,9 @@ func TestPartialDowngradeKeepsEvidenceFieldsUnlessExportedFirst(t *testing.T) {
 	requireCode(t, exitOK, r)
 	require.True(t, strings.HasPrefix(r.stdout, fmt.Sprintf("exported %d control evidence records to %s\ndown 007_", len(ids), export)), r.stdout)
 	require.Equal(t, int32(5), versionOf(t, pool))
-	afterColumns, _ = evidenceState(t, pool)
+	afterColumns, _ = testdb.EvidenceState(t, pool)
 	require.NotContains(t, afterColumns, "change_ticket")
-	var doc evidenceExportJSON
+	var doc sqlbundle.EvidenceExport
 	raw, err := os.ReadFile(export)
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(raw, &doc))

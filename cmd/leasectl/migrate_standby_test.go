@@ -37,7 +37,7 @@ func TestMigrateAndAuditAgainstAStandbySayItIsOne(t *testing.T) {
 		r := leasectl(t, append(append([]string{"migrate"}, args...), "--database-url", onStandby)...)
 		requireCode(t, exitError, r, args)
 		require.Empty(t, r.stdout, args)
-		require.Equal(t, fmt.Sprintf("error: migrate %s: %s\n", args[0], errStandby), r.stderr, args)
+		require.Equal(t, fmt.Sprintf("error: migrate %s: %s\n", args[0], sqlbundle.ErrStandby), r.stderr, args)
 		require.Contains(t, r.stderr, "target_session_attrs=read-write")
 	}
 

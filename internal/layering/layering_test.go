@@ -33,9 +33,10 @@ var may = map[string][]string{
 	"goclient":             {},
 	"goclient/prommetrics": {"goclient"},
 	"controls":             {},
-	"internal/textfmt":     {},
+	"internal/textfmt":     {"textfmt"},
+	"textfmt":              {},
 	"audit":                {"controls", "sql"},
-	"evidence":             {"audit", "controls", "goclient", "sql"},
+	"evidence":             {"audit", "controls", "goclient", "sql", "textfmt"},
 	"internal/demo":        {"audit", "goclient", "internal/pglocal", "internal/textfmt", "sql"},
 }
 

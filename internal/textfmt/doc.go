@@ -1,5 +1,4 @@
-// Package textfmt writes durations, database times, JSON values and text
-// from the database or an operator the way leasectl and its demo print
-// them: one rule for each, so that the two never drift apart. Fprintf is
-// how they print: it shows every text argument through Visible.
+// Package textfmt is the public package textfmt under its former path,
+// which leasectl's files still import: each function calls its namesake
+// there.
 package textfmt

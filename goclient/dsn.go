@@ -1,19 +1,25 @@
-package main
+package goclient
 
 import (
 	"cmp"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// A connection string that pgx cannot parse is never printed, and neither is
-// pgx's error about it: that error quotes the string with its password
-// masked only on a best-effort basis (a password with a space or an escaped
-// quote in it, or in a keyword pgx does not expect, shows through). This file
-// finds out by itself which parameter is wrong and says only that, in words
-// of its own: "cannot parse the connection string (parameter connect_timeout)".
+// Password-safe messages for connection strings and connections. pgx's
+// error about a connection string it cannot parse quotes the string with
+// its password masked only on a best-effort basis (a password with a space
+// or an escaped quote in it, or in a keyword pgx does not expect, shows
+// through), and its connect errors name the login and the database.
+// ConnStringError finds out by itself which parameter is wrong and says
+// only that, in words of its own: "cannot parse the connection string
+// (parameter connect_timeout)"; ConnectError tells a failed connection
+// without the login or the database.
 
 // connParam is one parameter of a connection string: its keyword (as pgx
 // names it: dbname is database) and its value.
@@ -49,10 +55,13 @@ func connKeyName(key string) string {
 	return "(unknown keyword)"
 }
 
-// connStringError returns the error to show for connString, which parse
-// (the parser the command uses) refused. It names the parameters at fault
-// and holds no part of connString that is not a known keyword.
-func connStringError(connString string, parse func(string) error) error {
+// ConnStringError returns the error to show for connString, which parse
+// (the parser the caller uses, such as ParsePoolConfig or pgx.ParseConfig,
+// wrapped to return its error only) refused, in place of parse's own
+// error. It names the parameters at fault and holds no part of connString
+// that is not a known keyword. When connString is empty it blames the PG*
+// environment variables.
+func ConnStringError(connString string, parse func(string) error) error {
 	if connString == "" || parse("") != nil {
 		// The environment alone does not parse: the string is not to blame.
 		return errors.New("cannot parse the connection settings of the PG* environment variables")
@@ -311,7 +320,6 @@ func uriDecode(raw string) (string, bool) {
 }
 
 // isHex reports whether c is a hexadecimal digit.
-// isHex reports whether c is a hexadecimal digit.
 func isHex(c byte) bool { return strings.IndexByte("0123456789abcdefABCDEF", c) >= 0 }
 
 // unhex is the value of the hexadecimal digit c.
@@ -323,4 +331,39 @@ func unhex(c byte) byte {
 		return c - 'A' + 10
 	}
 	return c - '0'
+}
+
+// refusals names the SQLSTATEs a server most often refuses a connection with.
+var refusals = map[string]string{
+	"28P01": ": password authentication failed",
+	"28000": ": the login is not authorized or does not exist",
+	"3D000": ": the database does not exist",
+	"42501": ": the login may not connect to the database",
+	"53300": ": too many connections",
+	"57P03": ": the server is starting up or shutting down",
+}
+
+// ConnectError returns the error to show for err, a failure to connect
+// (of pgx.Connect, pgxpool.New or a pool's Ping), in its place. The
+// driver's own text names the login and the database ("failed to connect
+// to `user=... database=...`") and a server's refusal usually repeats one
+// of them, so neither is shown: a server's refusal is given by its
+// SQLSTATE, a network failure by what the last dial reported (an address
+// and a system error), anything else by its innermost cause.
+func ConnectError(err error) error {
+	var pgErr *pgconn.PgError
+	var opErr *net.OpError
+	switch {
+	case errors.As(err, &pgErr):
+		return fmt.Errorf("the server refused the connection (SQLSTATE %s%s)", pgErr.Code, refusals[pgErr.Code])
+	case errors.As(err, &opErr):
+		return errors.New(opErr.Error())
+	}
+	// The innermost cause: a TLS verification failure ("x509: certificate
+	// signed by unknown authority"), a refusal of TLS, a timeout. The
+	// driver's wrappers around it are what name the login.
+	for next := errors.Unwrap(err); next != nil; next = errors.Unwrap(err) {
+		err = next
+	}
+	return errors.New(err.Error())
 }
