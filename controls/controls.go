@@ -84,6 +84,9 @@ const (
 	AvailabilityHealth = "LF-AVL-01"
 	// AvailabilityAlerts is LF-AVL-02: lease problems raise alerts.
 	AvailabilityAlerts = "LF-AVL-02"
+	// AvailabilityFailover is LF-AVL-03: a failover is recorded and costs
+	// jobs no attempt.
+	AvailabilityFailover = "LF-AVL-03"
 	// AuditAppendOnly is LF-AUD-01: control evidence is append-only and tamper-evident.
 	AuditAppendOnly = "LF-AUD-01"
 	// AuditConfiguration is LF-AUD-02: the live database is audited against the contract.
@@ -179,6 +182,9 @@ const (
 	SectionOperatorActions = "EVIDENCE-OPERATOR-ACTIONS"
 	// SectionProcessing counts what each queue processed in the period.
 	SectionProcessing = "EVIDENCE-PROCESSING"
+	// SectionAvailability lists the promotions and restarts of the server
+	// the bundle observed in the period.
+	SectionAvailability = "EVIDENCE-AVAILABILITY"
 )
 
 var controlTable = []Control{
@@ -233,6 +239,9 @@ var controlTable = []Control{
 	{AvailabilityAlerts, "Lease problems raise alerts",
 		"Alert rules fire on renewal database failures, stale-claim rate (the client's and the database's own gauge), scheduler lag, safety-margin exhaustion, abnormal reclaim frequency and a collector that stopped reporting; each rule carries a runbook_url and is unit-tested, and the history of fired alerts can be exported for an audit period (docs/operations/runbook.md).",
 		[]string{"CC7.2", "CC7.3", "A1.2"}, []string{"Incident management", "Logging and monitoring"}},
+	{AvailabilityFailover, "A failover is recorded and costs jobs no attempt",
+		"A claim lost with the database (the server restarted or was promoted since the claim) is reclaimed without charging its job an attempt, at most three times a job, and counted apart as a failover reclaim in lease health, the Prometheus collector and the lease outcomes; each promotion (a new WAL timeline) and restart the bundle observes is a chained evidence record with its time and timelines, never a job id (server_availability, called by health, the collector and the evidence report), and an alert fires on a promotion or a restart.",
+		[]string{"A1.2", "CC7.3", "CC7.4"}, []string{"Service continuity", "Incident management"}},
 	{AuditAppendOnly, "Control evidence is append-only and tamper-evident",
 		"Triggers refuse UPDATE, DELETE and TRUNCATE of control-evidence records for every role that cannot disable them, and no runtime role holds a table privilege. A superuser or the table owner can disable a trigger, so each record also carries a hash over its content and the previous record's hash: `leasectl audit` (AUDIT-EVIDENCE-CHAIN) reports a record deleted, altered or reordered with the hashes left as they were. The chain is unkeyed and kept in the same database, so the table owner with the triggers off can rewrite a record and recompute every later hash, or delete the newest records, and the audit passes; each evidence report prints its period's record count, first and last id and chain head and lists every record's hash, so that a report kept outside (signed with an SSH key, on write-once storage) is an anchor: `leasectl evidence verify --anchor` and AUDIT-EVIDENCE-ANCHOR name the first record of it that the live chain lacks or holds with another hash, and follow a chain that restarted only through an evidence_chain_continued record naming the anchor's head.",
 		[]string{"CC7.2", "CC8.1"}, []string{"Logging and monitoring", "Change management"}},
@@ -359,6 +368,9 @@ var evidenceSectionTable = []EvidenceSection{
 	{SectionProcessing, "Processing in the period",
 		"Per queue, jobs enqueued, succeeded, retried, failed (outcomes workers recorded), cancelled and replayed during the period, each counted when it happened (durable_jobs.processing_counts), so a closed period's figures do not change when a job changes later; they drop only when the retention purge removes the period's jobs. Counts only.",
 		[]string{IntegrityOutcomes, AvailabilityHealth, PrivacyTelemetry}},
+	{SectionAvailability, "Availability events",
+		"Every promotion (server_timeline_changed: the new WAL timeline and the one before) and restart (server_restarted: the same timeline, a new start) of the database server that the bundle observed in the period, each with the server's start time and when it was seen: at the first health read, metrics scrape or evidence report after it, and no later than this report. Timelines and times only, never a job id; the failover reclaims they caused are in the aggregate lease outcomes (failover_reclaim).",
+		[]string{AvailabilityFailover, AuditAppendOnly}},
 	{SectionJobStatus, "Jobs by status",
 		"How many jobs each queue holds in each status at report time (not as of the period's end); counts only.",
 		[]string{AvailabilityHealth, PrivacyTelemetry}},

@@ -378,6 +378,12 @@ func Build(ctx context.Context, pool *pgxpool.Pool, opts Options) (Report, error
 	if d.migration, err = client.BundleMigrationVersion(ctx); err != nil {
 		return Report{}, &ReadError{"read migration version", err}
 	}
+	// Reading the server's availability first records a promotion or
+	// restart not recorded yet, so the report's availability section holds
+	// it.
+	if _, err = client.ServerAvailability(ctx); err != nil {
+		return Report{}, &ReadError{"read the server's availability", err}
+	}
 	if d.records, err = evidenceRecords(ctx, pool, d.period); err != nil {
 		return Report{}, &ReadError{"read control evidence", err}
 	}
@@ -742,6 +748,7 @@ func build(d data) (Report, error) {
 		controls.SectionApprovals:       recordsOfKind(d.records, "change_proposed", "change_approved", "change_rejected"),
 		controls.SectionOperatorActions: operatorActionsOf(d.records),
 		controls.SectionProcessing:      d.processed,
+		controls.SectionAvailability:    recordsOfKind(d.records, "server_timeline_changed", "server_restarted"),
 	}
 	report := Report{SchemaVersion: SchemaVersion, GeneratedAt: formatTime(d.period.GeneratedAt), Database: d.database,
 		Chain: chainOf(d.records), Controls: controls.Controls(), Period: d.period,

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -364,4 +366,51 @@ func TestClosedPeriodProcessingStaysWhenJobsChangeLater(t *testing.T) {
 	_, err := db.LoginPool(t, "durable_job_operator").Exec(ctx, `SELECT durable_jobs.cancel_job($1, 'OPS-4: not needed')`, job)
 	require.NoError(t, err)
 	require.Equal(t, before, processed(), "a cancel after the period leaves its figures as they were")
+}
+
+// Issue 36, item 2: building the report first records a promotion no
+// reader has seen yet (played by the timeline the bundle saw last), and
+// the availability section lists it with its timelines, never a job; a
+// login that cannot read the server's availability is told which read
+// failed.
+func TestReportRecordsAndListsAvailabilityEvents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	admin := db.Pool(t)
+	_, err := admin.Exec(ctx, `UPDATE durable_jobs.server_timeline_state SET server_timeline = 5`)
+	require.NoError(t, err)
+	auditor := db.LoginPool(t, "durable_job_auditor")
+
+	report, err := Build(ctx, auditor, Options{})
+	require.NoError(t, err)
+	var events []Record
+	for _, s := range report.Sections {
+		if s.ID == controls.SectionAvailability {
+			events = s.Data.([]Record)
+			require.Equal(t, controls.AvailabilityFailover, s.Controls[0].ID)
+		}
+	}
+	require.Len(t, events, 1)
+	require.Equal(t, "server_timeline_changed", events[0].Kind)
+	require.Empty(t, events[0].Queue)
+	var previous map[string]any
+	require.NoError(t, json.Unmarshal(events[0].PreviousValues, &previous))
+	require.EqualValues(t, 5, previous["server_timeline"])
+	var next map[string]any
+	require.NoError(t, json.Unmarshal(events[0].NewValues, &next))
+	require.EqualValues(t, 1, next["server_timeline"])
+	require.ElementsMatch(t, []string{"server_timeline", "server_started_at", "seen_at"}, slices.Collect(maps.Keys(next)))
+
+	again, err := Build(ctx, auditor, Options{})
+	require.NoError(t, err)
+	require.Equal(t, report.Chain, again.Chain, "a second report records nothing more")
+
+	_, err = admin.Exec(ctx, `REVOKE EXECUTE ON FUNCTION durable_jobs.server_availability() FROM durable_job_auditor`)
+	require.NoError(t, err)
+	_, err = Build(ctx, auditor, Options{})
+	var readErr *ReadError
+	require.ErrorAs(t, err, &readErr)
+	require.Equal(t, "read the server's availability", readErr.Read)
+	require.ErrorIs(t, err, goclient.ErrPermissionDenied)
 }

@@ -76,8 +76,14 @@ type QueueLeaseHealth struct {
 	// ExpiredAwaitingReclaim is how many RUNNING jobs have an expired lease
 	// and wait for another worker to reclaim them.
 	ExpiredAwaitingReclaim int64
-	// ReclaimsLastHour is how many expired leases were reclaimed in the last hour.
+	// ReclaimsLastHour is how many expired leases were reclaimed in the
+	// last hour, failover reclaims apart.
 	ReclaimsLastHour int64
+	// FailoverReclaimsLastHour is how many claims lost with the database
+	// (the server restarted or was promoted since the claim) were
+	// reclaimed in the last hour without costing their job an attempt
+	// (migration 029; read from migration 030 on).
+	FailoverReclaimsLastHour int64
 	// StaleRenewalsLastHour is how many renewals were stale in the last hour.
 	StaleRenewalsLastHour int64
 	// StaleReleasesLastHour is how many releases (release_job_claim) were
@@ -263,8 +269,8 @@ func (a *Admin) RecordDeployment(ctx context.Context, d Deployment) error {
 }
 
 const sqlLeaseHealthByQueue = `SELECT queue_name, running_jobs, expiring_within_interval,
-	expired_awaiting_reclaim, reclaims_last_hour, stale_renewals_last_hour, stale_releases_last_hour,
-	oldest_lease_age, database_time FROM durable_jobs.lease_health_by_queue()`
+	expired_awaiting_reclaim, reclaims_last_hour, failover_reclaims_last_hour, stale_renewals_last_hour,
+	stale_releases_last_hour, oldest_lease_age, database_time FROM durable_jobs.lease_health_by_queue()`
 
 // LeaseHealth returns the lease health of every queue that has a policy or
 // a job, ordered by queue name (auditor role).
@@ -273,7 +279,7 @@ func (a *Admin) LeaseHealth(ctx context.Context) ([]QueueLeaseHealth, error) {
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (QueueLeaseHealth, error) {
 		var h QueueLeaseHealth
 		err := row.Scan(&h.Queue, &h.RunningJobs, &h.ExpiringWithinInterval, &h.ExpiredAwaitingReclaim,
-			&h.ReclaimsLastHour, &h.StaleRenewalsLastHour, &h.StaleReleasesLastHour, &h.OldestLeaseAge, &h.DatabaseTime)
+			&h.ReclaimsLastHour, &h.FailoverReclaimsLastHour, &h.StaleRenewalsLastHour, &h.StaleReleasesLastHour, &h.OldestLeaseAge, &h.DatabaseTime)
 		return h, err
 	})
 	return out, translateError(err)

@@ -1,5 +1,5 @@
 -- GENERATED: do not edit. The schema durable_jobs of a fresh install of
--- the bundle at version 30, as pg_dump --schema-only prints it: tables,
+-- the bundle at version 31, as pg_dump --schema-only prints it: tables,
 -- indexes, constraints, triggers, functions, owners and grants. The
 -- installing superuser is written postgres. The roles are in
 -- sql/roles/bundle_roles.sql, the function bodies with their comments in
@@ -149,7 +149,7 @@ CREATE TABLE durable_jobs.control_evidence_record (
     change_approver text,
     previous_record_hash bytea NOT NULL,
     record_hash bytea NOT NULL,
-    CONSTRAINT control_evidence_record_kind CHECK ((evidence_kind = ANY (ARRAY['migration_applied'::text, 'migration_reverted'::text, 'lease_policy_changed'::text, 'renewal_enablement_changed'::text, 'deployment_recorded'::text, 'retention_policy_changed'::text, 'job_data_purged'::text, 'job_payload_erased'::text, 'change_control_changed'::text, 'evidence_chain_continued'::text, 'job_cancelled'::text, 'job_replayed'::text, 'change_proposed'::text, 'change_approved'::text, 'change_rejected'::text]))),
+    CONSTRAINT control_evidence_record_kind CHECK ((evidence_kind = ANY (ARRAY['migration_applied'::text, 'migration_reverted'::text, 'lease_policy_changed'::text, 'renewal_enablement_changed'::text, 'deployment_recorded'::text, 'retention_policy_changed'::text, 'job_data_purged'::text, 'job_payload_erased'::text, 'change_control_changed'::text, 'evidence_chain_continued'::text, 'job_cancelled'::text, 'job_replayed'::text, 'change_proposed'::text, 'change_approved'::text, 'change_rejected'::text, 'server_timeline_changed'::text, 'server_restarted'::text]))),
     CONSTRAINT control_evidence_record_ticket_format CHECK (((length(change_ticket) >= 1) AND (length(change_ticket) <= 100)))
 );
 
@@ -1742,7 +1742,7 @@ COMMENT ON COLUMN durable_jobs.lease_outcome_tally.counted_by_role IS 'session_u
 -- Name: lease_health_by_queue(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_audit_owner
 --
 
-CREATE FUNCTION durable_jobs.lease_health_by_queue() RETURNS TABLE(queue_name text, running_jobs bigint, expiring_within_interval bigint, expired_awaiting_reclaim bigint, reclaims_last_hour bigint, stale_renewals_last_hour bigint, stale_releases_last_hour bigint, oldest_lease_age interval, database_time timestamp with time zone)
+CREATE FUNCTION durable_jobs.lease_health_by_queue() RETURNS TABLE(queue_name text, running_jobs bigint, expiring_within_interval bigint, expired_awaiting_reclaim bigint, reclaims_last_hour bigint, failover_reclaims_last_hour bigint, stale_renewals_last_hour bigint, stale_releases_last_hour bigint, oldest_lease_age interval, database_time timestamp with time zone)
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET "TimeZone" TO 'UTC'
@@ -1775,6 +1775,7 @@ CREATE FUNCTION durable_jobs.lease_health_by_queue() RETURNS TABLE(queue_name te
          ), tallies AS (
           SELECT t.queue_name,
              sum(t.outcome_count) FILTER (WHERE (t.outcome_kind = 'reclaim'::text)) AS reclaims,
+             sum(t.outcome_count) FILTER (WHERE (t.outcome_kind = 'failover_reclaim'::text)) AS failover_reclaims,
              sum(t.outcome_count) FILTER (WHERE (t.outcome_kind = 'stale_renewal'::text)) AS stale_renewals,
              sum(t.outcome_count) FILTER (WHERE (t.outcome_kind = 'stale_release'::text)) AS stale_releases
             FROM (durable_jobs.lease_outcome_tally t
@@ -1787,6 +1788,7 @@ CREATE FUNCTION durable_jobs.lease_health_by_queue() RETURNS TABLE(queue_name te
      COALESCE(ru.expiring_soon, (0)::bigint) AS "coalesce",
      COALESCE(ru.expired, (0)::bigint) AS "coalesce",
      (COALESCE(ta.reclaims, (0)::numeric))::bigint AS "coalesce",
+     (COALESCE(ta.failover_reclaims, (0)::numeric))::bigint AS "coalesce",
      (COALESCE(ta.stale_renewals, (0)::numeric))::bigint AS "coalesce",
      (COALESCE(ta.stale_releases, (0)::numeric))::bigint AS "coalesce",
      (r.read_time - ru.oldest_claim),
@@ -3463,6 +3465,63 @@ $$;
 ALTER FUNCTION durable_jobs.retry_job(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text, p_retry_delay interval, p_failure_reason_code text) OWNER TO durable_job_terminal_owner;
 
 --
+-- Name: server_availability(); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+CREATE FUNCTION durable_jobs.server_availability() RETURNS TABLE(server_timeline bigint, timeline_seen_at timestamp with time zone, previous_timeline bigint, server_started_at timestamp with time zone, in_recovery boolean, database_time timestamp with time zone)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+DECLARE
+    v_in_recovery boolean := pg_catalog.pg_is_in_recovery();
+    v_started_at timestamptz := pg_catalog.pg_postmaster_start_time();
+    v_timeline bigint;
+    v_state durable_jobs.server_timeline_state%ROWTYPE;
+    v_before durable_jobs.server_timeline_state%ROWTYPE;
+    v_now timestamptz := pg_catalog.clock_timestamp();
+BEGIN
+    -- A standby replays the primary's WAL and hides its own timeline
+    -- (pg_walfile_name refuses to run during recovery).
+    v_timeline := CASE WHEN NOT v_in_recovery
+                       THEN ('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint
+                  END;
+    SELECT s.* INTO STRICT v_state FROM durable_jobs.server_timeline_state s;
+    -- Something to record: on a primary, in a
+    -- transaction that may write (a read-only one records nothing: the
+    -- next writable caller does).
+    IF NOT v_in_recovery AND (v_timeline <> v_state.server_timeline OR v_started_at <> v_state.server_started_at)
+       AND pg_catalog.current_setting('transaction_read_only') = 'off' THEN
+        -- Locked and read again: a caller that saw the same change waits
+        -- here for the first one's commit, then reads the new state and
+        -- inserts no record (the INSERT's WHERE) and changes nothing.
+        SELECT s.* INTO STRICT v_before FROM durable_jobs.server_timeline_state s FOR UPDATE;
+        PERFORM durable_jobs.lock_evidence_order();
+        INSERT INTO durable_jobs.control_evidence_record (evidence_kind, queue_name, previous_values, new_values, change_reason)
+        SELECT CASE WHEN v_timeline <> v_before.server_timeline THEN 'server_timeline_changed' ELSE 'server_restarted' END,
+               NULL,
+               pg_catalog.jsonb_build_object('server_timeline', v_before.server_timeline,
+                                             'server_started_at', v_before.server_started_at),
+               pg_catalog.jsonb_build_object('server_timeline', v_timeline, 'server_started_at', v_started_at,
+                                             'seen_at', v_now),
+               CASE WHEN v_timeline <> v_before.server_timeline
+                    THEN 'the server writes on a new WAL timeline: a promotion, or a recovery that started a timeline'
+                    ELSE 'the server restarted on the same WAL timeline: a crash or a restart in place' END
+        WHERE v_timeline <> v_before.server_timeline OR v_started_at <> v_before.server_started_at;
+        UPDATE durable_jobs.server_timeline_state s
+        SET server_timeline = v_timeline,
+            timeline_seen_at = CASE WHEN v_timeline <> v_before.server_timeline THEN v_now ELSE v_before.timeline_seen_at END,
+            previous_timeline = CASE WHEN v_timeline <> v_before.server_timeline THEN v_before.server_timeline
+                                     ELSE v_before.previous_timeline END,
+            server_started_at = v_started_at
+        RETURNING s.* INTO STRICT v_state;
+    END IF;
+    RETURN QUERY SELECT v_timeline, v_state.timeline_seen_at, v_state.previous_timeline, v_started_at, v_in_recovery, v_now;
+END;
+$$;
+
+ALTER FUNCTION durable_jobs.server_availability() OWNER TO durable_job_policy_owner;
+
+--
 -- Name: set_change_control(text, boolean, boolean, text, text, text); Type: FUNCTION; Schema: durable_jobs; Owner: durable_job_policy_owner
 --
 
@@ -3913,6 +3972,28 @@ ALTER TABLE durable_jobs.pending_change ALTER COLUMN change_id ADD GENERATED ALW
 );
 
 --
+-- Name: server_timeline_state; Type: TABLE; Schema: durable_jobs; Owner: postgres
+--
+
+CREATE TABLE durable_jobs.server_timeline_state (
+    state_slot smallint NOT NULL,
+    server_timeline bigint NOT NULL,
+    timeline_seen_at timestamp with time zone NOT NULL,
+    previous_timeline bigint,
+    server_started_at timestamp with time zone NOT NULL,
+    CONSTRAINT server_timeline_state_single CHECK ((state_slot = 1)),
+    CONSTRAINT server_timeline_state_timeline CHECK ((server_timeline >= 1))
+);
+
+ALTER TABLE durable_jobs.server_timeline_state OWNER TO postgres;
+
+--
+-- Name: TABLE server_timeline_state; Type: COMMENT; Schema: durable_jobs; Owner: postgres
+--
+
+COMMENT ON TABLE durable_jobs.server_timeline_state IS 'leasefence: the WAL timeline and server start time server_availability() saw last; one row, private to its owner.';
+
+--
 -- Name: change_control_setting change_control_setting_pkey; Type: CONSTRAINT; Schema: durable_jobs; Owner: postgres
 --
 
@@ -3988,6 +4069,13 @@ ALTER TABLE ONLY durable_jobs.queue_lease_policy
 
 ALTER TABLE ONLY durable_jobs.queue_retention_policy
     ADD CONSTRAINT queue_retention_policy_pkey PRIMARY KEY (queue_name);
+
+--
+-- Name: server_timeline_state server_timeline_state_pkey; Type: CONSTRAINT; Schema: durable_jobs; Owner: postgres
+--
+
+ALTER TABLE ONLY durable_jobs.server_timeline_state
+    ADD CONSTRAINT server_timeline_state_pkey PRIMARY KEY (state_slot);
 
 --
 -- Name: job_action_record_job_lookup; Type: INDEX; Schema: durable_jobs; Owner: postgres
@@ -5429,6 +5517,13 @@ REVOKE ALL ON FUNCTION durable_jobs.retry_job(p_job_record_id bigint, p_lease_cl
 GRANT ALL ON FUNCTION durable_jobs.retry_job(p_job_record_id bigint, p_lease_claim_token uuid, p_worker_owner_id text, p_retry_delay interval, p_failure_reason_code text) TO durable_job_worker;
 
 --
+-- Name: FUNCTION server_availability(); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
+--
+
+REVOKE ALL ON FUNCTION durable_jobs.server_availability() FROM PUBLIC;
+GRANT ALL ON FUNCTION durable_jobs.server_availability() TO durable_job_auditor;
+
+--
 -- Name: FUNCTION set_change_control(p_ticket_pattern text, p_require_approver boolean, p_approver_must_differ boolean, p_change_reason text, p_change_ticket text, p_change_approver text); Type: ACL; Schema: durable_jobs; Owner: durable_job_policy_owner
 --
 
@@ -5569,6 +5664,36 @@ GRANT SELECT(job_record_id) ON TABLE durable_jobs.job_payload_record TO durable_
 
 GRANT INSERT(job_payload) ON TABLE durable_jobs.job_payload_record TO durable_job_producer_owner;
 GRANT SELECT(job_payload) ON TABLE durable_jobs.job_payload_record TO durable_job_claim_owner;
+
+--
+-- Name: COLUMN server_timeline_state.state_slot; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(state_slot) ON TABLE durable_jobs.server_timeline_state TO durable_job_policy_owner;
+
+--
+-- Name: COLUMN server_timeline_state.server_timeline; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(server_timeline),UPDATE(server_timeline) ON TABLE durable_jobs.server_timeline_state TO durable_job_policy_owner;
+
+--
+-- Name: COLUMN server_timeline_state.timeline_seen_at; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(timeline_seen_at),UPDATE(timeline_seen_at) ON TABLE durable_jobs.server_timeline_state TO durable_job_policy_owner;
+
+--
+-- Name: COLUMN server_timeline_state.previous_timeline; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(previous_timeline),UPDATE(previous_timeline) ON TABLE durable_jobs.server_timeline_state TO durable_job_policy_owner;
+
+--
+-- Name: COLUMN server_timeline_state.server_started_at; Type: ACL; Schema: durable_jobs; Owner: postgres
+--
+
+GRANT SELECT(server_started_at),UPDATE(server_started_at) ON TABLE durable_jobs.server_timeline_state TO durable_job_policy_owner;
 
 --
 -- PostgreSQL database dump complete

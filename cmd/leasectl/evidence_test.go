@@ -368,8 +368,8 @@ func TestHealthCountsRunningExpiringAndExpiredLeases(t *testing.T) {
 
 	r = leasectl(t, "health", "--database-url", auditor)
 	requireCode(t, exitOK, r)
-	require.Regexp(t, `(?m)^QUEUE\s+RUNNING\s+EXPIRING SOON\s+AWAITING RECLAIM\s+RECLAIMS 1H\s+STALE 1H\s+STALE RELEASES 1H\s+OLDEST LEASE$`, r.stdout)
-	require.Regexp(t, `(?m)^billing\s+0\s+0\s+0\s+0\s+0\s+0\s+-$`, r.stdout)
+	require.Regexp(t, `(?m)^QUEUE\s+RUNNING\s+EXPIRING SOON\s+AWAITING RECLAIM\s+RECLAIMS 1H\s+FAILOVER 1H\s+STALE 1H\s+STALE RELEASES 1H\s+OLDEST LEASE$`, r.stdout)
+	require.Regexp(t, `(?m)^billing\s+0\s+0\s+0\s+0\s+0\s+0\s+0\s+-$`, r.stdout)
 	require.Regexp(t, `(?m)^read at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z \(database time\)$`, r.stdout)
 
 	claim(t, worker, "billing", "w1")

@@ -20,6 +20,10 @@ database time from the auditor function lease_health_by_queue():
   AWAITING RECLAIM  RUNNING jobs whose lease has expired: their worker
                     stopped renewing and another worker may take them over
   RECLAIMS 1H       expired leases taken over in the last hour
+  FAILOVER 1H       claims lost with the database (the server restarted or
+                    was promoted since the claim) taken over in the last
+                    hour without costing their job an attempt; not in
+                    RECLAIMS 1H
   STALE 1H          renewals refused as stale in the last hour (queue "*"
                     counts those that named an unknown job or a job the
                     renewing login did not claim last)
@@ -27,7 +31,10 @@ database time from the auditor function lease_health_by_queue():
                     as for STALE 1H)
   OLDEST LEASE      age of the oldest running claim
 
-and then the backlog of every queue that has a policy, or a job waiting,
+then the server's WAL timeline (a promotion starts a new one), when it was
+first seen and the one before, and when the server started, from
+server_availability() (migration 031), whose first call after a promotion
+or restart records it as control evidence; and then the backlog of every queue that has a policy, or a job waiting,
 running or failed in the last hour, from queue_backlog() (migration 028):
 
   QUEUED            QUEUED jobs, due or scheduled later
@@ -38,9 +45,10 @@ running or failed in the last hour, from queue_backlog() (migration 028):
                     has waited: it grows when workers fall behind or none
                     runs ("-" when no job is due)
 
---output json gives one object per queue with both (the backlog fields
-are 0, and oldest_due_age_seconds null, for a queue the backlog does not
-list). Only counts and durations: no job id, owner, token or payload.
+--output json gives one object per queue with its health and backlog (the
+backlog fields are 0, and oldest_due_age_seconds null, for a queue the
+backlog does not list; failover_reclaims_last_hour is FAILOVER 1H); the
+server's line is in the text output only. Only counts and durations: no job id, owner, token or payload.
 Needs a login granted durable_job_auditor (or durable_job_operator).
 `
 
@@ -51,6 +59,7 @@ type healthJSON struct {
 	ExpiringWithinInterval int64    `json:"expiring_within_interval"`
 	ExpiredAwaitingReclaim int64    `json:"expired_awaiting_reclaim"`
 	ReclaimsLastHour       int64    `json:"reclaims_last_hour"`
+	FailoverReclaims       int64    `json:"failover_reclaims_last_hour"`
 	StaleRenewalsLastHour  int64    `json:"stale_renewals_last_hour"`
 	StaleReleasesLastHour  int64    `json:"stale_releases_last_hour"`
 	OldestLeaseAgeSeconds  *float64 `json:"oldest_lease_age_seconds"`
@@ -81,6 +90,10 @@ func runHealth(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return env.fail("read lease health", err)
 	}
+	server, err := s.admin.ServerAvailability(ctx)
+	if err != nil {
+		return env.fail("read the server's availability", err)
+	}
 	backlog, err := s.admin.QueueBacklog(ctx)
 	if err != nil {
 		return env.fail("read the backlog", err)
@@ -98,16 +111,17 @@ func runHealth(ctx context.Context, env *cliEnv, args []string) int {
 		return exitOK
 	}
 	tw := newTable(env.stdout)
-	printf(tw, "QUEUE\tRUNNING\tEXPIRING SOON\tAWAITING RECLAIM\tRECLAIMS 1H\tSTALE 1H\tSTALE RELEASES 1H\tOLDEST LEASE\n")
+	printf(tw, "QUEUE\tRUNNING\tEXPIRING SOON\tAWAITING RECLAIM\tRECLAIMS 1H\tFAILOVER 1H\tSTALE 1H\tSTALE RELEASES 1H\tOLDEST LEASE\n")
 	for _, h := range health {
-		printf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", h.Queue, h.RunningJobs, h.ExpiringWithinInterval,
-			h.ExpiredAwaitingReclaim, h.ReclaimsLastHour, h.StaleRenewalsLastHour, h.StaleReleasesLastHour, oldestLease(h))
+		printf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", h.Queue, h.RunningJobs, h.ExpiringWithinInterval,
+			h.ExpiredAwaitingReclaim, h.ReclaimsLastHour, h.FailoverReclaimsLastHour, h.StaleRenewalsLastHour,
+			h.StaleReleasesLastHour, oldestLease(h))
 	}
 	_ = tw.Flush()
 	if len(health) > 0 {
 		printf(env.stdout, "read at %s (database time)\n", textfmt.Time(health[0].DatabaseTime))
 	}
-	printf(env.stdout, "\n")
+	printf(env.stdout, "\n%s\n\n", serverLine(server))
 	tw = newTable(env.stdout)
 	printf(tw, "QUEUE\tQUEUED\tRUNNING\tRETRY SCHEDULED\tFAILED 1H\tOLDEST DUE\n")
 	for _, b := range backlog {
@@ -131,6 +145,7 @@ func toHealthJSON(h goclient.QueueLeaseHealth, b goclient.QueueBacklog) healthJS
 		ExpiringWithinInterval: h.ExpiringWithinInterval,
 		ExpiredAwaitingReclaim: h.ExpiredAwaitingReclaim,
 		ReclaimsLastHour:       h.ReclaimsLastHour,
+		FailoverReclaims:       h.FailoverReclaimsLastHour,
 		StaleRenewalsLastHour:  h.StaleRenewalsLastHour,
 		StaleReleasesLastHour:  h.StaleReleasesLastHour,
 		DatabaseTime:           textfmt.Time(h.DatabaseTime),
@@ -164,4 +179,19 @@ func optionalAge(d *time.Duration) string {
 		return "-"
 	}
 	return fmt.Sprint(d.Round(time.Millisecond))
+}
+
+// serverLine says which WAL timeline the server writes on, since when the
+// bundle has seen it and the one before, and when the server started; on
+// a standby, that it is one.
+func serverLine(s goclient.ServerAvailability) string {
+	started := textfmt.Time(s.StartedAt)
+	if s.InRecovery {
+		return "server: a standby (in recovery), started at " + started
+	}
+	line := fmt.Sprintf("server: timeline %d, seen since %s", s.Timeline, textfmt.Time(s.TimelineSeenAt))
+	if s.PreviousTimeline != 0 {
+		line += fmt.Sprintf(" (after timeline %d: a promotion or a recovery)", s.PreviousTimeline)
+	}
+	return line + ", started at " + started
 }

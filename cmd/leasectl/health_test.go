@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/mightyetl/leasefence/goclient"
 	"github.com/mightyetl/leasefence/internal/testdb"
 )
 
@@ -115,4 +116,66 @@ func TestHealthShowsTheBacklogPerQueue(t *testing.T) {
 	r = leasectl(t, "health", "--database-url", auditor)
 	requireCode(t, exitError, r)
 	require.Equal(t, "error: read the backlog: permission denied for function queue_backlog (SQLSTATE 42501)\n", r.stderr)
+}
+
+// Issue 36, item 2: leasectl health shows the failover reclaims apart
+// (FAILOVER 1H, failover_reclaims_last_hour) and the server's timeline
+// line, and its read records a promotion it is the first to see. The
+// failover reclaim is played by moving the claim's time before the
+// server's start, the promotion by the timeline the bundle saw last.
+func TestHealthShowsFailoverReclaimsAndTheServer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	admin := db.Pool(t)
+	_, err := db.LoginPool(t, "durable_job_producer").Exec(ctx, `SELECT durable_jobs.enqueue_job('billing', '{"k": "v"}'::jsonb)`)
+	require.NoError(t, err)
+	worker := db.LoginPool(t, "durable_job_worker")
+	id, _ := claim(t, worker, "billing", "w1")
+	_, err = admin.Exec(ctx, `UPDATE durable_jobs.job_record
+		SET lease_claimed_at = pg_postmaster_start_time() - interval '1 second',
+		    lease_expires_at = statement_timestamp() - interval '1 second',
+		    lease_expiry_floor = statement_timestamp() - interval '1 second'
+		WHERE job_record_id = $1`, id)
+	require.NoError(t, err)
+	again, _ := claim(t, worker, "billing", "w2")
+	require.Equal(t, id, again)
+
+	auditor := db.LoginURL(t, "durable_job_auditor")
+	r := leasectl(t, "health", "--database-url", auditor)
+	requireCode(t, exitOK, r)
+	require.Regexp(t, `(?m)^billing\s+1\s+0\s+0\s+0\s+1\s+0\s+0\s+\S+$`, r.stdout, "one failover reclaim, no reclaim")
+	require.Regexp(t, `(?m)^server: timeline 1, seen since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z, started at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`, r.stdout)
+
+	r = leasectl(t, "health", "--output", "json", "--database-url", auditor)
+	requireCode(t, exitOK, r)
+	var health []healthJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &health), r.stdout)
+	require.Equal(t, "billing", health[1].Queue)
+	require.Equal(t, int64(1), health[1].FailoverReclaims)
+	require.Zero(t, health[1].ReclaimsLastHour)
+	require.Contains(t, r.stdout, `"failover_reclaims_last_hour": 1`)
+
+	_, err = admin.Exec(ctx, `UPDATE durable_jobs.server_timeline_state SET server_timeline = 7`)
+	require.NoError(t, err)
+	r = leasectl(t, "health", "--database-url", auditor)
+	requireCode(t, exitOK, r)
+	require.Regexp(t, `(?m)^server: timeline 1, seen since \S+ \(after timeline 7: a promotion or a recovery\), started at \S+$`, r.stdout)
+	var recorded int
+	require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM durable_jobs.control_evidence_history(NULL)
+		WHERE evidence_kind = 'server_timeline_changed'`).Scan(&recorded))
+	require.Equal(t, 1, recorded, "health's read recorded the timeline change")
+	requireNoSecrets(t, r)
+
+	// On a standby the line says so (a real one: audit's standby tests).
+	require.Equal(t, "server: a standby (in recovery), started at 2026-01-02T03:04:05.000Z",
+		serverLine(goclient.ServerAvailability{InRecovery: true, StartedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}))
+
+	// A login that may read lease health but not the server's availability
+	// is told which read failed.
+	_, err = admin.Exec(ctx, `REVOKE EXECUTE ON FUNCTION durable_jobs.server_availability() FROM durable_job_auditor`)
+	require.NoError(t, err)
+	r = leasectl(t, "health", "--database-url", auditor)
+	requireCode(t, exitError, r)
+	require.Equal(t, "error: read the server's availability: permission denied for function server_availability (SQLSTATE 42501)\n", r.stderr)
 }

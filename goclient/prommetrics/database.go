@@ -36,7 +36,15 @@ var ErrInvalidDatabaseCollector = errors.New("prommetrics: invalid database coll
 // age of the oldest due job (0 when none is due): the gauges that show
 // workers falling behind, or none running at all.
 //
-// A read (of either) that fails or takes longer than the timeout adds one to
+// When the reader is an AvailabilityReader too (goclient.Admin is), each
+// scrape also reads the server's availability (server_availability,
+// migration 031) and exports the WAL timeline and the server's start time,
+// with no label: a promotion raises the one, a restart moves the other
+// (the LeasefenceDatabasePromoted and LeasefenceDatabaseRestarted alerts).
+// That read is also what records a promotion or restart as control
+// evidence.
+//
+// A read (of any) that fails or takes longer than the timeout adds one to
 // leasefence_database_scrape_failures_total, and that scrape exports no
 // database gauge at all (never the previous values, never the error text).
 // The only label is "queue". Queue names are chosen by producers (any
@@ -55,6 +63,11 @@ type DatabaseCollector struct {
 	gauges   []databaseGauge
 	// backlog reads the backlog; nil when the reader is no BacklogReader.
 	backlog BacklogReader
+	// availability reads the server's availability; nil when the reader
+	// is no AvailabilityReader.
+	availability AvailabilityReader
+	// timeline and started are the two server gauges.
+	timeline, started *prometheus.Desc
 }
 
 // MaxDatabaseQueueSeries is how many queues at most the DatabaseCollector
@@ -83,6 +96,15 @@ type BacklogReader interface {
 	// QueueBacklog returns the backlog of every queue that has a policy or
 	// a job waiting, running or failed in the last hour, within ctx.
 	QueueBacklog(ctx context.Context) ([]goclient.QueueBacklog, error)
+}
+
+// AvailabilityReader reads the server's availability. A LeaseHealthReader
+// that is an AvailabilityReader too (*goclient.Admin is) gives the
+// DatabaseCollector the server's timeline and start time.
+type AvailabilityReader interface {
+	// ServerAvailability returns the server's WAL timeline and start
+	// time, within ctx.
+	ServerAvailability(ctx context.Context) (goclient.ServerAvailability, error)
 }
 
 // queueRow is what one scrape read of one queue: its lease health and,
@@ -129,14 +151,19 @@ func NewDatabaseCollector(reader LeaseHealthReader, timeout time.Duration) (*Dat
 		return prometheus.NewDesc(name, help[name].Help, help[name].Labels, nil)
 	}
 	backlog, _ := reader.(BacklogReader)
+	availability, _ := reader.(AvailabilityReader)
 	return &DatabaseCollector{
-		reader:  reader,
-		backlog: backlog,
-		timeout: timeout,
+		reader:       reader,
+		backlog:      backlog,
+		availability: availability,
+		timeline:     desc(DatabaseServerTimeline),
+		started:      desc(DatabaseServerStartTimestampSeconds),
+		timeout:      timeout,
 		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: DatabaseScrapeFailuresTotal,
 			Help: help[DatabaseScrapeFailuresTotal].Help}),
 		gauges: []databaseGauge{
 			{desc: desc(DatabaseReclaimsLastHour), value: func(r queueRow) float64 { return float64(r.health.ReclaimsLastHour) }},
+			{desc: desc(DatabaseFailoverReclaimsLastHour), value: func(r queueRow) float64 { return float64(r.health.FailoverReclaimsLastHour) }},
 			{desc: desc(DatabaseStaleRenewalsLastHour), value: func(r queueRow) float64 { return float64(r.health.StaleRenewalsLastHour) }},
 			{desc: desc(DatabaseStaleReleasesLastHour), value: func(r queueRow) float64 { return float64(r.health.StaleReleasesLastHour) }},
 			{desc: desc(DatabaseExpiredAwaitingReclaim), value: func(r queueRow) float64 { return float64(r.health.ExpiredAwaitingReclaim) }},
@@ -190,6 +217,10 @@ func (c *DatabaseCollector) Describe(ch chan<- *prometheus.Desc) {
 			ch <- g.desc
 		}
 	}
+	if c.availability != nil {
+		ch <- c.timeline
+		ch <- c.started
+	}
 	c.failures.Describe(ch)
 }
 
@@ -200,10 +231,14 @@ func (c *DatabaseCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *DatabaseCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	rows, err := c.read(ctx)
+	rows, server, err := c.read(ctx)
 	if err != nil {
 		c.failures.Inc()
-		rows = nil
+		rows, server = nil, nil
+	}
+	if server != nil {
+		ch <- prometheus.MustNewConstMetric(c.timeline, prometheus.GaugeValue, float64(server.Timeline))
+		ch <- prometheus.MustNewConstMetric(c.started, prometheus.GaugeValue, float64(server.StartedAt.UnixMilli())/1000)
 	}
 	for _, r := range boundQueues(rows, MaxDatabaseQueueSeries) {
 		for _, g := range c.gauges {
@@ -220,16 +255,25 @@ func (c *DatabaseCollector) Collect(ch chan<- prometheus.Metric) {
 
 // read reads the lease health and, from a BacklogReader, the backlog, and
 // joins them by queue: every queue either names has one row, in queue
-// order.
-func (c *DatabaseCollector) read(ctx context.Context) ([]queueRow, error) {
+// order; and, from an AvailabilityReader, the server's availability (nil
+// without one).
+func (c *DatabaseCollector) read(ctx context.Context) ([]queueRow, *goclient.ServerAvailability, error) {
+	var server *goclient.ServerAvailability
+	if c.availability != nil {
+		s, err := c.availability.ServerAvailability(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		server = &s
+	}
 	health, err := c.reader.LeaseHealth(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var backlog []goclient.QueueBacklog
 	if c.backlog != nil {
 		if backlog, err = c.backlog.QueueBacklog(ctx); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	byQueue := make(map[string]*queueRow, len(health))
@@ -254,14 +298,15 @@ func (c *DatabaseCollector) read(ctx context.Context) ([]queueRow, error) {
 		out[i] = *r
 	}
 	slices.SortFunc(out, func(a, b queueRow) int { return cmp.Compare(a.health.Queue, b.health.Queue) })
-	return out, nil
+	return out, server, nil
 }
 
 // activity is how much a queue's health says its workers do: what an
 // operator watches the database gauges for. Only worker logins make it.
 func activity(r queueRow) int64 {
 	h := r.health
-	return h.RunningJobs + h.ExpiredAwaitingReclaim + h.ReclaimsLastHour + h.StaleRenewalsLastHour + h.StaleReleasesLastHour
+	return h.RunningJobs + h.ExpiredAwaitingReclaim + h.ReclaimsLastHour + h.FailoverReclaimsLastHour +
+		h.StaleRenewalsLastHour + h.StaleReleasesLastHour
 }
 
 // backlogSize is how many jobs of a queue wait or failed lately: ranked
@@ -294,6 +339,7 @@ func boundQueues(rows []queueRow, limit int) []queueRow {
 		other.health.ExpiringWithinInterval += h.ExpiringWithinInterval
 		other.health.ExpiredAwaitingReclaim += h.ExpiredAwaitingReclaim
 		other.health.ReclaimsLastHour += h.ReclaimsLastHour
+		other.health.FailoverReclaimsLastHour += h.FailoverReclaimsLastHour
 		other.health.StaleRenewalsLastHour += h.StaleRenewalsLastHour
 		other.health.StaleReleasesLastHour += h.StaleReleasesLastHour
 		other.health.OldestLeaseAge = longest(other.health.OldestLeaseAge, h.OldestLeaseAge)

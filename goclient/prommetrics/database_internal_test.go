@@ -81,7 +81,8 @@ func TestDatabaseCollectorJoinsHealthAndBacklogByQueue(t *testing.T) {
 	}
 	collector, err := NewDatabaseCollector(reader, time.Second)
 	require.NoError(t, err)
-	rows, err := collector.read(context.Background())
+	rows, server, err := collector.read(context.Background())
+	require.Nil(t, server, "a reader that is no AvailabilityReader gives no server gauges")
 	require.NoError(t, err)
 	require.Equal(t, []queueRow{
 		{health: goclient.QueueLeaseHealth{Queue: "a"}, backlog: reader.backlog[0]},
@@ -101,4 +102,67 @@ func TestDatabaseCollectorJoinsHealthAndBacklogByQueue(t *testing.T) {
 	var m dto.Metric
 	require.NoError(t, (<-ch).Write(&m))
 	require.Equal(t, 1.0, m.GetCounter().GetValue())
+}
+
+// availabilityReader is a LeaseHealthReader and AvailabilityReader with
+// fixed answers.
+type availabilityReader struct {
+	backlogReader
+	server    goclient.ServerAvailability
+	serverErr error
+}
+
+// ServerAvailability returns r's server, or its error.
+func (r availabilityReader) ServerAvailability(context.Context) (goclient.ServerAvailability, error) {
+	return r.server, r.serverErr
+}
+
+// A reader of the server's availability adds the two server gauges to the
+// description and the scrape; when that read fails, the scrape counts a
+// failure and exports no gauge at all, per queue or of the server.
+func TestDatabaseCollectorReadsTheServerFromAnAvailabilityReader(t *testing.T) {
+	t.Parallel()
+	reader := availabilityReader{
+		backlogReader: backlogReader{health: []goclient.QueueLeaseHealth{{Queue: "a", FailoverReclaimsLastHour: 2}}},
+		server:        goclient.ServerAvailability{Timeline: 3, StartedAt: time.Unix(1700000000, 500_000_000)},
+	}
+	collector, err := NewDatabaseCollector(reader, time.Second)
+	require.NoError(t, err)
+	descs := make(chan *prometheus.Desc, 100)
+	collector.Describe(descs)
+	close(descs)
+	described := 0
+	for d := range descs {
+		if d == collector.timeline || d == collector.started {
+			described++
+		}
+	}
+	require.Equal(t, 2, described, "both server gauges are described")
+	rows, server, err := collector.read(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, &reader.server, server)
+	require.Equal(t, int64(2), rows[0].health.FailoverReclaimsLastHour)
+	require.Equal(t, int64(2), activity(rows[0]), "a failover reclaim is activity")
+	folded := boundQueues([]queueRow{rows[0], {health: goclient.QueueLeaseHealth{Queue: "b", RunningJobs: 9}}}, 1)
+	require.Equal(t, int64(2), folded[1].health.FailoverReclaimsLastHour, "failover reclaims are summed into the rest")
+
+	ch := make(chan prometheus.Metric, 100)
+	collector.Collect(ch)
+	close(ch)
+	values := map[*prometheus.Desc]float64{}
+	for m := range ch {
+		var out dto.Metric
+		require.NoError(t, m.Write(&out))
+		values[m.Desc()] = out.GetGauge().GetValue()
+	}
+	require.Equal(t, 3.0, values[collector.timeline])
+	require.Equal(t, 1700000000.5, values[collector.started])
+
+	reader.serverErr = errors.New("no server_availability before migration 031")
+	collector, err = NewDatabaseCollector(reader, time.Second)
+	require.NoError(t, err)
+	ch = make(chan prometheus.Metric, 100)
+	collector.Collect(ch)
+	close(ch)
+	require.Len(t, ch, 1, "only the failure counter")
 }

@@ -77,6 +77,26 @@ func databaseMetricNames() []string {
 	return names
 }
 
+// perQueue is whether a database metric is per queue: all but the
+// failure counter and the two server gauges.
+func perQueue(name string) bool {
+	switch name {
+	case prommetrics.DatabaseScrapeFailuresTotal, prommetrics.DatabaseServerTimeline,
+		prommetrics.DatabaseServerStartTimestampSeconds:
+		return false
+	}
+	return true
+}
+
+// unlabelled is the value of a family's one series, which has no label.
+func unlabelled(t *testing.T, f *dto.MetricFamily) float64 {
+	t.Helper()
+	require.NotNil(t, f)
+	require.Len(t, f.GetMetric(), 1, f.GetName())
+	require.Empty(t, f.GetMetric()[0].GetLabel(), f.GetName())
+	return f.GetMetric()[0].GetGauge().GetValue()
+}
+
 // setPolicy sets a queue's lease policy with a superuser call.
 func setPolicy(t *testing.T, admin *pgxpool.Pool, queue, lease, interval string) {
 	t.Helper()
@@ -411,7 +431,7 @@ func TestDatabaseCollectorBoundsTheSeriesProducersCanCreate(t *testing.T) {
 	families := parseScrape(t, scrapeText(t, reg))
 	require.Zero(t, failures(t, families))
 	for _, name := range databaseMetricNames() {
-		if name == prommetrics.DatabaseScrapeFailuresTotal {
+		if !perQueue(name) {
 			continue
 		}
 		require.Len(t, byQueue(t, families[name]), prommetrics.MaxDatabaseQueueSeries+1, name)
@@ -428,4 +448,58 @@ func TestDatabaseCollectorBoundsTheSeriesProducersCanCreate(t *testing.T) {
 	require.Equal(t, 6.0, queued[prommetrics.OtherQueuesLabel], "the waiting jobs of the queues summed into the rest")
 	require.Equal(t, 1.0, queued["flood.q000"])
 	require.Zero(t, queued[busy], "its one job runs")
+}
+
+// Issue 36, item 2: a claim lost with the database (played by moving the
+// claim's time before the server's start) is reclaimed without costing an
+// attempt, and the collector shows it apart: a failover reclaim, not a
+// reclaim. Over an Admin it also exports the server's timeline and start
+// time, and its read records a restart (played by moving the start time
+// the bundle saw) as control evidence, once.
+func TestDatabaseCollectorShowsFailoverReclaimsAndTheServer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	admin := db.Pool(t)
+	const queue = "etl.failover"
+	setPolicy(t, admin, queue, "30 s", "10 s")
+	_, err := db.LoginPool(t, "durable_job_producer").Exec(ctx, `SELECT durable_jobs.enqueue_job($1, '{}'::jsonb)`, queue)
+	require.NoError(t, err)
+	worker := db.LoginPool(t, "durable_job_worker")
+	lost := claimSQL(t, worker, queue, "failover-owner-a")
+	_, err = admin.Exec(ctx, `UPDATE durable_jobs.job_record
+		SET lease_claimed_at = pg_postmaster_start_time() - interval '1 second',
+		    lease_expires_at = statement_timestamp() - interval '1 second',
+		    lease_expiry_floor = statement_timestamp() - interval '1 second'
+		WHERE job_record_id = $1`, lost.id)
+	require.NoError(t, err)
+	again := claimSQL(t, worker, queue, "failover-owner-b")
+	require.Equal(t, lost.id, again.id)
+	_, err = admin.Exec(ctx, `UPDATE durable_jobs.server_timeline_state SET server_started_at = server_started_at - interval '1 hour'`)
+	require.NoError(t, err)
+
+	auditor, err := goclient.NewAdmin(db.LoginPool(t, "durable_job_auditor"))
+	require.NoError(t, err)
+	collector, err := prommetrics.NewDatabaseCollector(auditor, 5*time.Second)
+	require.NoError(t, err)
+	reg := prometheus.NewRegistry()
+	require.NoError(t, reg.Register(collector))
+	families := parseScrape(t, scrapeText(t, reg))
+	require.Zero(t, failures(t, families))
+	require.Equal(t, map[string]float64{"*": 0, queue: 1}, byQueue(t, families[prommetrics.DatabaseFailoverReclaimsLastHour]))
+	require.Equal(t, map[string]float64{"*": 0, queue: 0}, byQueue(t, families[prommetrics.DatabaseReclaimsLastHour]),
+		"a failover reclaim is no reclaim")
+
+	var timeline int64
+	var started time.Time
+	require.NoError(t, admin.QueryRow(ctx, `SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint,
+		pg_postmaster_start_time()`).Scan(&timeline, &started))
+	require.Equal(t, float64(timeline), unlabelled(t, families[prommetrics.DatabaseServerTimeline]))
+	require.InDelta(t, float64(started.UnixMilli())/1000, unlabelled(t, families[prommetrics.DatabaseServerStartTimestampSeconds]), 0.001)
+
+	parseScrape(t, scrapeText(t, reg))
+	var restarts int64
+	require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM durable_jobs.control_evidence_history(NULL)
+		WHERE evidence_kind = 'server_restarted'`).Scan(&restarts))
+	require.EqualValues(t, 1, restarts, "the scrape recorded the restart, and the next one nothing more")
 }

@@ -42,6 +42,19 @@ const (
 	// DatabaseReclaimsLastHour is how many expired leases the database saw
 	// reclaimed in the last hour, per queue (DatabaseCollector).
 	DatabaseReclaimsLastHour = "leasefence_database_reclaims_last_hour"
+	// DatabaseFailoverReclaimsLastHour is how many claims lost with the
+	// database (the server restarted or was promoted since the claim) the
+	// database saw reclaimed in the last hour without costing their job an
+	// attempt, per queue (DatabaseCollector; apart from
+	// DatabaseReclaimsLastHour).
+	DatabaseFailoverReclaimsLastHour = "leasefence_database_failover_reclaims_last_hour"
+	// DatabaseServerTimeline is the WAL timeline the server writes on, 0 on
+	// a standby; it rises with every promotion (DatabaseCollector, from an
+	// AvailabilityReader).
+	DatabaseServerTimeline = "leasefence_database_server_timeline"
+	// DatabaseServerStartTimestampSeconds is when the server last started,
+	// as Unix seconds (DatabaseCollector, from an AvailabilityReader).
+	DatabaseServerStartTimestampSeconds = "leasefence_database_server_start_timestamp_seconds"
 	// DatabaseStaleRenewalsLastHour is how many renewals the database
 	// answered "stale" in the last hour, per queue (DatabaseCollector).
 	// Queue "*" holds those not charged to a queue: renewals of unknown jobs
@@ -142,6 +155,9 @@ var Metrics = []Metric{
 	{Name: DatabaseReclaimsLastHour, Type: "gauge", FromDatabase: true,
 		Help:   "Expired leases reclaimed in the last hour, as the database counts them, by queue.",
 		Labels: []string{LabelQueue}},
+	{Name: DatabaseFailoverReclaimsLastHour, Type: "gauge", FromDatabase: true,
+		Help:   "Claims lost with the database (server restarted or promoted since the claim) reclaimed in the last hour without costing an attempt, by queue.",
+		Labels: []string{LabelQueue}},
 	{Name: DatabaseStaleRenewalsLastHour, Type: "gauge", FromDatabase: true,
 		Help:   "Renewals the database answered stale in the last hour, by queue (queue * holds those of unknown jobs and of jobs the renewing login did not claim last).",
 		Labels: []string{LabelQueue}},
@@ -169,8 +185,12 @@ var Metrics = []Metric{
 	{Name: DatabaseOldestDueJobAgeSeconds, Type: "gauge", FromDatabase: true,
 		Help:   "How long the oldest due QUEUED or RETRY_SCHEDULED job has waited by database time, in seconds, by queue; 0 when none is due.",
 		Labels: []string{LabelQueue}},
+	{Name: DatabaseServerTimeline, Type: "gauge", FromDatabase: true,
+		Help: "WAL timeline the database server writes on (a promotion raises it); 0 on a standby."},
+	{Name: DatabaseServerStartTimestampSeconds, Type: "gauge", FromDatabase: true,
+		Help: "When the database server last started, as Unix seconds."},
 	{Name: DatabaseScrapeFailuresTotal, Type: "counter", FromDatabase: true,
-		Help: "Scrapes whose database lease health or backlog read failed or timed out; such a scrape exports no database gauge."},
+		Help: "Scrapes whose database lease health, backlog or availability read failed or timed out; such a scrape exports no database gauge."},
 }
 
 // unavailableReasons is every goclient.UnavailableReason as a label value.

@@ -8,6 +8,15 @@
 -- from, newest first. They name the files as they were then; each
 -- migration's frozen SQL under sql/migrations holds the whole text.
 
+-- Notes of migration 031 (audit.sql in its frozen SQL):
+--
+-- Only lease_health_by_queue changes: it gains failover_reclaims_last_hour
+-- (a new result column: 031 drops the function first), the claims lost
+-- with the database that migration 029 reclaims without charging an
+-- attempt and tallies as failover_reclaim. reclaims_last_hour still counts
+-- the other reclaims only, so a failover no longer hides among ordinary
+-- reclaims, nor is invisible.
+
 -- Notes of migration 016 (audit_v5.sql in its frozen SQL):
 --
 -- audit v5 (migration 016; 012 installs audit_v4.sql): only
@@ -128,7 +137,8 @@ GRANT EXECUTE ON FUNCTION durable_jobs.lease_outcome_totals(timestamp with time 
 
 -- lease_health_by_queue: one row per queue that has a policy or a job:
 -- running jobs, leases expiring within one renewal interval, expired leases
--- still RUNNING (awaiting reclaim), reclaims, stale renewals and stale
+-- still RUNNING (awaiting reclaim), reclaims, failover reclaims (claims
+-- lost with the database, which cost no attempt), stale renewals and stale
 -- releases in the last hour (tallies summed over every backend's rows, each
 -- stale call under the queue it was charged to when counted: '*' holds
 -- those of unknown jobs and of jobs the calling login did not claim last,
@@ -137,7 +147,8 @@ GRANT EXECUTE ON FUNCTION durable_jobs.lease_outcome_totals(timestamp with time 
 -- whatever the caller's TimeZone.
 CREATE OR REPLACE FUNCTION durable_jobs.lease_health_by_queue()
 RETURNS TABLE (queue_name text, running_jobs bigint, expiring_within_interval bigint,
-               expired_awaiting_reclaim bigint, reclaims_last_hour bigint, stale_renewals_last_hour bigint,
+               expired_awaiting_reclaim bigint, reclaims_last_hour bigint, failover_reclaims_last_hour bigint,
+               stale_renewals_last_hour bigint,
                stale_releases_last_hour bigint, oldest_lease_age interval, database_time timestamptz)
 LANGUAGE sql
 STABLE
@@ -173,6 +184,7 @@ BEGIN ATOMIC
     tallies AS (
         SELECT t.queue_name,
                pg_catalog.sum(t.outcome_count) FILTER (WHERE t.outcome_kind = 'reclaim') AS reclaims,
+               pg_catalog.sum(t.outcome_count) FILTER (WHERE t.outcome_kind = 'failover_reclaim') AS failover_reclaims,
                pg_catalog.sum(t.outcome_count) FILTER (WHERE t.outcome_kind = 'stale_renewal') AS stale_renewals,
                pg_catalog.sum(t.outcome_count) FILTER (WHERE t.outcome_kind = 'stale_release') AS stale_releases
         FROM durable_jobs.lease_outcome_tally t
@@ -182,7 +194,8 @@ BEGIN ATOMIC
     )
     SELECT e.queue_name,
            COALESCE(ru.running_jobs, 0), COALESCE(ru.expiring_soon, 0), COALESCE(ru.expired, 0),
-           COALESCE(ta.reclaims, 0)::bigint, COALESCE(ta.stale_renewals, 0)::bigint,
+           COALESCE(ta.reclaims, 0)::bigint, COALESCE(ta.failover_reclaims, 0)::bigint,
+           COALESCE(ta.stale_renewals, 0)::bigint,
            COALESCE(ta.stale_releases, 0)::bigint,
            r.read_time - ru.oldest_claim, r.read_time
     FROM effective e

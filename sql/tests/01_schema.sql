@@ -4,7 +4,7 @@
 -- writes a job.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(216);
+SELECT plan(220);
 
 -- Schema, type, tables -------------------------------------------------------
 
@@ -23,8 +23,8 @@ SELECT types_are('durable_jobs', ARRAY['job_status_kind'],
 SELECT tables_are('durable_jobs',
     ARRAY['job_record', 'job_payload_record', 'job_outcome_ledger', 'queue_lease_policy',
           'control_evidence_record', 'lease_outcome_tally', 'queue_retention_policy', 'change_control_setting',
-          'evidence_order_lock', 'job_action_record', 'pending_change'],
-    'the schema holds exactly the eleven private tables of the bundle (change_control_setting from migration 015, evidence_order_lock from 024, job_action_record and pending_change from 026)');
+          'evidence_order_lock', 'job_action_record', 'pending_change', 'server_timeline_state'],
+    'the schema holds exactly the twelve private tables of the bundle (change_control_setting from migration 015, evidence_order_lock from 024, job_action_record and pending_change from 026, server_timeline_state from 031)');
 SELECT views_are('durable_jobs', ARRAY[]::name[], 'the schema has no views');
 SELECT sequences_are('durable_jobs',
     ARRAY['job_record_job_record_id_seq', 'job_outcome_ledger_job_outcome_record_id_seq',
@@ -179,6 +179,9 @@ SELECT set_eq(
              ('durable_jobs.change_control_setting', 'change_control_setting_proposal_lifetime', 'c'),
              ('durable_jobs.evidence_order_lock', 'evidence_order_lock_pkey', 'p'),
              ('durable_jobs.evidence_order_lock', 'evidence_order_lock_single', 'c'),
+             ('durable_jobs.server_timeline_state', 'server_timeline_state_pkey', 'p'),
+             ('durable_jobs.server_timeline_state', 'server_timeline_state_single', 'c'),
+             ('durable_jobs.server_timeline_state', 'server_timeline_state_timeline', 'c'),
              ('durable_jobs.job_action_record', 'job_action_record_pkey', 'p'),
              ('durable_jobs.job_action_record', 'job_action_record_kind', 'c'),
              ('durable_jobs.job_action_record', 'job_action_record_job', 'f'),
@@ -280,8 +283,9 @@ SELECT functions_are('durable_jobs',
           'replay_job_recorded', 'record_job_action', 'operator_job_actions', 'control_evidence_mismatches',
           'job_status_mismatches', 'processing_counts', 'require_valid_change_control', 'set_maker_checker', 'approved_proposer',
           'propose_change', 'decide_change', 'approve_change', 'reject_change', 'pending_changes',
-          'wake_queue_workers', 'wake_queue_workers_after_insert', 'queue_next_due_in', 'queue_backlog'],
-    'the schema holds exactly the contract functions, the wake-ups (027), the backlog (028), the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue, change control (015), the partial policy change and the rule functions (016), the control-table evidence, operator action trail, audit and maker-checker functions (026) and the private helpers');
+          'wake_queue_workers', 'wake_queue_workers_after_insert', 'queue_next_due_in', 'queue_backlog',
+          'server_availability'],
+    'the schema holds exactly the contract functions, the wake-ups (027), the backlog (028), server_availability (031), the audit, deployment and retention functions, the evidence functions of the evidence-chain migration, the operator views, batch enqueue, change control (015), the partial policy change and the rule functions (016), the control-table evidence, operator action trail, audit and maker-checker functions (026) and the private helpers');
 
 CREATE TEMP TABLE expected_signature (
     function_name   name PRIMARY KEY,
@@ -337,8 +341,11 @@ INSERT INTO expected_signature VALUES
  ('record_deployment_version', '{text,text}', 'p_deployment_version text, p_change_reason text',
   'void', 'durable_job_policy_owner'),
  ('lease_health_by_queue', '{}', '',
-  'TABLE(queue_name text, running_jobs bigint, expiring_within_interval bigint, expired_awaiting_reclaim bigint, reclaims_last_hour bigint, stale_renewals_last_hour bigint, stale_releases_last_hour bigint, oldest_lease_age interval, database_time timestamp with time zone)',
+  'TABLE(queue_name text, running_jobs bigint, expiring_within_interval bigint, expired_awaiting_reclaim bigint, reclaims_last_hour bigint, failover_reclaims_last_hour bigint, stale_renewals_last_hour bigint, stale_releases_last_hour bigint, oldest_lease_age interval, database_time timestamp with time zone)',
   'durable_job_audit_owner'),
+ ('server_availability', '{}', '',
+  'TABLE(server_timeline bigint, timeline_seen_at timestamp with time zone, previous_timeline bigint, server_started_at timestamp with time zone, in_recovery boolean, database_time timestamp with time zone)',
+  'durable_job_policy_owner'),
  ('queue_backlog', '{}', '',
   'TABLE(queue_name text, queued bigint, running bigint, retry_scheduled bigint, failed_last_hour bigint, oldest_due_age interval, database_time timestamp with time zone)',
   'durable_job_audit_owner'),
@@ -540,7 +547,7 @@ SELECT is_empty(
             ELSE ARRAY['search_path=pg_catalog, pg_temp'] END$$,
     'every function in the schema, helpers included, sets exactly search_path = pg_catalog, pg_temp, plus TimeZone = UTC where it does time arithmetic, enable_seqscan = off where it must read only the rows it counts (queue_backlog, 028), lock_timeout where it takes the evidence lock and (migration 024) the four output settings where it renders durations into evidence; only the seven inlined rule functions of migrations 016 and 021 set nothing');
 SELECT is((SELECT count(*)::integer FROM pg_proc p WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef),
-          60, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), release_job_claims (migration 023), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) and lock_evidence_order and set_change_reason_pattern (migration 024) and the twelve of migration 026 (the cancel_job, replay_job, set_queue_retention_policy and erase_job_payload overloads with a change record, continue_evidence_chain, the two control-table evidence triggers, record_job_action, operator_job_actions, control_evidence_mismatches, job_status_mismatches and processing_counts) and the six maker-checker functions of 026 (set_maker_checker, approved_proposer, propose_change, approve_change, reject_change, pending_changes) and queue_next_due_in (migration 027) and queue_backlog (migration 028) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
+          61, 'exactly the twenty contract, audit and deployment functions, complete_jobs (migration 008), release_job_claims (migration 023), the four retention functions, the six definer functions of the evidence-chain migration (the structured set_queue_lease_policy overload, record_deployment, record_policy_change, control_evidence_chain, control_evidence_records, policy_evidence_mismatches) the two operator views, enqueue_jobs, change_control and set_change_control (migration 015) and update_queue_lease_policy (migration 016) and lock_evidence_order and set_change_reason_pattern (migration 024) and the twelve of migration 026 (the cancel_job, replay_job, set_queue_retention_policy and erase_job_payload overloads with a change record, continue_evidence_chain, the two control-table evidence triggers, record_job_action, operator_job_actions, control_evidence_mismatches, job_status_mismatches and processing_counts) and the six maker-checker functions of 026 (set_maker_checker, approved_proposer, propose_change, approve_change, reject_change, pending_changes) and queue_next_due_in (migration 027) and queue_backlog (migration 028) and server_availability (migration 031) are SECURITY DEFINER (raise_generation_to_floor of migration 011 was dropped by 017)');
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'durable_jobs'::regnamespace AND p.prosecdef

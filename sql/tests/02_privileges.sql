@@ -4,7 +4,7 @@
 -- renewal owner none on payloads; no bundle role can log in or escalate.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(714);
+SELECT plan(719);
 
 -- Which runtime role may execute which function. record_deployment_version
 -- is not a runtime function: only the role that applied the bundle runs it.
@@ -34,6 +34,7 @@ INSERT INTO expected_execute VALUES
  ('record_deployment_version', '{text,text}', '{}'),
  ('lease_health_by_queue', '{}', '{durable_job_auditor,durable_job_operator}'),
  ('queue_backlog', '{}', '{durable_job_auditor,durable_job_operator}'),
+ ('server_availability', '{}', '{durable_job_auditor,durable_job_operator}'),
  ('queue_lease_policies', '{}', '{durable_job_auditor,durable_job_operator}'),
  ('control_evidence_history', '{timestamptz}', '{durable_job_auditor,durable_job_operator}'),
  ('lease_outcome_totals', '{timestamptz}', '{durable_job_auditor,durable_job_operator}'),
