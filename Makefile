@@ -15,6 +15,15 @@
 # with gotestsum's summary of every run, whose last line is
 # "DONE N tests[, N skipped][, N failures] in ..."; the coverage figures come
 # just before it.
+#
+# bench/ is a module of its own (github.com/mightyetl/leasefence/bench): the
+# benchmarks (make bench) and the reliability campaign (bench/campaign, make
+# soak), tools that a user of the main module neither fetches nor lists.
+# go.work joins it to the main module in this checkout, so the commands
+# here run from the repository root; go list ./... at the root still lists
+# the main module alone. bench may import the main module's internal
+# packages (the throwaway PostgreSQL of internal/pglocal and
+# internal/testdb): Go's internal rule goes by import path.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -44,7 +53,7 @@ GATED_PACKAGES := ./audit ./controls ./evidence ./internal/demo ./internal/textf
 
 # What make deps checks and installs (Debian package names).
 # chromium renders the demo's HTML timeline in its test; faketime moves the
-# database clock in the reliability campaign (internal/campaign); pgaudit and
+# database clock in the reliability campaign (bench/campaign); pgaudit and
 # pg_cron are loaded by the transport tests (internal/transport: the tested
 # pgaudit configuration, the retention purge scheduled in pg_cron);
 # openssh-client's ssh-keygen makes the test keys and verifies signed
@@ -93,7 +102,10 @@ deps:
 	@for lib in pgaudit pg_cron; do \
 	  test -f "/usr/lib/postgresql/15/lib/$$lib.so" || { echo "make deps: the PostgreSQL library $$lib is still missing after the install" >&2; exit 1; }; \
 	done
-	go mod download
+	@# Each module by its own go.mod (in the go.work workspace go mod download
+	@# would fetch every module of the joined graph, most never built).
+	GOWORK=off go mod download
+	cd bench && GOWORK=off go mod download
 
 # The small Go program make test drives (built once, into bin/).
 tools:
@@ -105,15 +117,17 @@ test: deps tools
 	$(MAKE) --no-print-directory lint || echo "make lint" >>$(FAILED)
 	@# Each step below runs even when an earlier one failed, so one run shows
 	@# every problem; a failed step is noted in $(FAILED) and fails make at the end.
-	@# Every package except goclient and the gated ones. cmd/leasectl's tests
-	@# build the binary with -cover, run it with GOCOVERDIR, and write the
-	@# merged profile to LEASECTL_COVERPROFILE (the hook for the leasectl gate
-	@# below).
+	@# Every package except goclient and the gated ones, and the bench
+	@# module's (./bench/...: the benchmarks' tests, never the benchmarks
+	@# themselves, and the reliability campaign's), in one go test through
+	@# go.work. cmd/leasectl's tests build the binary with -cover, run it
+	@# with GOCOVERDIR, and write the merged profile to LEASECTL_COVERPROFILE
+	@# (the hook for the leasectl gate below).
 	LEASECTL_COVERPROFILE=$(CURDIR)/$(COVERAGE_DIR)/leasectl.out \
 	LEASEFENCE_SQL_COVERAGE_REPORT=$(CURDIR)/$(COVERAGE_DIR)/sql.txt \
 	  $(GOTESTSUM) --jsonfile $(COVERAGE_DIR)/tests-all.json -- $(GO_TEST_FLAGS) \
-	  $$(go list ./... | grep -v '^$(MODULE)/goclient\(/\|$$\)' | grep -vxF "$$(go list $(GATED_PACKAGES))") \
-	  || echo "go test of every package but goclient and the gated ones" >>$(FAILED)
+	  $$(go list ./... | grep -v '^$(MODULE)/goclient\(/\|$$\)' | grep -vxF "$$(go list $(GATED_PACKAGES))") ./bench/... \
+	  || echo "go test of every package but goclient and the gated ones, and of ./bench/..." >>$(FAILED)
 	@# The gated packages, each measured by its own tests.
 	$(GOTESTSUM) --jsonfile $(COVERAGE_DIR)/tests-gated.json -- $(GO_TEST_FLAGS) \
 	  -coverprofile=$(COVERAGE_DIR)/packages.out $(GATED_PACKAGES) \
@@ -176,22 +190,26 @@ bench: deps
 	go run ./bench/cmd/leasebench -time $(BENCH_TIME) -out bench
 
 # gofmt, go vet, staticcheck (pinned in go.mod as a tool) and a go.mod and
-# go.sum that go mod tidy would not change. Zero findings, or make lint fails.
+# go.sum that go mod tidy would not change, for the main module and the
+# bench module alike. Zero findings, or make lint fails.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	go vet ./...
-	go tool staticcheck ./...
+	go vet ./... ./bench/...
+	go tool staticcheck ./... ./bench/...
 	@go mod tidy -diff || { echo "make lint: go.mod or go.sum is not tidy: run go mod tidy" >&2; exit 1; }
-	@# The River peer of make bench is a module of its own (the main module never depends on River).
-	cd bench/peers/river && go vet ./...
-	@cd bench/peers/river && { go mod tidy -diff || { echo "make lint: bench/peers/river/go.mod is not tidy" >&2; exit 1; }; }
+	@cd bench && { go mod tidy -diff || { echo "make lint: bench/go.mod or bench/go.sum is not tidy: run go mod tidy in bench" >&2; exit 1; }; }
+	@# The River peer of make bench is a module of its own (the main module never depends on River),
+	@# outside go.work (its newer dependencies would raise the versions the main module's tests run with).
+	cd bench/peers/river && GOWORK=off go vet ./...
+	@cd bench/peers/river && { GOWORK=off go mod tidy -diff || { echo "make lint: bench/peers/river/go.mod is not tidy" >&2; exit 1; }; }
 
-# The reliability campaign, as long as asked; exits 1 on any violation.
+# The reliability campaign (bench/campaign), as long as asked; exits 1 on
+# any violation.
 OPS  ?= 5000
 SEED ?= 1
 soak:
-	@go run ./internal/campaign/soak -ops $(OPS) -seed $(SEED)
+	@go run ./bench/campaign/soak -ops $(OPS) -seed $(SEED)
 
 # The high-availability soak (internal/hatest, build tag hasoak; issue 36):
 # for each mode of HA_SOAK_MODES a fresh etcd and two-member Patroni cluster

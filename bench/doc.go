@@ -73,4 +73,11 @@
 // benchmarks.
 // The hand-written reading of the figures is notes.md, which RESULTS.md
 // ends with.
+//
+// bench/ is a module of its own (github.com/mightyetl/leasefence/bench),
+// holding this package, cmd/leasebench and the reliability campaign
+// (./campaign), so that the main module's users neither fetch nor list
+// them; the repository's go.work joins it to the main module, whose
+// internal packages (internal/pglocal, internal/testdb) it imports. The
+// River peer (peers/river) is a module outside go.work.
 package bench

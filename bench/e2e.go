@@ -242,6 +242,10 @@ func buildRiverPeer(ctx context.Context, peers string) (string, error) {
 	bin := filepath.Join(dir, "riverpeer")
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
 	cmd.Dir = filepath.Join(peers, "river")
+	// The peer is not in the repository's go.work (River's dependencies
+	// would raise the versions the main module builds with), so it builds
+	// by its own go.mod alone.
+	cmd.Env = append(os.Environ(), "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		_ = os.RemoveAll(dir)
 		return "", fmt.Errorf("build the River peer in %s: %v\n%s", cmd.Dir, err, out)

@@ -4,5 +4,7 @@
 // a program outside the module imports: anything but internal/, cmd/,
 // examples/, bench/, scripts/ and the test-only packages) imports an
 // internal one. It has no code of its own; its test reads the import graph
-// with go list and fails on any import the rules do not allow.
+// with go list (of the main module and the bench module, which go.work
+// joins) and fails on any import the rules do not allow, and on a bench or
+// campaign package among the main module's own.
 package layering

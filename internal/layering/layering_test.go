@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -46,9 +48,11 @@ var testOnly = []string{"internal/testdb", "internal/demo/demotest"}
 
 // notPublic are the rooms whose packages a program outside the module does
 // not import: commands, the example worker module, the benchmarks and the
-// coverage gate script (tools; the benchmarks share internal/pglocal with
-// the tests). Everything else, bar the internal packages and testOnly, is
-// public: part of what a user of the module imports.
+// reliability campaign (bench, a module of its own beside the main one) and
+// the coverage gate script (tools; the benchmarks and the campaign share
+// internal/pglocal and internal/testdb with the tests). Everything else,
+// bar the internal packages and testOnly, is public: part of what a user
+// of the module imports.
 var notPublic = []string{"cmd", "examples", "bench", "scripts"}
 
 // public says whether the package at path (relative to the module) is one
@@ -102,15 +106,41 @@ func violations(pkgs []pkg) []string {
 	return out
 }
 
-// modulePackages lists the module's packages with go list.
-func modulePackages(t *testing.T) []pkg {
+// root is the repository's root: the main module's folder, which holds
+// go.work and the bench module's folder.
+const root = "../.."
+
+// goCommand runs the go command in the repository's root with GOWORK set
+// to gowork ("off": the main module alone, as a user of it builds it; the
+// path of go.work: the workspace of this checkout) and returns its output.
+func goCommand(t *testing.T, gowork string, args ...string) []byte {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-json=ImportPath,Imports,TestImports,XTestImports", module+"/...").Output()
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOWORK="+gowork)
+	out, err := cmd.Output()
 	var exitErr *exec.ExitError
 	if errors.As(err, &exitErr) {
-		t.Fatalf("go list: %v\n%s", err, exitErr.Stderr)
+		t.Fatalf("GOWORK=%s go %s: %v\n%s", gowork, strings.Join(args, " "), err, exitErr.Stderr)
 	}
 	require.NoError(t, err)
+	return out
+}
+
+// workspace is the GOWORK of this checkout: its go.work.
+func workspace(t *testing.T) string {
+	t.Helper()
+	work, err := filepath.Abs(filepath.Join(root, "go.work"))
+	require.NoError(t, err)
+	return work
+}
+
+// modulePackages lists the packages of the main module and of the bench
+// module (the benchmarks and the campaign: tools, but held to the same
+// rules) with go list in the workspace.
+func modulePackages(t *testing.T) []pkg {
+	t.Helper()
+	out := goCommand(t, workspace(t), "list", "-json=ImportPath,Imports,TestImports,XTestImports", "./...", "./bench/...")
 	var pkgs []pkg
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for {
@@ -152,7 +182,7 @@ func TestEveryImportIsOneTheLayoutAllows(t *testing.T) {
 	for room := range may {
 		require.Contains(t, paths, room)
 	}
-	for _, room := range append(testOnly, "cmd/leasectl") {
+	for _, room := range append(testOnly, "cmd/leasectl", "bench", "bench/campaign") {
 		require.Contains(t, paths, room)
 	}
 	// The public rule covers the packages a user imports, and only those.
@@ -160,7 +190,7 @@ func TestEveryImportIsOneTheLayoutAllows(t *testing.T) {
 		require.True(t, public(room), room)
 	}
 	for _, room := range append(testOnly, "cmd/leasectl", "internal/demo", "internal/controls", "examples/etlworker",
-		"bench", "bench/cmd/leasebench", "scripts/covergate", "goclient/internal/x") {
+		"bench", "bench/cmd/leasebench", "bench/campaign", "bench/campaign/worker", "scripts/covergate", "goclient/internal/x") {
 		require.False(t, public(room), room)
 	}
 	require.Empty(t, violations(pkgs), "imports the layout does not allow (README, Layout)")
@@ -175,7 +205,7 @@ func TestViolationsNamesEachForbiddenImport(t *testing.T) {
 		{Path: "audit", Imports: []string{"internal/demo"}, Tests: []string{"internal/testdb"}},
 		{Path: "sql/newroom", Imports: []string{"sql", "goclient/internal/wire"}},
 		{Path: "bench", Imports: []string{"internal/pglocal"}},
-		{Path: "internal/campaign", Imports: []string{"internal/testdb"}, Tests: []string{"internal/demo"}},
+		{Path: "bench/campaign", Imports: []string{"internal/testdb"}, Tests: []string{"internal/demo"}},
 		{Path: "internal/demo/demotest", Imports: []string{"internal/testdb"}},
 		{Path: "cmd/leasectl", Imports: []string{"internal/demo", "audit", "evidence"}, Tests: []string{"internal/demo/demotest"}},
 	})
@@ -188,7 +218,48 @@ func TestViolationsNamesEachForbiddenImport(t *testing.T) {
 		"audit imports internal/demo: it may import only [controls sql]",
 		"audit imports internal/demo: only cmd/leasectl may",
 		"sql/newroom imports goclient/internal/wire: a public package imports nothing internal",
-		"internal/campaign imports internal/testdb, which only tests may import",
-		"internal/campaign imports internal/demo: only cmd/leasectl may",
+		"bench/campaign imports internal/testdb, which only tests may import",
+		"bench/campaign imports internal/demo: only cmd/leasectl may",
 	}, got)
+}
+
+// TestToolsAreNotPackagesOfTheModule: the benchmarks and the reliability
+// campaign are a module of their own (bench/go.mod), so that a user's go
+// get and go list ./... of the main module carry neither (issue 35). go
+// list ./... in the root lists no bench or campaign package, neither as a
+// user of the module sees it (GOWORK=off) nor in this checkout, whose
+// go.work joins the two modules. And joining them changes no version the
+// main module builds with: were bench to require a newer version of a
+// dependency, the main module's tests in this checkout would run with a
+// version its users do not get.
+func TestToolsAreNotPackagesOfTheModule(t *testing.T) {
+	t.Parallel()
+	work := workspace(t)
+	for _, gowork := range []string{"off", work} {
+		paths := strings.Fields(string(goCommand(t, gowork, "list", "./...")))
+		require.Contains(t, paths, module+"/goclient", "GOWORK=%s", gowork)
+		for _, path := range paths {
+			rel := strings.TrimPrefix(path, module)
+			require.False(t, rel == "/bench" || strings.HasPrefix(rel, "/bench/") || strings.Contains(rel, "campaign"),
+				"GOWORK=%s go list ./... lists %s: bench/ and its campaign must stay a module of their own", gowork, path)
+		}
+	}
+	// The module and version of each package the main module's packages
+	// and their tests build with.
+	versions := func(gowork string) map[string]string {
+		v := map[string]string{}
+		out := goCommand(t, gowork, "list", "-deps", "-test", "-f", "{{with .Module}}{{.Path}} {{.Version}}{{end}}", "./...")
+		for line := range strings.Lines(string(out)) {
+			if f := strings.Fields(line); len(f) == 2 {
+				v[f[0]] = f[1]
+			}
+		}
+		return v
+	}
+	alone, joined := versions("off"), versions(work)
+	require.Contains(t, alone, "github.com/jackc/pgx/v5")
+	for path, version := range alone {
+		require.Equal(t, version, joined[path],
+			"go.work selects another version of %s than the main module alone: bench/go.mod requires a newer one", path)
+	}
 }

@@ -14,8 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/mightyetl/leasefence/bench/campaign"
 	"github.com/mightyetl/leasefence/goclient"
-	"github.com/mightyetl/leasefence/internal/campaign"
 )
 
 func main() {

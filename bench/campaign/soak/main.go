@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mightyetl/leasefence/internal/campaign"
+	"github.com/mightyetl/leasefence/bench/campaign"
 )
 
 func main() { os.Exit(run()) }

@@ -138,7 +138,7 @@ func (r Result) ViolationKinds() []string {
 // BuildWorker builds the worker program into dir and returns its path.
 func BuildWorker(ctx context.Context, dir string) (string, error) {
 	out := filepath.Join(dir, "campaign-worker")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "github.com/mightyetl/leasefence/internal/campaign/worker")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "github.com/mightyetl/leasefence/bench/campaign/worker")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build of the campaign worker: %v\n%s", err, b)
 	}
