@@ -389,12 +389,21 @@ func (c *cluster) switchover(from, to *member) {
 	c.t.Helper()
 	body, err := json.Marshal(map[string]string{"leader": from.name, "candidate": to.name})
 	require.NoError(c.t, err)
-	resp, err := (&http.Client{Timeout: 60 * time.Second}).Post(
-		fmt.Sprintf("http://127.0.0.1:%d/switchover", from.restPort), "application/json", bytes.NewReader(body))
-	require.NoError(c.t, err)
-	text, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Equal(c.t, http.StatusOK, resp.StatusCode, "switchover: %s", text)
+	// Patroni refuses (412, "no good candidates") until its own view of
+	// the candidate, refreshed every loop_wait, shows it streaming within
+	// maximum_lag_on_failover: just after a replica rejoined it may not.
+	var status int
+	var text []byte
+	c.waitFor(30*time.Second, "Patroni to accept the switchover", func() bool {
+		resp, err := (&http.Client{Timeout: 60 * time.Second}).Post(
+			fmt.Sprintf("http://127.0.0.1:%d/switchover", from.restPort), "application/json", bytes.NewReader(body))
+		require.NoError(c.t, err)
+		text, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		status = resp.StatusCode
+		return status != http.StatusPreconditionFailed
+	})
+	require.Equal(c.t, http.StatusOK, status, "switchover: %s", text)
 	c.waitFor(60*time.Second, to.name+" to lead", func() bool { return c.role(to) == "primary" })
 }
 

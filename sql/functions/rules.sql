@@ -18,7 +18,7 @@
 -- SECURITY DEFINER, no SET, not STRICT, so PostgreSQL inlines them; EXECUTE
 -- for the definer roles only. job_record's CHECK
 -- job_record_failure_reason_code_format keeps its literal, as the queue
--- name's CHECKs do (rules.sql says why); sql/tests/25_rules.sql checks that
+-- name's CHECKs do (rules.sql says why); sql/tests/03_rules.sql checks that
 -- it, the rule and require_well_formed answer every edge case as the
 -- contract's pattern does.
 
@@ -44,7 +44,7 @@
 -- exactly when it matches ^[A][B]*$ (then every character is one byte)
 -- and has at most n + 1 bytes. The byte length is tested first (a value
 -- longer than any name is refused without running the regex). NULL in,
--- NULL out, as before. sql/tests/25_rules.sql checks the answers against
+-- NULL out, as before. sql/tests/03_rules.sql checks the answers against
 -- the contract's patterns on every edge case; goclient's
 -- TestGoCopiesOfTheRulesEqualTheDatabaseRules on 2,000 random names.
 -- Everything else about them (inlined, no SECURITY DEFINER, no SET, the
@@ -58,7 +58,7 @@
 -- Each is LANGUAGE sql with a body bound at creation (RETURN / BEGIN
 -- ATOMIC), not SECURITY DEFINER and without a SET clause, so that
 -- PostgreSQL inlines it into the statement that uses it: the claim and
--- renewal paths pay no function call for it (sql/tests/25_rules.sql checks
+-- renewal paths pay no function call for it (sql/tests/03_rules.sql checks
 -- that no call is made). Every name is schema-qualified and every operator
 -- written OPERATOR(pg_catalog.x), so the body means the same under any
 -- search_path. PostgreSQL inlines a function only for a role that may
@@ -70,7 +70,7 @@
 -- on every row written, by every role that writes job_record (each would
 -- then need EXECUTE), and a later CREATE OR REPLACE of the rule would change
 -- what the CHECK means without checking the rows already stored.
--- 25_rules.sql checks that the three CHECKs hold exactly
+-- 03_rules.sql checks that the three CHECKs hold exactly
 -- queue_name_pattern().
 
 -- queue_name_pattern: the contract's queue-name pattern. Takes no lock.

@@ -195,7 +195,7 @@ SELECT col_is_pk('durable_jobs', 'lease_outcome_tally', ARRAY['tally_minute', 'q
 -- its check ran a query and took a row lock for every payload enqueued and
 -- every outcome recorded, though only the bundle's functions write them, in
 -- the call that writes the job row; purge_expired_job_data deletes them
--- with their job (13_retention.sql).
+-- with their job (17_retention.sql).
 SELECT hasnt_fk('durable_jobs', 'job_payload_record', 'no foreign key checks each payload written (migration 019)');
 SELECT hasnt_fk('durable_jobs', 'job_outcome_ledger', 'no foreign key checks each outcome recorded (migration 019)');
 SELECT throws_ok(

@@ -80,7 +80,7 @@ INSERT INTO expected_execute VALUES
  ('set_change_reason_pattern', '{text,text,text,text}', '{durable_job_operator}'),
  -- migration 016: the partial policy change
  ('update_queue_lease_policy', '{text,interval,interval,interval,boolean,text,text,text}', '{durable_job_operator}'),
- -- migration 016: the rule functions, executed only by the definer roles (25_rules.sql)
+ -- migration 016: the rule functions, executed only by the definer roles (03_rules.sql)
  ('queue_name_pattern', '{}', '{}'),
  ('queue_name_is_well_formed', '{text}', '{}'),
  ('worker_owner_id_pattern', '{}', '{}'),

@@ -13,6 +13,20 @@
 //	SELECT * FROM finish();
 //	ROLLBACK;
 //
+// A check that needs a transaction of another isolation level commits the
+// plan's transaction and runs first, each in a transaction of its own
+// (15_policy and 16_evidence do).
+//
+// A file is named after its concern and numbered in reading order: the
+// schema and privileges, the shared rules and bad input, then a job's life
+// (enqueue, wake-up, claim, renewal, terminal writes, outcome tallies,
+// failover), the operator's view of jobs, and the controls (policy,
+// evidence, retention, change control, maker-checker). A change adds its
+// assertions to the file of its concern, as a section with a header that
+// says what the change does, never as a file of its own; a new concern is
+// a new file. Sections share the file's one transaction, so a section that
+// needs a state an earlier one changed sets it back first and says so.
+//
 // # The shared fixture
 //
 // Helpers more than one file needs live in one file, fixture/fixture.sql
@@ -25,7 +39,9 @@
 //	SELECT plan(N);
 //	\ir fixture/fixture.sql
 //
-// It makes, for the session only and rolled back with the file:
+// It makes, for the session only and rolled back with the file (or kept
+// to the session's end when a file commits its first transaction, as
+// 15_policy does to run checks at other isolation levels):
 //
 //   - claims: every claim the file made, under a label (label, then
 //     claim_next_job's columns, then the owner id; a batch keeps one row per
@@ -53,7 +69,7 @@
 //
 // To run one file by hand against a migrated database:
 //
-//	pg_prove --verbose --dbname "$DATABASE_URL" sql/tests/06_terminal.sql
+//	pg_prove --verbose --dbname "$DATABASE_URL" sql/tests/09_terminal_writes.sql
 //
 // # The coverage and lint gate
 //

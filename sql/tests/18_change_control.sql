@@ -1,4 +1,4 @@
--- 23_change_control: migration 015 (functions/change_control.sql).
+-- 18_change_control: migration 015 (functions/change_control.sql).
 -- The change-control setting: its defaults keep the rules fixed before
 -- (ticket ^[A-Z][A-Z0-9]+-[0-9]+$, no approver required, self-approval
 -- refused; since migration 026 an approver must hold durable_job_operator);
@@ -6,10 +6,11 @@
 -- the change is control evidence; a pattern that is too long, empty or not a
 -- regular expression is refused with LF003 and changes nothing; every change
 -- record (lease policy, direct policy-table change, retention, change
--- control) is then checked against the new setting with LF002.
+-- control) is then checked against the new setting with LF002. A
+-- migration's own evidence record is checked against it too.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(45);
+SELECT plan(51);
 
 -- Since migration 026 an approver must hold durable_job_operator.
 CREATE ROLE t23_approver LOGIN IN ROLE durable_job_operator;
@@ -172,6 +173,53 @@ SELECT results_eq(
               '{"ticket_pattern": "^CHG[0-9]{7}$", "require_approver": true, "approver_must_differ": false, "reason_pattern": null, "require_second_operator": false, "proposal_lifetime": "24:00:00"}')$$,
     'each accepted pattern change is change_control_changed evidence with the pattern, and every other setting, before and after');
 SELECT is((SELECT reason_pattern FROM durable_jobs.change_control_setting), NULL, 'the table holds no pattern now');
+
+-- ============================================================================
+-- Migration records (migration 026): a migration's own evidence record
+-- (migration_applied, migration_reverted, which its frozen SQL writes
+-- without ticket or approver) takes the ticket and approver that leasectl
+-- migrate --ticket/--approver set (leasefence.migration_ticket,
+-- leasefence.migration_approver) and is checked against the change control
+-- in force; other records are not touched. The CLI path is in
+-- cmd/leasectl (TestMigrateRecordsTicketAndApproverChangeControlAsksFor).
+-- ============================================================================
+
+-- The sections above leave a stricter change control in force; this one
+-- starts from the defaults, as a fresh database has them.
+SET LOCAL ROLE durable_job_operator;
+SELECT durable_jobs.set_change_control('^[A-Z][A-Z0-9]+-[0-9]+$', false, true, 'CHG0000038: back to the defaults',
+    'CHG0000038', 't23_approver');
+RESET ROLE;
+
+CREATE ROLE t30_approver LOGIN IN ROLE durable_job_operator;
+
+CREATE FUNCTION pg_temp.record_migration(p_version integer) RETURNS bigint LANGUAGE sql AS $$
+    SELECT durable_jobs.lock_evidence_order();
+    INSERT INTO durable_jobs.control_evidence_record (evidence_kind, new_values, change_reason)
+    VALUES ('migration_applied', pg_catalog.jsonb_build_object('migration_version', p_version), 'pgTAP 18: a migration')
+    RETURNING evidence_record_id;
+$$;
+
+SELECT lives_ok($$SELECT pg_temp.record_migration(900)$$, 'a migration without ticket or approver is recorded as before');
+SELECT results_eq($$SELECT change_ticket, change_approver FROM durable_jobs.control_evidence_record
+                    ORDER BY evidence_record_id DESC LIMIT 1$$,
+    $$VALUES (NULL::text, NULL::text)$$, 'with neither');
+
+SELECT set_config('leasefence.migration_ticket', 'REL-30', true);
+SELECT set_config('leasefence.migration_approver', 't30_approver', true);
+SELECT lives_ok($$SELECT pg_temp.record_migration(901)$$, 'a migration with the ticket and approver leasectl set');
+SELECT results_eq($$SELECT change_ticket, change_approver FROM durable_jobs.control_evidence_record
+                    ORDER BY evidence_record_id DESC LIMIT 1$$,
+    $$VALUES ('REL-30'::text, 't30_approver'::text)$$, 'records them');
+
+SELECT set_config('leasefence.migration_ticket', 'not a ticket', true);
+SELECT throws_ok($$SELECT pg_temp.record_migration(902)$$, 'LF002', NULL,
+    'a ticket that does not match the change control refuses the migration');
+SELECT set_config('leasefence.migration_ticket', '', true);
+SELECT set_config('leasefence.migration_approver', '', true);
+UPDATE durable_jobs.change_control_setting SET require_approver = true;
+SELECT throws_ok($$SELECT pg_temp.record_migration(903)$$, 'LF002', NULL,
+    'where change control requires an approver, a migration without one is refused');
 
 SELECT * FROM finish();
 ROLLBACK;

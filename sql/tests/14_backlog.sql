@@ -1,4 +1,4 @@
--- 28_backlog (migration 028): queue_backlog counts, per queue, the jobs
+-- 14_backlog (migration 028): queue_backlog counts, per queue, the jobs
 -- queued (due or later), running, retry scheduled and failed in the last
 -- hour, and the age of the oldest due job; a queue with a policy and no job
 -- shows zeros, a queue with only finished jobs (or failures older than an
@@ -19,9 +19,9 @@ DECLARE
     v_id bigint;
 BEGIN
     PERFORM durable_jobs.set_queue_lease_policy('t28.a', interval '1 hour', interval '10 minutes',
-                                                interval '2 hours', true, 'pgTAP 28: backlog');
+                                                interval '2 hours', true, 'pgTAP 14: backlog');
     PERFORM durable_jobs.set_queue_lease_policy('t28.empty', interval '1 hour', interval '10 minutes',
-                                                interval '2 hours', true, 'pgTAP 28: backlog');
+                                                interval '2 hours', true, 'pgTAP 14: backlog');
     -- t28.a: one of each, claimed in order, then three waiting jobs.
     PERFORM pg_temp.enqueue_and_claim('run', 't28.a', 'worker-28');
     PERFORM pg_temp.enqueue_and_claim('retry', 't28.a', 'worker-28');

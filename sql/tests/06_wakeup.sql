@@ -1,4 +1,4 @@
--- 27_wakeup (migration 027, wakeup.sql): the trigger job_record_wake_workers
+-- 06_wakeup (migration 027, wakeup.sql): the trigger job_record_wake_workers
 -- fires after an UPDATE of job_status or run_after, only for rows that are
 -- then QUEUED or RETRY_SCHEDULED, and job_record_wake_workers_after_insert
 -- once per INSERT statement; both notify the queue's hashed channel with an

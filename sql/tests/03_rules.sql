@@ -1,4 +1,4 @@
--- 25_rules: migration 016 (rules.sql). Each rule several functions apply is
+-- 03_rules: migration 016 (rules.sql). Each rule several functions apply is
 -- one SQL function: queue_name_pattern / queue_name_is_well_formed,
 -- worker_owner_id_pattern / worker_owner_id_is_well_formed,
 -- effective_lease_policy_queue and, since migration 021,
@@ -109,7 +109,7 @@ CREATE TEMP TABLE t25_claim (round integer, job_record_id bigint, lease_claim_to
 CREATE TEMP TABLE t25_calls (round integer, funcid oid, calls bigint) ON COMMIT DROP;
 GRANT ALL ON t25_claim, t25_calls TO PUBLIC;
 SELECT durable_jobs.set_queue_lease_policy('t25_own', interval '30 seconds', interval '10 seconds', interval '1 hour', true,
-    'pgTAP 25: a queue with its own policy');
+    'pgTAP 03: a queue with its own policy');
 SELECT durable_jobs.enqueue_job('t25_own', jsonb_build_object('n', n)) FROM generate_series(1, 2) n;
 SELECT durable_jobs.enqueue_job('t25_default', jsonb_build_object('n', n)) FROM generate_series(1, 2) n;
 

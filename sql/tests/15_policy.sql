@@ -1,10 +1,144 @@
--- 08_policy: set_queue_lease_policy (boundaries, LF002 for every invalid
--- value with nothing changed, effect on the next claim or renewal only),
--- record_deployment_version, and the auditor read functions.
+-- 15_policy: the lease policy of each queue. set_queue_lease_policy
+-- (boundaries, LF002 for every invalid value with nothing changed, effect
+-- on the next claim or renewal only), record_deployment_version, and the
+-- auditor read functions; then update_queue_lease_policy, which changes
+-- only the settings given. The policy functions refuse a caller that is
+-- not READ COMMITTED: those checks run first, each in a transaction of its
+-- own, before anything is written; the rest is one transaction. Policy
+-- intervals are absolute durations, and reasons are plain text.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(82);
+SELECT plan(144);
 \ir fixture/fixture.sql
+
+COMMIT;
+
+-- A snapshot older than the statement is refused (nothing above writes data).
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT throws_ok(
+    $$SELECT * FROM durable_jobs.update_queue_lease_policy('t24_rr', NULL, NULL, NULL, false, 'CHG-24: repeatable read', NULL, NULL)$$,
+    'LF003', 'update_queue_lease_policy must run in a READ COMMITTED transaction',
+    'a REPEATABLE READ caller is refused with LF003');
+COMMIT;
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT throws_ok(
+    $$SELECT * FROM durable_jobs.update_queue_lease_policy('t24_rr', NULL, NULL, NULL, false, 'CHG-24: serializable', NULL, NULL)$$,
+    'LF003', 'update_queue_lease_policy must run in a READ COMMITTED transaction',
+    'a SERIALIZABLE caller is refused with LF003');
+COMMIT;
+
+-- The same for set_queue_lease_policy (nothing above writes data either).
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT throws_ok(
+    $$SELECT durable_jobs.set_queue_lease_policy('t12_rr', interval '30 seconds', interval '10 seconds',
+          interval '1 hour', true, 'pgTAP 15: repeatable read')$$,
+    'LF003', 'set_queue_lease_policy must run in a READ COMMITTED transaction',
+    'a REPEATABLE READ caller of set_queue_lease_policy is refused with LF003');
+COMMIT;
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT throws_ok(
+    $$SELECT durable_jobs.set_queue_lease_policy('t12_rr', interval '30 seconds', interval '10 seconds',
+          interval '1 hour', true, 'pgTAP 15: serializable')$$,
+    'LF003', 'set_queue_lease_policy must run in a READ COMMITTED transaction',
+    'a SERIALIZABLE caller of set_queue_lease_policy is refused with LF003');
+COMMIT;
+
+BEGIN;
+
+-- ============================================================================
+-- Durations and text (migration 004, assigned number 005): policy
+-- intervals are absolute durations (no month part, no mixed signs, '1 day'
+-- stored as 24 hours); a policy change bounds its idle time and takes the
+-- evidence-order lock; change and deployment reasons are operator text
+-- without control or bidirectional-control characters. (Its isolation
+-- checks are at the top of the file.) It runs first in this transaction,
+-- so that the idle bound it finds was set by its own policy change. The
+-- two-session races are in sql/integration/counting_test.go.
+-- ============================================================================
+
+SELECT is_empty($$SELECT 1 FROM durable_jobs.queue_lease_policy WHERE queue_name = 't12_rr'$$,
+    'the refused calls wrote no policy');
+SELECT is_empty($$SELECT 1 FROM durable_jobs.control_evidence_record WHERE queue_name = 't12_rr'$$,
+    'the refused calls wrote no evidence');
+
+CREATE TEMP TABLE t12_mark (label text PRIMARY KEY, value bigint NOT NULL) ON COMMIT DROP;
+INSERT INTO t12_mark SELECT 'evidence_before', count(*) FROM durable_jobs.control_evidence_record;
+
+-- Absolute durations --------------------------------------------------------
+
+SELECT lives_ok(
+    $$SELECT durable_jobs.set_queue_lease_policy('t12_days', interval '1 day', interval '1 hour',
+          interval '2 days', true, 'pgTAP 15: a policy in day units')$$,
+    'a policy given in day units is accepted');
+SELECT results_eq(
+    $$SELECT lease_duration::text, renewal_interval::text, max_claim_lifetime::text
+      FROM durable_jobs.queue_lease_policies() WHERE queue_name = 't12_days'$$,
+    $$VALUES ('24:00:00', '01:00:00', '48:00:00')$$,
+    'day units are stored as absolute durations: 1 day is 24:00:00, so no TimeZone can stretch or shrink a lease');
+SELECT results_eq(
+    $$SELECT new_values ->> 'lease_duration', new_values ->> 'max_claim_lifetime'
+      FROM durable_jobs.control_evidence_record WHERE queue_name = 't12_days' AND evidence_kind = 'lease_policy_changed'$$,
+    $$VALUES ('24:00:00', '48:00:00')$$,
+    'the evidence records the durations as stored');
+SELECT is(
+    (SELECT current_setting('idle_in_transaction_session_timeout')), '1min',
+    'a policy change bounds how long its transaction may then stay idle (60 s) so it cannot hold evidence back for long');
+SET LOCAL idle_in_transaction_session_timeout = '30s';
+SELECT lives_ok(
+    $$SELECT durable_jobs.set_queue_lease_policy('t12_days', interval '1 day', interval '1 hour',
+          interval '2 days', true, 'pgTAP 15: a shorter idle bound of the session')$$,
+    'a second change in the same transaction is accepted');
+SELECT is(
+    (SELECT current_setting('idle_in_transaction_session_timeout')), '30s',
+    'a session''s own shorter idle bound is kept');
+SELECT ok(
+    (SELECT o.xmax <> '0'::xid FROM durable_jobs.evidence_order_lock o),
+    'a policy change locks the evidence-order lock (since migration 024 the row of evidence_order_lock; held to the end of the transaction: sql/integration TestEvidenceOrderLockIsHeldToCommitAndBoundsTheWait)');
+
+SELECT throws_ok(
+    format($$SELECT durable_jobs.set_queue_lease_policy('t12_bad', %L::interval, %L::interval, %L::interval, true,
+             'pgTAP 15: unsafe interval')$$, b.lease, b.renewal, b.max_life),
+    'LF002', 'invalid lease policy', b.why)
+FROM (VALUES
+    ('1 mon -29 days -1 second', '10 seconds', '1 day', 'a lease of one month minus 29 days and a second is refused (month part)'),
+    ('1 day', '10 seconds', '1 mon -23 days', 'a max claim lifetime of one month minus 23 days is refused (month part)'),
+    ('1 mon', '10 seconds', '2 mons', 'a lease of one month is refused'),
+    ('1 day -1 second', '10 seconds', '2 days', 'a lease with day and time parts of opposite signs is refused'),
+    ('-1 day +25 hours', '10 seconds', '2 days', 'a lease of minus one day plus 25 hours is refused (mixed signs)'),
+    ('30 seconds', '1 day -86390 seconds', '1 hour', 'a renewal interval with mixed signs is refused'),
+    ('1 year', '10 seconds', '1 year', 'a lease in years is refused')) AS b(lease, renewal, max_life, why);
+
+-- Operator text -------------------------------------------------------------
+
+SELECT throws_ok(
+    format($$SELECT durable_jobs.set_queue_lease_policy('t12_text', interval '30 seconds', interval '10 seconds',
+             interval '1 hour', true, %L)$$, r.reason),
+    'LF002', 'invalid lease policy', r.why)
+FROM (VALUES
+    (E'\u001b[2J\u001b[31mall good', 'a change reason with ESC (a terminal escape) is refused'),
+    (E'line one\nline two', 'a change reason with a newline is refused'),
+    (E'tab\there', 'a change reason with a tab is refused'),
+    (E'C1 \u0085 next line', 'a change reason with a C1 control character is refused'),
+    (E'invoice \u202Efdp.exe', 'a change reason with U+202E (right-to-left override) is refused'),
+    (E'isolate \u2066x\u2069', 'a change reason with a bidirectional isolate is refused'),
+    (E'mark \u200F', 'a change reason with a right-to-left mark is refused'),
+    (E'para \u2029 sep', 'a change reason with a paragraph separator is refused')) AS r(reason, why);
+SELECT lives_ok(
+    $$SELECT durable_jobs.set_queue_lease_policy('t12_text', interval '30 seconds', interval '10 seconds',
+          interval '1 hour', true, 'Nachtlauf für Größe 🌙 — “ok”')$$,
+    'a change reason in plain Unicode text (accents, quotes, emoji) is accepted');
+SELECT throws_ok(
+    $$SELECT durable_jobs.record_deployment_version('v1.2.3', E'release \u202Eevil')$$,
+    'LF003', NULL, 'a deployment reason with U+202E is refused with LF003');
+SELECT throws_ok(
+    $$SELECT durable_jobs.record_deployment_version('v1.2.3', E'release\u001b[0m')$$,
+    'LF003', NULL, 'a deployment reason with ESC is refused with LF003');
+SELECT is((SELECT count(*) FROM durable_jobs.control_evidence_record) - (SELECT value FROM t12_mark WHERE label = 'evidence_before'),
+    3::bigint, 'only the three accepted policy changes wrote evidence');
+
+-- ============================================================================
+-- set_queue_lease_policy and the auditor read functions.
+-- ============================================================================
 
 -- Fixtures -------------------------------------------------------------------
 
@@ -342,6 +476,157 @@ SELECT is(
             AND a.arg_mode = 't' AND a.arg_name ~ '(payload|token|digest|owner|idempotency|job_record_id)'),
     ARRAY[]::text[],
     'no auditor function has a payload, token, digest, owner, idempotency key or job id column');
+
+-- ============================================================================
+-- Partial changes: migration 016 (functions/policy.sql).
+-- update_queue_lease_policy changes only the settings given and keeps the
+-- others from the queue's effective policy (its own row, else '*'), read
+-- after the evidence-order lock; it returns the policy as written and is
+-- granted to operators only. Bad input is refused with the documented
+-- SQLSTATE and changes nothing: LF003 outside READ COMMITTED; LF002 for a
+-- malformed queue name, a bad change record, bounds the filled-in policy
+-- breaks, and a setting left out when the queue has no policy and there is
+-- no '*'. The two-session race is cmd/leasectl's
+-- TestPolicySetKeepsAChangeCommittedMeanwhile.
+-- ============================================================================
+
+-- The sections above leave their own default policy in force; this one
+-- starts from the bundle's, as a fresh database has it.
+SELECT durable_jobs.set_queue_lease_policy('*', interval '30 seconds', interval '10 seconds', interval '24 hours', true,
+                                           'pgTAP 15: the default back as installed');
+
+SELECT is_empty($$SELECT 1 FROM durable_jobs.queue_lease_policy WHERE queue_name = 't24_rr'$$,
+    'the refused calls wrote no policy');
+
+CREATE FUNCTION pg_temp.t24_state()
+RETURNS text LANGUAGE sql AS $$
+    SELECT COALESCE(string_agg(row(p.*)::text, ';' ORDER BY p.queue_name), '')
+        || ' evidence=' || (SELECT count(*) FROM durable_jobs.control_evidence_record)
+    FROM durable_jobs.queue_lease_policy p;
+$$;
+CREATE TEMP TABLE t24_mark (mark_value text NOT NULL);
+GRANT ALL ON t24_mark TO PUBLIC;
+
+-- Shape and privileges -------------------------------------------------------------
+
+SELECT is((SELECT p.prosecdef FROM pg_proc p
+           WHERE p.oid = 'durable_jobs.update_queue_lease_policy(text, interval, interval, interval, boolean, text, text, text)'::regprocedure),
+    true, 'update_queue_lease_policy is SECURITY DEFINER');
+SELECT is((SELECT p.proowner::regrole::text FROM pg_proc p
+           WHERE p.oid = 'durable_jobs.update_queue_lease_policy(text, interval, interval, interval, boolean, text, text, text)'::regprocedure),
+    'durable_job_policy_owner', 'it is owned by the policy owner, like set_queue_lease_policy');
+SELECT ok(has_function_privilege('durable_job_operator',
+    'durable_jobs.update_queue_lease_policy(text, interval, interval, interval, boolean, text, text, text)', 'EXECUTE'),
+    'an operator may execute it');
+SELECT ok(NOT has_function_privilege('public',
+    'durable_jobs.update_queue_lease_policy(text, interval, interval, interval, boolean, text, text, text)', 'EXECUTE'),
+    'PUBLIC may not');
+INSERT INTO t24_mark VALUES (pg_temp.t24_state());
+SET LOCAL ROLE durable_job_auditor;
+SELECT throws_ok($$SELECT * FROM durable_jobs.update_queue_lease_policy('t24_q', NULL, NULL, NULL, false, 'CHG-24: auditor', NULL, NULL)$$,
+    '42501', NULL, 'an auditor cannot change a policy');
+RESET ROLE;
+SET LOCAL ROLE durable_job_worker;
+SELECT throws_ok($$SELECT * FROM durable_jobs.update_queue_lease_policy('t24_q', NULL, NULL, NULL, false, 'CHG-24: worker', NULL, NULL)$$,
+    '42501', NULL, 'a worker cannot change a policy');
+RESET ROLE;
+SET LOCAL ROLE durable_job_producer;
+SELECT throws_ok($$SELECT * FROM durable_jobs.update_queue_lease_policy('t24_q', NULL, NULL, NULL, false, 'CHG-24: producer', NULL, NULL)$$,
+    '42501', NULL, 'a producer cannot change a policy');
+RESET ROLE;
+SELECT is(pg_temp.t24_state(), (SELECT mark_value FROM t24_mark), 'the refused callers changed nothing');
+
+-- Partial changes ------------------------------------------------------------------
+
+SET LOCAL ROLE durable_job_operator;
+SELECT results_eq(
+    $$SELECT queue_name, lease_duration, renewal_interval, max_claim_lifetime, renewal_enabled
+      FROM durable_jobs.update_queue_lease_policy('t24_q', interval '90 seconds', NULL, NULL, NULL, 'CHG-24: longer lease', NULL, NULL)$$,
+    $$VALUES ('t24_q'::text, interval '90 seconds', interval '10 seconds', interval '24 hours', true)$$,
+    'a queue without its own policy keeps the default''s other settings, and the change returns what it wrote');
+SELECT results_eq(
+    $$SELECT queue_name, lease_duration, renewal_interval, max_claim_lifetime, renewal_enabled
+      FROM durable_jobs.update_queue_lease_policy('t24_q', NULL, NULL, NULL, false, 'CHG-25: stop renewals', NULL, NULL)$$,
+    $$VALUES ('t24_q'::text, interval '90 seconds', interval '10 seconds', interval '24 hours', false)$$,
+    'a queue with its own policy keeps its own other settings');
+RESET ROLE;
+SELECT results_eq(
+    $$SELECT lease_duration, renewal_interval, max_claim_lifetime, renewal_enabled
+      FROM durable_jobs.queue_lease_policy WHERE queue_name = 't24_q'$$,
+    $$VALUES (interval '90 seconds', interval '10 seconds', interval '24 hours', false)$$,
+    'the table holds what the change returned');
+SELECT results_eq(
+    $$SELECT evidence_kind, previous_values->>'lease_duration', new_values->>'lease_duration', change_reason, change_ticket
+      FROM durable_jobs.control_evidence_record WHERE queue_name = 't24_q' ORDER BY evidence_record_id$$,
+    $$VALUES ('lease_policy_changed'::text, '00:00:30'::text, '00:01:30'::text, 'CHG-24: longer lease'::text, 'CHG-24'::text),
+             ('lease_policy_changed', '00:01:30', '00:01:30', 'CHG-25: stop renewals', 'CHG-25'),
+             ('renewal_enablement_changed', NULL, NULL, 'CHG-25: stop renewals', 'CHG-25')$$,
+    'each change is recorded as control evidence (previous values the effective ones), the ticket parsed from the reason');
+SET LOCAL ROLE durable_job_operator;
+SELECT results_eq(
+    $$SELECT queue_name, renewal_interval, max_claim_lifetime
+      FROM durable_jobs.update_queue_lease_policy('*', NULL, interval '5 seconds', NULL, NULL, 'pgTAP 15 default', 'CHG-26', NULL)$$,
+    $$VALUES ('*'::text, interval '5 seconds', interval '24 hours')$$,
+    'the default ''*'' is changed the same way, with an explicit ticket');
+RESET ROLE;
+SELECT is((SELECT change_ticket FROM durable_jobs.control_evidence_record
+           WHERE queue_name = '*' ORDER BY evidence_record_id DESC LIMIT 1),
+    'CHG-26', 'the explicit ticket is recorded');
+
+-- Bad input: the documented SQLSTATE, nothing changed ------------------------------
+
+DELETE FROM t24_mark;
+INSERT INTO t24_mark VALUES (pg_temp.t24_state());
+SET LOCAL ROLE durable_job_operator;
+SELECT throws_ok($$SELECT * FROM durable_jobs.update_queue_lease_policy('t24_q', interval '20 seconds', NULL, NULL, NULL, 'CHG-27: short', NULL, NULL)$$,
+    'LF002', 'invalid lease policy', 'a lease the kept renewal interval is more than a third of is refused with LF002');
+SELECT throws_ok($$SELECT * FROM durable_jobs.update_queue_lease_policy('t24_q', NULL, NULL, interval '8 days', NULL, 'CHG-27: long', NULL, NULL)$$,
+    'LF002', 'invalid lease policy', 'a max claim lifetime above 7 days is refused with LF002');
+SELECT throws_ok($$SELECT * FROM durable_jobs.update_queue_lease_policy('t24_q', interval '1 mon', NULL, NULL, NULL, 'CHG-27: month', NULL, NULL)$$,
+    'LF002', 'invalid lease policy', 'an interval with a month part is refused with LF002');
+SELECT throws_ok($$SELECT * FROM durable_jobs.update_queue_lease_policy('T24 Bad', NULL, NULL, NULL, false, 'CHG-27: name', NULL, NULL)$$,
+    'LF002', NULL, 'a malformed queue name is refused with LF002');
+SELECT throws_ok($$SELECT * FROM durable_jobs.update_queue_lease_policy(NULL, NULL, NULL, NULL, false, 'CHG-27: no name', NULL, NULL)$$,
+    'LF002', NULL, 'a NULL queue name is refused with LF002');
+SELECT throws_ok($$SELECT * FROM durable_jobs.update_queue_lease_policy('t24_q', NULL, NULL, NULL, true, '   ', NULL, NULL)$$,
+    'LF002', 'invalid change record', 'a blank reason is refused with LF002');
+SELECT throws_ok($$SELECT * FROM durable_jobs.update_queue_lease_policy('t24_q', NULL, NULL, NULL, true, NULL, NULL, NULL)$$,
+    'LF002', 'invalid change record', 'a NULL reason is refused with LF002');
+SELECT throws_ok($$SELECT * FROM durable_jobs.update_queue_lease_policy('t24_q', NULL, NULL, NULL, true, 'CHG-27: call 010-1234-5678', NULL, NULL)$$,
+    'LF002', 'invalid change record', 'a reason that looks like personal data is refused with LF002');
+SELECT throws_ok($$SELECT * FROM durable_jobs.update_queue_lease_policy('t24_q', NULL, NULL, NULL, true, 'resume', 'not a ticket', NULL)$$,
+    'LF002', 'invalid change record', 'a ticket that does not match the pattern is refused with LF002');
+SELECT throws_ok($$SELECT * FROM durable_jobs.update_queue_lease_policy('t24_q', NULL, NULL, NULL, true, 'CHG-27: resume', NULL, 't24_no_such_login')$$,
+    'LF002', 'invalid change record', 'an approver that is no login is refused with LF002');
+RESET ROLE;
+SELECT is(pg_temp.t24_state(), (SELECT mark_value FROM t24_mark), 'the refused changes changed no policy and wrote no evidence');
+
+-- No policy of the queue's own and no default ----------------------------------
+
+SELECT set_config('leasefence.change_reason', 'pgTAP 15: remove the default', true);
+SELECT set_config('leasefence.change_ticket', 'CHG-28', true);
+DELETE FROM durable_jobs.queue_lease_policy WHERE queue_name = '*';
+SELECT set_config('leasefence.change_reason', '', true);
+SELECT set_config('leasefence.change_ticket', '', true);
+DELETE FROM t24_mark;
+INSERT INTO t24_mark VALUES (pg_temp.t24_state());
+SET LOCAL ROLE durable_job_operator;
+SELECT throws_ok($$SELECT * FROM durable_jobs.update_queue_lease_policy('t24_new', interval '30 seconds', NULL, NULL, NULL, 'CHG-29: new queue', NULL, NULL)$$,
+    'LF002', 'invalid lease policy', 'a setting left out with no policy of the queue''s own and no ''*'' is refused with LF002');
+RESET ROLE;
+SELECT is(pg_temp.t24_state(), (SELECT mark_value FROM t24_mark), 'that refusal changed nothing');
+SET LOCAL ROLE durable_job_operator;
+SELECT results_eq(
+    $$SELECT queue_name, lease_duration FROM durable_jobs.update_queue_lease_policy('t24_new', interval '30 seconds',
+          interval '10 seconds', interval '1 hour', true, 'CHG-29: new queue', NULL, NULL)$$,
+    $$VALUES ('t24_new'::text, interval '30 seconds')$$,
+    'every setting given, a queue needs no policy to start from');
+SELECT results_eq(
+    $$SELECT lease_duration, renewal_enabled FROM durable_jobs.update_queue_lease_policy('t24_q', NULL, NULL, NULL, true,
+          'CHG-30: resume', NULL, NULL)$$,
+    $$VALUES (interval '90 seconds', true)$$,
+    'a queue with its own policy needs no default');
+RESET ROLE;
 
 SELECT * FROM finish();
 ROLLBACK;

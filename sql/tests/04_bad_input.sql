@@ -1,12 +1,13 @@
--- 10_bad_input: the input rules of docs/sql-api.md (each function's section
+-- 04_bad_input: the input rules of docs/sql-api.md (each function's section
 -- and the SQLSTATEs table), function by function and argument by argument. Malformed or NULL input raises LF003 (LF002 from
 -- set_queue_lease_policy) before anything else, so it wins over a stale
 -- claim, and writes nothing; each boundary value just inside the limits is
 -- accepted; an id that does not exist (0, negative) is unknown, not
--- malformed: false, zero rows, stale or LF001 as each function says.
+-- malformed: false, zero rows, stale or LF001 as each function says. The
+-- last section holds the limits on sizes, run-after times and retry delays.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(207);
+SELECT plan(219);
 \ir fixture/fixture.sql
 
 -- Fixtures -------------------------------------------------------------------
@@ -196,7 +197,7 @@ INSERT INTO t10_bad_call (call_sql, sqlstate, description) VALUES
     ('SELECT durable_jobs.replay_job(NULL)', 'LF003', 'replay_job rejects a NULL job id with LF003'),
     ('SELECT * FROM durable_jobs.job_lifecycle_state(NULL)', 'LF003', 'job_lifecycle_state rejects a NULL job id with LF003');
 
--- set_queue_lease_policy's NULL values (the invalid ranges are in 08_policy).
+-- set_queue_lease_policy's NULL values (the invalid ranges are in 15_policy).
 INSERT INTO t10_bad_call (call_sql, sqlstate, description)
 SELECT format('SELECT durable_jobs.set_queue_lease_policy(''t10.policy'', %s, %s, %s, %s, %s)',
               CASE WHEN n = 1 THEN 'NULL' ELSE 'interval ''3 seconds''' END,
@@ -330,6 +331,48 @@ SELECT throws_ok($$SELECT * FROM durable_jobs.claim_next_jobs('t10.fenced' COLLA
 SELECT throws_ok($$SELECT durable_jobs.require_well_formed('worker_owner_id', 'w1' COLLATE "en-x-icu")$$,
                  'LF003', 'worker_owner_id must not carry a collation',
                  'require_well_formed refuses any collation but default, C and POSIX');
+
+-- ============================================================================
+-- Limits of migration 004 (assigned number 005):
+-- size limits on payloads and results, finite and plausible run-after
+-- times, retry delays that are plain durations of 0 to 30 days.
+-- ============================================================================
+
+-- Sizes ---------------------------------------------------------------------------
+
+SELECT throws_ok(
+    $$SELECT durable_jobs.enqueue_job('t12_size', jsonb_build_object('blob', repeat('x', 1048576)))$$,
+    'LF003', 'job payload must be at most 1 MiB', 'a payload over 1 MiB is refused with LF003');
+SELECT lives_ok(
+    $$SELECT durable_jobs.enqueue_job('t12_size', jsonb_build_object('blob', repeat('x', 1000000)))$$,
+    'a payload just under 1 MiB is accepted');
+SELECT throws_ok(
+    $$SELECT durable_jobs.complete_job(0, gen_random_uuid(), 'worker-t12', jsonb_build_object('blob', repeat('x', 1048576)))$$,
+    'LF003', 'result document must be at most 1 MiB',
+    'a result document over 1 MiB is refused with LF003, before the claim is even looked at');
+
+-- Run-after -----------------------------------------------------------------------
+
+SELECT throws_ok(
+    format($$SELECT durable_jobs.enqueue_job('t12_when', '{}'::jsonb, NULL, %L::timestamptz)$$, w.run_after),
+    'LF003', 'run-after must be a finite time from 2000-01-01 to before 2100-01-01 UTC', w.why)
+FROM (VALUES ('-infinity', 'a run-after of -infinity is refused'),
+             ('infinity', 'a run-after of infinity is refused'),
+             ('0044-03-15 00:00:00+00 BC', 'a run-after in 44 BC is refused'),
+             ('1999-12-31 23:59:59+00', 'a run-after before 2000 is refused'),
+             ('2100-01-01 00:00:00+00', 'a run-after in 2100 is refused')) AS w(run_after, why);
+SELECT lives_ok(
+    $$SELECT durable_jobs.enqueue_job('t12_when', '{}'::jsonb, NULL, timestamptz '2099-12-31 23:59:59+00')$$,
+    'a run-after late in 2099 is accepted');
+
+-- Retry delay ---------------------------------------------------------------------
+
+SELECT throws_ok(
+    format($$SELECT durable_jobs.retry_job(0, gen_random_uuid(), 'worker-t12', %L::interval, 'target_unavailable')$$, d.delay),
+    'LF003', 'retry delay must be a plain duration of 0 to 30 days', d.why)
+FROM (VALUES ('1 month', 'a retry delay of one month is refused with LF003, before the claim is looked at'),
+             ('1 day -1 second', 'a retry delay with mixed signs is refused'),
+             ('721 hours', 'a retry delay over 30 days is refused')) AS d(delay, why);
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,4 +1,4 @@
--- 14_job_admin: the operator's payload-blind job views, operator_list_jobs
+-- 13_job_admin: the operator's payload-blind job views, operator_list_jobs
 -- and operator_job_detail (functions/job_admin.sql). Lists are newest first
 -- and keyset-paginated, filter by queue and status, return lifecycle
 -- columns only, refuse bad input with LF003 and are executable by

@@ -1,4 +1,4 @@
--- 04_claim: claim_next_job / claim_next_jobs create ownership only of due
+-- 07_claim: claim_next_job / claim_next_jobs create ownership only of due
 -- jobs, return a fresh token once and store only its digest, take the lease
 -- from the queue's policy (else '*'), reclaim expired RUNNING jobs with a new
 -- token, attempt and generation, and move jobs whose attempts are used up to
@@ -15,11 +15,11 @@ GRANT ALL ON jobs TO PUBLIC;
 DO $setup$
 BEGIN
     PERFORM durable_jobs.set_queue_lease_policy('claim_check_policy', interval '7 seconds', interval '2 seconds',
-                                                interval '1 hour', true, 'pgTAP 04: a queue with its own policy');
+                                                interval '1 hour', true, 'pgTAP 07: a queue with its own policy');
     PERFORM durable_jobs.set_queue_lease_policy('claim_check_expiry', interval '1 second', interval '200 milliseconds',
-                                                interval '1 hour', true, 'pgTAP 04: 1 s leases for reclaim');
+                                                interval '1 hour', true, 'pgTAP 07: 1 s leases for reclaim');
     PERFORM durable_jobs.set_queue_lease_policy('claim_check_exhaust', interval '1 second', interval '200 milliseconds',
-                                                interval '1 hour', true, 'pgTAP 04: 1 s leases for attempts used up');
+                                                interval '1 hour', true, 'pgTAP 07: 1 s leases for attempts used up');
 END
 $setup$;
 
@@ -38,7 +38,7 @@ DO $setup$
 BEGIN
     PERFORM durable_jobs.set_queue_lease_policy('claim_check_exhaust_alone', interval '1 second',
                                                 interval '200 milliseconds', interval '1 hour', true,
-                                                'pgTAP 04: 1 s leases, nothing else claimable');
+                                                'pgTAP 07: 1 s leases, nothing else claimable');
 END
 $setup$;
 

@@ -1,4 +1,5 @@
--- 19_stale_tallies (migration 012): a stale renewal or release is counted,
+-- 10_outcome_tallies: how lease outcomes are counted in lease_outcome_tally.
+-- Since migration 012 a stale renewal or release is counted,
 -- and charged to the job's queue only when the calling login made the
 -- job's last claim; else to '*'. A login that claimed one job of a queue
 -- and guesses the ids of that queue's other jobs (renew_job_lease,
@@ -6,9 +7,12 @@
 -- stale release is its own kind, stale_release, which the tally's CHECK
 -- allows and lease_health_by_queue and lease_outcome_totals report. Two
 -- logins of durable_job_worker made here: t19_victim and t19_guesser.
+-- Since migration 004 (assigned number 005) every count goes to a whole
+-- UTC minute, in a row of the writer's backend and login, and rows expire
+-- after 30 days.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS pgtap;
-SELECT plan(20);
+SELECT plan(25);
 \ir fixture/fixture.sql
 
 CREATE ROLE t19_victim LOGIN IN ROLE durable_job_worker;
@@ -141,6 +145,48 @@ SELECT throws_ok(
 SELECT is((SELECT count(*)::integer FROM durable_jobs.lease_outcome_tally
            WHERE counted_by_role IN ('t19_victim', 't19_guesser') AND queue_name NOT IN ('*', 't19.victim', 't19.batch_a', 't19.batch_b')), 0,
     'no stale call of this file is counted under any other queue');
+
+-- ============================================================================
+-- Counting in UTC minutes, per writer (migration 004, assigned number 005):
+-- tallies are counted in whole UTC minutes whatever the writer's TimeZone,
+-- in rows keyed by the writer's backend pid and login, and expire after 30
+-- days. The two-session races are in sql/integration/counting_test.go.
+-- ============================================================================
+
+-- Tallies: UTC minutes ---------------------------------------------------------
+
+SELECT durable_jobs.record_lease_outcome('t12_tz', 'reclaim', 1000);
+SET LOCAL TIME ZONE 0.01;
+SELECT durable_jobs.record_lease_outcome('t12_tz', 'reclaim', 1);
+SELECT is(
+    (SELECT sum(outcome_count)::bigint FROM durable_jobs.lease_outcome_tally WHERE queue_name = 't12_tz'),
+    1001::bigint,
+    'a session in TimeZone 0.01 (36 s east) adds to the same UTC minute: 1,000 + 1 counted, nothing overwritten');
+SELECT is_empty(
+    $$SELECT tally_minute FROM durable_jobs.lease_outcome_tally
+      WHERE queue_name = 't12_tz' AND tally_minute <> date_trunc('minute', tally_minute, 'UTC')$$,
+    'every tally minute is a whole UTC minute whatever the writer''s TimeZone');
+SELECT is(
+    (SELECT outcome_count FROM durable_jobs.lease_outcome_totals(clock_timestamp()) WHERE queue_name = 't12_tz'),
+    1001::bigint,
+    'lease_outcome_totals since now counts the current UTC minute in any caller TimeZone');
+RESET TIME ZONE;
+
+-- Tallies: one row per backend, 30-day retention -----------------------------------
+
+INSERT INTO durable_jobs.lease_outcome_tally (tally_minute, queue_name, outcome_kind, tally_backend_pid, counted_by_role, outcome_count)
+VALUES (date_trunc('minute', clock_timestamp(), 'UTC') - interval '40 days', 't12_old', 'reclaim', -3, '', 7),
+       (date_trunc('minute', clock_timestamp(), 'UTC') - interval '29 days', 't12_old', 'reclaim', -3, '', 5);
+SELECT durable_jobs.record_lease_outcome('t12_tz', 'reclaim', 1);
+SELECT is_empty(
+    $$SELECT 1 FROM durable_jobs.lease_outcome_tally
+      WHERE queue_name = 't12_tz' AND (tally_backend_pid <> pg_backend_pid()
+            OR counted_by_role COLLATE "C" <> session_user::text COLLATE "C")$$,
+    'this session''s outcomes are counted in rows keyed by its own backend pid and login');
+SELECT results_eq(
+    $$SELECT outcome_count FROM durable_jobs.lease_outcome_tally WHERE queue_name = 't12_old' ORDER BY tally_minute$$,
+    $$VALUES (5::bigint)$$,
+    'a counting call deleted the row older than 30 days and kept the one 29 days old');
 
 SELECT * FROM finish();
 ROLLBACK;
