@@ -146,9 +146,19 @@ func TestHandlerHoggingGoroutineStillRenews(t *testing.T) {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	require.NotEmpty(t, rec.lags)
+	// A heartbeat the hog held up would run its ticks a hog's length (three
+	// leases) late. The scheduler of a loaded machine delays a tick now and
+	// then by a few milliseconds past half an interval (252 ms against 250
+	// once, at load 12); no tick may be a whole interval late, and nine in
+	// ten are within half of one.
+	late := 0
 	for _, lag := range rec.lags {
-		require.Less(t, lag, shortPolicy.interval/2, "a renewal tick ran late")
+		require.Less(t, lag, shortPolicy.interval, "a renewal tick ran a whole interval late")
+		if lag >= shortPolicy.interval/2 {
+			late++
+		}
 	}
+	require.LessOrEqual(t, late*10, len(rec.lags), "more than one tick in ten ran half an interval late: %v", rec.lags)
 }
 
 // An application wall clock off by hours changes nothing:
