@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mightyetl/leasefence/goclient"
+	"github.com/mightyetl/leasefence/internal/leaseport"
 )
 
 // HeartbeatResult is one client process holding many live leases under
@@ -98,7 +99,7 @@ func (o *hbObserver) OwnershipLost(string, goclient.LossCause) {
 // timedPort times every renewal call of the production port, after an
 // optional fixed delay (a slow database), and keeps how many are open.
 type timedPort struct {
-	goclient.RenewalPort
+	leaseport.Port
 	delay time.Duration
 	mu    sync.Mutex
 	calls []time.Duration
@@ -110,7 +111,7 @@ type timedPort struct {
 	since      time.Time
 }
 
-// RenewClaims implements goclient.RenewalPort.
+// RenewClaims implements leaseport.Port.
 func (p *timedPort) RenewClaims(ctx context.Context, claims []goclient.Claim) ([]goclient.RenewalResult, error) {
 	start := time.Now()
 	p.count(start, 1)
@@ -122,7 +123,7 @@ func (p *timedPort) RenewClaims(ctx context.Context, claims []goclient.Claim) ([
 			t.Stop()
 		}
 	}
-	res, err := p.RenewalPort.RenewClaims(ctx, claims)
+	res, err := p.Port.RenewClaims(ctx, claims)
 	end := time.Now()
 	p.count(end, -1)
 	p.mu.Lock()
@@ -201,10 +202,10 @@ func (r *runner) heartbeatHold(ctx context.Context, queue string, delay time.Dur
 		return err
 	}
 	defer renewPool.Close()
-	port := &timedPort{RenewalPort: goclient.NewPgRenewalPort(renewPool, attemptTimeout), delay: delay}
+	port := &timedPort{Port: leaseport.NewPg(renewPool, attemptTimeout), delay: delay}
 	obs := &hbObserver{}
-	cfg.Observer, cfg.RenewalPort = obs, port
-	client, err := goclient.NewClient(pool, cfg)
+	cfg.Observer = obs
+	client, err := goclient.NewClient(pool, leaseport.With(cfg, port))
 	if err != nil {
 		return err
 	}

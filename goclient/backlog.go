@@ -1,9 +1,6 @@
 package goclient
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // QueueBacklog is what waits, runs and failed lately on one queue, at one
 // database time (durable_jobs.queue_backlog, migration 028). Every field
@@ -26,9 +23,4 @@ type QueueBacklog struct {
 	OldestDueAge *time.Duration
 	// DatabaseTime is the database time the backlog was read at.
 	DatabaseTime time.Time
-}
-
-// QueueBacklog is Admin.QueueBacklog over the client's pool.
-func (c *Client) QueueBacklog(ctx context.Context) ([]QueueBacklog, error) {
-	return c.admin.QueueBacklog(ctx)
 }

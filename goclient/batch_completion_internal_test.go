@@ -302,7 +302,7 @@ func TestCompletionTransactionTakesTwoRoundTrips(t *testing.T) {
 	}), "Retry")
 
 	// A renewal attempt: SET LOCAL and renew_job_leases with the BEGIN.
-	port := NewPgRenewalPort(pool, time.Second)
+	port := newPgRenewalPort(pool, time.Second)
 	require.Equal(t, twoRoundTrips, roundTrips(func(int) {
 		results, err := port.RenewClaims(ctx, []Claim{reqs[12].claim, reqs[13].claim})
 		require.NoError(t, err)

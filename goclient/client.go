@@ -111,11 +111,6 @@ type Config struct {
 	// MaxInFlightRenewals (16).
 	RenewalPoolSize int
 
-	// Clock supplies the application wall clock, used only to compute the
-	// database clock offset metric (tests and fault campaigns set a skewed
-	// one). Defaults to SystemClock.
-	Clock Clock
-
 	// Observer receives the client's finite-cardinality signals.
 	// Defaults to NopObserver.
 	Observer Observer
@@ -130,12 +125,18 @@ type Config struct {
 	// discards everything.
 	Logger *slog.Logger
 
-	// RenewalPort is where renewal attempts go; tests and fault campaigns
-	// set one that wraps or replaces the database. Defaults to
-	// NewPgRenewalPort over the client's own heartbeat pool (same
-	// connection settings as the pool given to NewClient,
-	// RenewalPoolSize connections).
-	RenewalPort RenewalPort
+	// renewalPort is where renewal attempts go; the module's tests and
+	// fault campaigns set one that wraps or replaces the database
+	// (internal/leaseport). Defaults to newPgRenewalPort over the client's
+	// own heartbeat pool (same connection settings as the pool given to
+	// NewClient, RenewalPoolSize connections).
+	renewalPort renewalPort
+
+	// clock is the application wall clock, used only to compute the
+	// database clock offset signal (the module's tests and fault campaign
+	// set a skewed one through internal/leaseport). Defaults to
+	// systemClock.
+	clock clock
 }
 
 // The exact messages of ConfigError, one per rule.
@@ -181,8 +182,8 @@ func (c Config) withDefaults() Config {
 	if c.CommitTimeout == 0 {
 		c.CommitTimeout = DefaultCommitTimeout
 	}
-	if c.Clock == nil {
-		c.Clock = SystemClock{}
+	if c.clock == nil {
+		c.clock = systemClock{}
 	}
 	if c.Observer == nil {
 		c.Observer = NopObserver{}
@@ -334,9 +335,7 @@ func (c Config) terms(job Job) (leaseTerms, *ConfigurationRejectedError) {
 type Client struct {
 	// pool is the caller's pool; every call except renewals uses it.
 	pool *pgxpool.Pool
-	// admin runs the operator and auditor calls over pool.
-	admin *Admin
-	cfg   Config
+	cfg  Config
 	// heartbeatPool is the client's own pool for renewals, never shared
 	// with handlers, sized RenewalPoolSize.
 	heartbeatPool *pgxpool.Pool
@@ -370,15 +369,15 @@ func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 	}
 	// NewWithConfig fails only for MaxConns < 1, which Validate rules out.
 	heartbeatPool, _ := pgxpool.NewWithConfig(context.Background(), hcfg)
-	port := cfg.RenewalPort
+	port := cfg.renewalPort
 	if port == nil {
-		port = NewPgRenewalPort(heartbeatPool, cfg.AttemptTimeout)
+		port = newPgRenewalPort(heartbeatPool, cfg.AttemptTimeout)
 	}
-	c := &Client{pool: pool, admin: &Admin{pool: pool}, cfg: cfg, heartbeatPool: heartbeatPool, closed: make(chan struct{})}
+	c := &Client{pool: pool, cfg: cfg, heartbeatPool: heartbeatPool, closed: make(chan struct{})}
 	c.hb = newHeartbeat(heartbeatConfig{
 		port:          port,
 		observer:      cfg.Observer,
-		clock:         cfg.Clock,
+		clock:         cfg.clock,
 		scheduler:     cfg.Scheduler,
 		margin:        cfg.SafetyMargin,
 		baseInFlight:  cfg.MaxInFlightRenewals,
@@ -390,11 +389,10 @@ func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// Config returns the client's settings, defaults filled in.
+// Config returns the client's settings, defaults filled in: its OwnerID
+// (the worker owner id sent with its claims) and its Logger (one that drops
+// everything when Config.Logger was nil) among them.
 func (c *Client) Config() Config { return c.cfg }
-
-// OwnerID returns the worker owner id the client sends with its claims.
-func (c *Client) OwnerID() string { return c.cfg.OwnerID }
 
 // Close stops the heartbeat, releases every claim it still keeps (their
 // contexts are cancelled with cause ErrClosed), waits for every goroutine the

@@ -93,14 +93,14 @@ func TestConfigRejectsUnsafeIntervals(t *testing.T) {
 	got := c.Config()
 	require.Equal(t, 4, got.MaxInFlightRenewals)
 	require.Equal(t, goclient.DefaultCommitTimeout, got.CommitTimeout, "the commit timeout defaults to 5 s")
-	require.Regexp(t, `^leasefence-[0-9a-f]{16}$`, c.OwnerID())
-	require.Equal(t, got.OwnerID, c.OwnerID())
+	require.Regexp(t, `^leasefence-[0-9a-f]{16}$`, c.Config().OwnerID)
+	require.Equal(t, got.OwnerID, c.Config().OwnerID)
 
 	d, err := goclient.NewClient(pool, ok)
 	require.NoError(t, err)
 	defer d.Close()
 	require.Zero(t, d.Config().AttemptTimeout, "the default attempt timeout is each claim's: half its interval")
-	require.NotEqual(t, c.OwnerID(), d.OwnerID(), "each client gets its own default owner id")
+	require.NotEqual(t, c.Config().OwnerID, d.Config().OwnerID, "each client gets its own default owner id")
 
 	// The zero Config is every default, and a working client.
 	require.NoError(t, goclient.Config{}.Validate(), "the defaults are valid")
@@ -119,7 +119,6 @@ func TestConfigRejectsUnsafeIntervals(t *testing.T) {
 	require.Zero(t, def.LeaseDuration, "no lease bound by default: the policy decides")
 	require.Zero(t, def.RenewalInterval, "no interval bound by default: the policy decides")
 	require.Zero(t, def.AttemptTimeout, "the attempt timeout defaults to half of each claim's interval")
-	require.Equal(t, goclient.SystemClock{}, def.Clock)
 	require.Equal(t, goclient.NopObserver{}, def.Observer)
 	require.Equal(t, goclient.GoroutineScheduler{}, def.Scheduler)
 	require.NotNil(t, def.Logger)

@@ -31,19 +31,19 @@
 //	err = worker.Run(ctx) // until ctx is cancelled, then a graceful shutdown
 //
 // Producers (role durable_job_producer) call Enqueue (or EnqueueMany for up
-// to MaxBatchJobs jobs of one queue in one call), Cancel and State on a
-// client of their own. Operators (durable_job_operator) and auditors
-// (durable_job_auditor) claim nothing and need no Client: an Admin has
-// Replay, Cancel, State, the policy and evidence calls and the health,
-// backlog (QueueBacklog) and totals reads, with no heartbeat, no goroutine and no pool of its own:
+// to MaxBatchJobs jobs of one queue in one call, or EnqueueTx inside their
+// own transaction) on a client of their own. Everything else that claims
+// nothing is an Admin's: Cancel, State and Replay of one job, the policy
+// and evidence calls and the health, backlog (QueueBacklog) and totals
+// reads, with no heartbeat, no goroutine and no pool of its own. A Client
+// has none of them; make an Admin over the same pool, or over a pool of an
+// operator or auditor login:
 //
 //	pool, err := goclient.NewPool(ctx, auditorURL, 0)
 //	admin, err := goclient.NewAdmin(pool) // nothing to Close but the pool
 //	health, err := admin.LeaseHealth(ctx) // one statement on pool
 //
-// A Client has the same calls (it delegates them to an Admin over its
-// pool), so a worker's program can read health too; prommetrics'
-// DatabaseCollector takes anything with LeaseHealth.
+// prommetrics' DatabaseCollector takes an Admin.
 //
 // # State Model
 //
@@ -142,7 +142,7 @@
 // The database decided at or after attemptSentAt, so attemptSentAt + granted
 // is never later than the real expiry; the margin absorbs clock-rate drift,
 // scheduler jitter and the time your handler needs to notice cancellation.
-// The application's wall clock (Config.Clock) plays no part: skew it by hours
+// The application's wall clock plays no part: skew it by hours
 // and nothing changes except the database clock offset signal.
 //
 // # Failure Handling
@@ -344,9 +344,8 @@
 //
 // # Logging
 //
-// A Client and its Workers write to an optional *slog.Logger (Config.Logger;
-// WorkerConfig.Logger overrides it for one worker). By
-// default they log nothing. Every message starts with "leasefence: " and
+// A Client and its Workers write to an optional *slog.Logger
+// (Config.Logger). By default they log nothing. Every message starts with "leasefence: " and
 // carries the job's public fields as the group "claim" (job_record_id,
 // queue_name, lease_fencing_generation, attempt_number, and
 // lease_claim_token "[REDACTED]"). No record ever carries a claim token, a
@@ -477,16 +476,20 @@
 //
 // # Ports and adapters
 //
-// Renewals go through a RenewalPort (input: the exact claims; output:
+// Renewals go through a narrow port (input: the exact claims; output:
 // renewed / stale / renewal_disabled with the database's expiry and time, no
-// payload); NewPgRenewalPort is the PostgreSQL adapter and the default.
+// payload) whose only public adapter is PostgreSQL; the module's own tests,
+// benchmarks and fault campaign wrap it to inject faults, through a hook
+// that is not part of the public API.
 // Renewal attempts run on a Scheduler; GoroutineScheduler is the default and
 // an embedding application can supply its own bounded executor.
 //
-// All SQL text lives in two port files: port_pg.go (producer, claim,
-// renewal and terminal calls) and port_admin.go (operator and auditor calls:
-// policy, deployment evidence, lease health, control evidence). Each
-// statement calls one function of the leasefence bundle and is written
-// once, as a constant directly above the one helper or method that runs
-// it; no other file of this package holds SQL.
+// All SQL text lives in three port files: port_pg.go (producer, claim,
+// renewal and terminal calls), port_admin.go (operator and auditor calls:
+// policy, deployment evidence, lease health, control evidence) and
+// port_operator.go (the operator's job views and recorded changes:
+// retention, change control, proposals, erasure). Each statement calls one
+// function of the leasefence bundle and is written once, as a constant
+// directly above the one helper or method that runs it; no other file of
+// this package holds SQL.
 package goclient

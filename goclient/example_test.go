@@ -2,6 +2,7 @@ package goclient_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -45,8 +46,8 @@ var clientConfig = goclient.Config{SafetyMargin: time.Second}
 
 // waitForStatus polls the job's state until it has status (examples only; a
 // producer normally does not wait).
-func waitForStatus(ctx context.Context, client *goclient.Client, id int64, status goclient.JobStatus) {
-	for must(client.State(ctx, id)).Status != status {
+func waitForStatus(ctx context.Context, admin *goclient.Admin, id int64, status goclient.JobStatus) {
+	for must(admin.State(ctx, id)).Status != status {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
@@ -59,6 +60,7 @@ func Example_worker() {
 	defer pool.Close()
 	client := must(goclient.NewClient(pool, clientConfig))
 	defer client.Close()
+	admin := must(goclient.NewAdmin(pool)) // State is an operator call
 
 	id := must(client.Enqueue(ctx, goclient.EnqueueParams{Queue: "etl.orders", Payload: []byte(`{"order": 1}`)}))
 
@@ -77,10 +79,10 @@ func Example_worker() {
 	go func() { done <- worker.Run(runCtx) }()
 
 	<-handled
-	waitForStatus(ctx, client, id, goclient.StatusSucceeded)
+	waitForStatus(ctx, admin, id, goclient.StatusSucceeded)
 	stop() // graceful shutdown
 	fmt.Println("run:", <-done)
-	fmt.Println("job:", must(client.State(ctx, id)).Status)
+	fmt.Println("job:", must(admin.State(ctx, id)).Status)
 	// Output:
 	// loading {"order": 1} (attempt 1)
 	// run: <nil>
@@ -95,6 +97,7 @@ func Example_completeInTransaction() {
 	defer pool.Close()
 	client := must(goclient.NewClient(pool, clientConfig))
 	defer client.Close()
+	admin := must(goclient.NewAdmin(pool)) // State is an operator call
 
 	id := must(client.Enqueue(ctx, goclient.EnqueueParams{Queue: "etl.totals", Payload: []byte(`{"total": 42.5}`)}))
 
@@ -110,11 +113,11 @@ func Example_completeInTransaction() {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error)
 	go func() { done <- worker.Run(runCtx) }()
-	waitForStatus(ctx, client, id, goclient.StatusSucceeded)
+	waitForStatus(ctx, admin, id, goclient.StatusSucceeded)
 	stop()
 	<-done
 
-	fmt.Println("job:", must(client.State(ctx, id)).Status)
+	fmt.Println("job:", must(admin.State(ctx, id)).Status)
 	// Output:
 	// job: SUCCEEDED
 }
@@ -127,6 +130,7 @@ func ExampleJSONTxHandler() {
 	defer pool.Close()
 	client := must(goclient.NewClient(pool, clientConfig))
 	defer client.Close()
+	admin := must(goclient.NewAdmin(pool)) // State is an operator call
 
 	type orderTotal struct {
 		Total float64 `json:"total"`
@@ -145,13 +149,13 @@ func ExampleJSONTxHandler() {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error)
 	go func() { done <- worker.Run(runCtx) }()
-	waitForStatus(ctx, client, good, goclient.StatusSucceeded)
-	waitForStatus(ctx, client, bad, goclient.StatusFailed)
+	waitForStatus(ctx, admin, good, goclient.StatusSucceeded)
+	waitForStatus(ctx, admin, bad, goclient.StatusFailed)
 	stop()
 	<-done
 
-	state := must(client.State(ctx, bad))
-	fmt.Println("good:", must(client.State(ctx, good)).Status)
+	state := must(admin.State(ctx, bad))
+	fmt.Println("good:", must(admin.State(ctx, good)).Status)
 	fmt.Println("bad:", state.Status, state.FailureReasonCode)
 	// Output:
 	// good: SUCCEEDED
@@ -186,4 +190,24 @@ func ExampleClient_Keep() {
 	// still trusted: true
 	// complete: <nil>
 	// printed claim hides its token: true
+}
+
+// EnqueueTx enqueues in your own transaction: the job commits with your
+// rows, or, rolled back, never existed.
+func ExampleClient_EnqueueTx() {
+	ctx := context.Background()
+	pool := must(goclient.NewPool(ctx, os.Getenv("LEASEFENCE_EXAMPLE_DATABASE_URL"), 0))
+	defer pool.Close()
+	client := must(goclient.NewClient(pool, clientConfig))
+	defer client.Close()
+	admin := must(goclient.NewAdmin(pool))
+
+	tx := must(pool.Begin(ctx))
+	id := must(client.EnqueueTx(ctx, tx, goclient.EnqueueParams{Queue: "etl.tx", Payload: []byte(`{"order": 9}`)}))
+	fmt.Println("rolled back:", tx.Rollback(ctx)) // your own writes failed, say
+	_, err := admin.State(ctx, id)
+	fmt.Println("no job:", errors.Is(err, goclient.ErrJobNotFound))
+	// Output:
+	// rolled back: <nil>
+	// no job: true
 }

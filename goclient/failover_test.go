@@ -17,6 +17,7 @@ import (
 
 	"github.com/mightyetl/leasefence/goclient"
 	"github.com/mightyetl/leasefence/goclient/prommetrics"
+	"github.com/mightyetl/leasefence/internal/leaseport"
 	"github.com/mightyetl/leasefence/internal/testdb"
 )
 
@@ -261,7 +262,7 @@ func TestTxHandlerSurvivesSynchronousFailover(t *testing.T) {
 	require.NoError(t, primary.StopImmediate())
 	require.NoError(t, standby.Promote(ctx))
 
-	producer := e.client(e.pool(onStandby(producerURL)))
+	producer := adminClient(t, e.pool(onStandby(producerURL)))
 	waitFor(t, 30*time.Second, "the job to succeed on the new primary", func() bool {
 		s, err := producer.State(ctx, ids[0])
 		return err == nil && s.Status == goclient.StatusSucceeded
@@ -387,11 +388,11 @@ func requireLogLine(t *testing.T, log, msg string, wants ...string) {
 	t.Fatalf("no log line %q with %v in:\n%s", msg, wants, log)
 }
 
-// gatedPort is a RenewalPort whose attempts fail while it is shut, and go
+// gatedPort is a renewal port whose attempts fail while it is shut, and go
 // to the real port otherwise: a test holds renewals back until the
 // worker has seen a promotion, so their order is fixed.
 type gatedPort struct {
-	inner goclient.RenewalPort
+	inner leaseport.Port
 	shut  atomic.Bool
 }
 
@@ -454,11 +455,11 @@ func TestClaimLostInAFailoverIsLoggedAsFailover(t *testing.T) {
 	q.Set("target_session_attrs", "read-write")
 	q.Set("connect_timeout", "2")
 	multi.RawQuery = q.Encode()
-	port := &gatedPort{inner: goclient.NewPgRenewalPort(e.pool(multi.String()), 800*time.Millisecond)}
+	port := &gatedPort{inner: leaseport.NewPg(e.pool(multi.String()), 800*time.Millisecond)}
 	rec := newAvailRecorder(t)
 	var logs goclient.LogBuffer
-	c := e.client(e.pool(multi.String()), goclient.Config{Observer: rec, RenewalPort: port,
-		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	c := e.client(e.pool(multi.String()), leaseport.With(goclient.Config{Observer: rec,
+		Logger: slog.New(slog.NewJSONHandler(&logs, nil))}, port))
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("worker log:\n%s", logs.String())
@@ -487,7 +488,7 @@ func TestClaimLostInAFailoverIsLoggedAsFailover(t *testing.T) {
 	})
 	port.shut.Store(false)
 
-	producer := e.client(e.pool(onStandby(producerURL)))
+	producer := adminClient(t, e.pool(onStandby(producerURL)))
 	waitFor(t, 30*time.Second, "the job to succeed on the new primary", func() bool {
 		s, err := producer.State(ctx, ids[0])
 		return err == nil && s.Status == goclient.StatusSucceeded

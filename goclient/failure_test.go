@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mightyetl/leasefence/goclient"
+	"github.com/mightyetl/leasefence/internal/leaseport"
 	"github.com/mightyetl/leasefence/internal/testdb"
 )
 
@@ -36,7 +37,7 @@ func TestConnectionCutRetriesThenFailsClosed(t *testing.T) {
 			proxy, proxied := newProxy(t, e.workerDB)
 			rec := newRecorder()
 			attempts := &attemptLog{recorder: rec}
-			c := e.client(e.pool(proxied), goclient.Config{Observer: attempts, Clock: skewedClock{-3 * time.Hour}})
+			c := e.client(e.pool(proxied), leaseport.WithClock(goclient.Config{Observer: attempts}, skewedClock{-3 * time.Hour}))
 			job := claim(t, c)
 			lease := c.Keep(ctx, job)
 			waitFor(t, 2*shortPolicy.lease, "two confirmed renewals", func() bool {

@@ -98,9 +98,6 @@ func (c *Client) Keep(parent context.Context, job Job) *Lease {
 // Context returns the context that is cancelled when the lease ends.
 func (l *Lease) Context() context.Context { return l.ctx }
 
-// Claim returns the lease's claim.
-func (l *Lease) Claim() Claim { return l.claim }
-
 // endCause is why the lease ended, as one bounded log cause (see Logging
 // in the package documentation): the cause the heartbeat logged when it
 // lost the claim, else stale, released, closed or stopped by its error,
@@ -219,11 +216,11 @@ func releaseCause(stale bool) LossCause {
 // the heartbeat holds no reference to the Client that made it.
 type heartbeatConfig struct {
 	// port renews the claims.
-	port RenewalPort
+	port renewalPort
 	// observer is told about renewals, losses and the scheduler.
 	observer Observer
 	// clock is the application's wall clock, for the clock offset signal.
-	clock Clock
+	clock clock
 	// scheduler runs each renewal attempt.
 	scheduler Scheduler
 	// margin is the safety margin taken off every granted lease.
@@ -246,9 +243,9 @@ type heartbeatConfig struct {
 // heartbeat schedules the renewals of one client on its own goroutine and
 // timers, never on a handler's.
 type heartbeat struct {
-	port          RenewalPort
+	port          renewalPort
 	obs           Observer
-	clock         Clock
+	clock         clock
 	sched         Scheduler
 	margin        time.Duration
 	baseInFlight  int

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mightyetl/leasefence/goclient"
+	"github.com/mightyetl/leasefence/internal/leaseport"
 )
 
 // runWorker runs w until the returned stop is called; stop returns Run's error.
@@ -172,7 +173,7 @@ func TestSkewedApplicationClockChangesNothing(t *testing.T) {
 			e := setup(t, shortPolicy)
 			ids := e.enqueue(1)
 			rec := newRecorder()
-			c := e.worker(goclient.Config{Observer: rec, Clock: skewedClock{skew}})
+			c := e.worker(leaseport.WithClock(goclient.Config{Observer: rec}, skewedClock{skew}))
 			job := claim(t, c)
 			lease := c.Keep(context.Background(), job)
 			trusted := lease.TrustedFor()
@@ -259,7 +260,7 @@ func TestStaleRenewalCancelsTheHandlerAtOnce(t *testing.T) {
 	require.NoError(t, err)
 	stop := runWorker(t, w)
 	<-started
-	cancelled, err := e.producer.Cancel(context.Background(), ids[0])
+	cancelled, err := e.producerAdmin.Cancel(context.Background(), ids[0], goclient.ChangeRecord{})
 	require.NoError(t, err)
 	require.True(t, cancelled)
 	at := time.Now()
@@ -321,7 +322,7 @@ func TestRenewalsDueTogetherGoOutAsOneCall(t *testing.T) {
 		e := setup(t, slowPolicy)
 		e.enqueue(6)
 		port = e.heartbeatPort()
-		c = e.worker(goclient.Config{RenewalPort: port})
+		c = e.worker(leaseport.With(goclient.Config{}, port))
 		var err error
 		jobs, err = c.ClaimMany(context.Background(), testQueue, 5)
 		require.NoError(t, err)
@@ -362,7 +363,7 @@ func TestRenewalsInFlightAreBounded(t *testing.T) {
 	port := e.heartbeatPort()
 	port.delay = 400 * time.Millisecond // a slow database: each call takes longer than the claims are apart
 	rec := newRecorder()
-	c := e.worker(goclient.Config{RenewalPort: port, MaxInFlightRenewals: 1, RenewalPoolSize: 1, Observer: rec, AttemptTimeout: 800 * time.Millisecond})
+	c := e.worker(leaseport.With(goclient.Config{MaxInFlightRenewals: 1, RenewalPoolSize: 1, Observer: rec, AttemptTimeout: 800 * time.Millisecond}, port))
 	var leases []*goclient.Lease
 	for range 3 {
 		leases = append(leases, c.Keep(context.Background(), claim(t, c)))
@@ -417,7 +418,7 @@ func TestSlowDatabaseRaisesRenewalsInFlight(t *testing.T) {
 	// took more than 2.4 s.
 	port.setDelay(1800 * time.Millisecond)
 	rec := newRecorder()
-	c := e.worker(goclient.Config{RenewalPort: port, MaxInFlightRenewals: 1, Observer: rec})
+	c := e.worker(leaseport.With(goclient.Config{MaxInFlightRenewals: 1, Observer: rec}, port))
 	var leases []*goclient.Lease
 	for len(leases) < batches*batch {
 		jobs, err := c.ClaimMany(ctx, testQueue, batch)
@@ -510,7 +511,7 @@ func TestShortRenewalAnswerIsAFailedAttempt(t *testing.T) {
 	port := e.heartbeatPort()
 	port.truncate = true
 	rec := newRecorder()
-	c := e.worker(goclient.Config{RenewalPort: port, Observer: rec})
+	c := e.worker(leaseport.With(goclient.Config{Observer: rec}, port))
 	lease := c.Keep(context.Background(), claim(t, c))
 	<-lease.Context().Done()
 	require.ErrorIs(t, lease.Err(), goclient.ErrTrustDeadlinePassed)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mightyetl/leasefence/goclient"
+	"github.com/mightyetl/leasefence/internal/leaseport"
 	"github.com/mightyetl/leasefence/internal/testdb"
 )
 
@@ -52,8 +53,10 @@ type env struct {
 	db       *testdb.DB
 	admin    *pgxpool.Pool
 	producer *goclient.Client
-	workerDB string // a worker login URL
-	policy   policy
+	// producerAdmin is an Admin of the producer login: State and Cancel.
+	producerAdmin *goclient.Admin
+	workerDB      string // a worker login URL
+	policy        policy
 }
 
 // setup gives the test its own database with p as testQueue's policy, a
@@ -68,7 +71,9 @@ func setupDB(t *testing.T, db *testdb.DB, p policy) *env {
 	t.Helper()
 	e := &env{t: t, db: db, admin: db.Pool(t), workerDB: db.LoginURL(t, "durable_job_worker"), policy: p}
 	e.setPolicy(p)
-	e.producer = e.client(db.LoginPool(t, "durable_job_producer"))
+	producerPool := db.LoginPool(t, "durable_job_producer")
+	e.producer = e.client(producerPool)
+	e.producerAdmin = adminClient(t, producerPool)
 	return e
 }
 
@@ -123,7 +128,7 @@ func (e *env) enqueue(n int) []int64 {
 // state returns a job's lifecycle state.
 func (e *env) state(id int64) goclient.JobState {
 	e.t.Helper()
-	s, err := e.producer.State(context.Background(), id)
+	s, err := e.producerAdmin.State(context.Background(), id)
 	require.NoError(e.t, err)
 	return s
 }
@@ -359,7 +364,7 @@ func (c skewedClock) Now() time.Time { return time.Now().Round(0).Add(c.skew) }
 
 // countingPort wraps the real renewal port and records every call.
 type countingPort struct {
-	inner   goclient.RenewalPort
+	inner   leaseport.Port
 	delay   time.Duration // added before each call (latency, not a fake answer)
 	mu      sync.Mutex
 	batches [][]int64
@@ -413,7 +418,7 @@ func (p *countingPort) snapshot() ([][]int64, []time.Time, int) {
 // on the worker login, wrapped in a countingPort.
 func (e *env) heartbeatPort() *countingPort {
 	e.t.Helper()
-	return &countingPort{inner: goclient.NewPgRenewalPort(e.pool(e.workerDB), e.policy.interval*4/5)}
+	return &countingPort{inner: leaseport.NewPg(e.pool(e.workerDB), e.policy.interval*4/5)}
 }
 
 var _ = io.EOF

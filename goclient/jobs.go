@@ -36,6 +36,16 @@ func (c *Client) Enqueue(ctx context.Context, p EnqueueParams) (int64, error) {
 	return enqueueJob(ctx, c.pool, p)
 }
 
+// EnqueueTx is Enqueue inside the caller's transaction tx (the same
+// enqueue_job call): the job is written, and its id kept, only if tx
+// commits, so the caller's own writes and the job commit together or not at
+// all; a worker cannot claim it before then. tx's connection needs the
+// durable_job_producer role. Malformed input returns ErrInvalidArgument and
+// aborts tx; roll it back.
+func (c *Client) EnqueueTx(ctx context.Context, tx pgx.Tx, p EnqueueParams) (int64, error) {
+	return enqueueJob(ctx, tx, p)
+}
+
 // MaxBatchJobs is the most jobs EnqueueMany takes in one call (the
 // database's limit for enqueue_jobs).
 const MaxBatchJobs = 10000

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
@@ -65,7 +66,7 @@ func TestRetryFailReleaseCancelReplayAndState(t *testing.T) {
 	e := setup(t, shortPolicy)
 	ctx := context.Background()
 	w := e.worker()
-	operator := e.client(e.db.LoginPool(t, "durable_job_operator"))
+	operator := adminClient(t, e.db.LoginPool(t, "durable_job_operator"))
 
 	// Retry: RETRY_SCHEDULED with its reason; FAILED once the attempts are used up.
 	id, err := e.producer.Enqueue(ctx, goclient.EnqueueParams{Queue: testQueue, Payload: []byte(`{}`), MaxAttempts: 2})
@@ -82,7 +83,7 @@ func TestRetryFailReleaseCancelReplayAndState(t *testing.T) {
 	require.Equal(t, goclient.StatusFailed, status, "the last attempt's retry fails the job")
 
 	// Replay (operator) brings it back with its attempts starting again.
-	replayed, err := operator.Replay(ctx, id)
+	replayed, err := operator.Replay(ctx, id, goclient.ChangeRecord{})
 	require.NoError(t, err)
 	require.True(t, replayed)
 	s := e.state(id)
@@ -101,7 +102,7 @@ func TestRetryFailReleaseCancelReplayAndState(t *testing.T) {
 	require.ErrorIs(t, err, goclient.ErrStaleClaim)
 
 	// Release gives the attempt back and makes the old claim stale.
-	replayed, err = operator.Replay(ctx, id)
+	replayed, err = operator.Replay(ctx, id, goclient.ChangeRecord{})
 	require.NoError(t, err)
 	require.True(t, replayed)
 	job = claim(t, w)
@@ -117,19 +118,19 @@ func TestRetryFailReleaseCancelReplayAndState(t *testing.T) {
 
 	// Cancel a running job: its claim is stale at once.
 	job = claim(t, w)
-	cancelled, err := e.producer.Cancel(ctx, id)
+	cancelled, err := e.producerAdmin.Cancel(ctx, id, goclient.ChangeRecord{})
 	require.NoError(t, err)
 	require.True(t, cancelled)
 	require.ErrorIs(t, w.Complete(ctx, job.Claim(), nil), goclient.ErrStaleClaim)
 	require.Equal(t, goclient.StatusCancelled, e.state(id).Status)
-	cancelled, err = e.producer.Cancel(ctx, id)
+	cancelled, err = e.producerAdmin.Cancel(ctx, id, goclient.ChangeRecord{})
 	require.NoError(t, err)
 	require.False(t, cancelled)
-	replayed, err = operator.Replay(ctx, id+1000)
+	replayed, err = operator.Replay(ctx, id+1000, goclient.ChangeRecord{})
 	require.NoError(t, err)
 	require.False(t, replayed)
 
-	_, err = e.producer.State(ctx, id+1000)
+	_, err = e.producerAdmin.State(ctx, id+1000)
 	require.ErrorIs(t, err, goclient.ErrJobNotFound)
 }
 
@@ -316,4 +317,55 @@ func TestRealClaimsNeverShowTheirTokenOwnerOrPayload(t *testing.T) {
 		require.NotContains(t, out, "owner-7f3a")
 		require.NotContains(t, out, "kim@example.com")
 	}
+}
+
+// EnqueueTx writes the job in the caller's transaction, with the caller's
+// own row: until the transaction commits, another session neither sees nor
+// claims the job; committed, the job is claimable; rolled back, neither the
+// job nor the row exists. Malformed input is ErrInvalidArgument.
+func TestEnqueueTxCommitsAndRollsBackWithTheCallersWrites(t *testing.T) {
+	t.Parallel()
+	e := setup(t, shortPolicy)
+	ctx := context.Background()
+	_, err := e.admin.Exec(ctx, `CREATE TABLE public.orders (order_id bigint PRIMARY KEY, job_record_id bigint NOT NULL);
+		GRANT INSERT, SELECT ON public.orders TO durable_job_producer`)
+	require.NoError(t, err)
+	producerPool := e.db.LoginPool(t, "durable_job_producer")
+	w := e.worker()
+	enqueueWithOrder := func(order int) (pgx.Tx, int64) {
+		t.Helper()
+		tx, err := producerPool.Begin(ctx)
+		require.NoError(t, err)
+		id, err := e.producer.EnqueueTx(ctx, tx, goclient.EnqueueParams{Queue: testQueue,
+			Payload: fmt.Appendf(nil, `{"order": %d}`, order)})
+		require.NoError(t, err)
+		_, err = tx.Exec(ctx, `INSERT INTO public.orders VALUES ($1, $2)`, order, id)
+		require.NoError(t, err)
+		return tx, id
+	}
+
+	tx, id := enqueueWithOrder(1)
+	_, err = w.Claim(ctx, testQueue)
+	require.ErrorIs(t, err, goclient.ErrNoJob, "another session cannot claim a job before its transaction commits")
+	_, err = e.producerAdmin.State(ctx, id)
+	require.ErrorIs(t, err, goclient.ErrJobNotFound, "nor see it")
+	require.NoError(t, tx.Commit(ctx))
+	require.Equal(t, id, claim(t, w).ID(), "committed: the job is claimable")
+
+	tx, rolledBack := enqueueWithOrder(2)
+	require.NoError(t, tx.Rollback(ctx))
+	_, err = e.producerAdmin.State(ctx, rolledBack)
+	require.ErrorIs(t, err, goclient.ErrJobNotFound, "rolled back: no job")
+	_, err = w.Claim(ctx, testQueue)
+	require.ErrorIs(t, err, goclient.ErrNoJob)
+	rows, _ := producerPool.Query(ctx, `SELECT order_id FROM public.orders ORDER BY order_id`)
+	orders, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	require.Equal(t, []int64{1}, orders, "the caller's row went with its job")
+
+	tx, err = producerPool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = e.producer.EnqueueTx(ctx, tx, goclient.EnqueueParams{Queue: "Not A Queue", Payload: []byte(`{}`)})
+	require.ErrorIs(t, err, goclient.ErrInvalidArgument)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mightyetl/leasefence/goclient"
+	"github.com/mightyetl/leasefence/internal/leaseport"
 )
 
 // One claimed job's row is held locked by another session (as a cancel or
@@ -29,7 +30,7 @@ func TestLockedRowIsRenewedAloneAndTheBatchStaysOwned(t *testing.T) {
 	e.enqueue(3)
 	rec := newRecorder()
 	port := e.heartbeatPort()
-	c := e.worker(goclient.Config{RenewalPort: port, Observer: rec})
+	c := e.worker(leaseport.With(goclient.Config{Observer: rec}, port))
 	jobs, err := c.ClaimMany(context.Background(), testQueue, 3)
 	require.NoError(t, err)
 	require.Len(t, jobs, 3)
@@ -121,7 +122,7 @@ func TestLockedEvenAloneIsRetriedUntilTheTrustDeadline(t *testing.T) {
 	e.enqueue(1)
 	rec := newRecorder()
 	port := &lockedPort{}
-	c := e.worker(goclient.Config{RenewalPort: port, Observer: rec})
+	c := e.worker(leaseport.With(goclient.Config{Observer: rec}, port))
 	job := claim(t, c)
 	lease := c.Keep(context.Background(), job)
 	<-lease.Context().Done()

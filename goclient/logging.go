@@ -10,10 +10,6 @@ import (
 // discardLogger is the default logger: it drops every record.
 var discardLogger = slog.New(slog.DiscardHandler)
 
-// Logger returns the client's logger (a logger that drops everything when
-// Config.Logger was nil).
-func (c *Client) Logger() *slog.Logger { return c.cfg.Logger }
-
 // claimAttr is a claim's public fields as one slog group; the token is
 // "[REDACTED]".
 func claimAttr(claim Claim) slog.Attr { return slog.Any("claim", claim) }

@@ -68,7 +68,7 @@ type Observer interface {
 	// cannot count a stale terminal write, whose transaction aborts.
 	OwnershipLost(queue string, cause LossCause)
 	// DatabaseClockOffset is called after every answered renewal attempt with
-	// the database's time minus the application wall clock (Config.Clock) at
+	// the database's time minus the application wall clock at
 	// the middle of the round trip.
 	DatabaseClockOffset(offset time.Duration)
 	// RenewalsInFlight is called whenever the number of open renewal calls changes.

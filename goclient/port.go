@@ -5,14 +5,16 @@ import (
 	"time"
 )
 
-// RenewalPort is the narrow port through which the heartbeat renews claims.
+// renewalPort is the narrow port through which the heartbeat renews claims.
 // Its input is the exact claims (job id, token and owner each); its output
 // is one RenewalResult per claim, in input order, holding only the outcome,
 // the database's expiry and the database's time: no payload, nothing else.
 // All claims of one call belong to one owner: a claim whose owner differs
 // from the first claim's is judged by the database, and so comes back stale.
-// The production adapter is NewPgRenewalPort.
-type RenewalPort interface {
+// The production adapter is newPgRenewalPort. It is not exported: the
+// module's tests, benchmarks, demo and fault campaign set one through
+// internal/leaseport, which wraps or replaces the database.
+type renewalPort interface {
 	// RenewClaims makes one renewal attempt for every claim, within ctx. An
 	// error means the whole attempt failed and must never be read as a
 	// renewal.

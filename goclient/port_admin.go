@@ -40,26 +40,6 @@ type LeasePolicy struct {
 	ChangedByRole string
 }
 
-// LeasePolicyChange is the input of SetQueueLeasePolicy. The database checks
-// every value and refuses the whole change (ErrInvalidPolicy) when one is
-// out of bounds: 1 s <= LeaseDuration <= 24 h, 100 ms <= RenewalInterval <=
-// LeaseDuration/3, LeaseDuration <= MaxClaimLifetime <= 7 days, and Reason
-// not blank (at most 500 characters).
-type LeasePolicyChange struct {
-	// Queue is the queue to set, or "*" for the default policy.
-	Queue string
-	// LeaseDuration is the new lease duration.
-	LeaseDuration time.Duration
-	// RenewalInterval is the new renewal interval.
-	RenewalInterval time.Duration
-	// MaxClaimLifetime is the new maximum claim lifetime.
-	MaxClaimLifetime time.Duration
-	// RenewalEnabled switches renewals on or off for the queue.
-	RenewalEnabled bool
-	// Reason says why the change is made; it is kept in the control evidence.
-	Reason string
-}
-
 // QueueLeaseHealth is the lease health of one queue at one database time.
 // Every field is a count or a duration: no job ids, owners or payloads.
 type QueueLeaseHealth struct {
@@ -148,23 +128,16 @@ type MigrationVersion struct {
 	AppliedAt time.Time
 }
 
-const sqlSetQueueLeasePolicy = `SELECT durable_jobs.set_queue_lease_policy($1, $2, $3, $4, $5, $6)`
-
-// SetQueueLeasePolicy sets one queue's lease policy (operator role). The
-// change and its reason are recorded as control evidence by the database.
-// A refused change returns an error matching ErrInvalidPolicy, and nothing
-// changes.
-func (a *Admin) SetQueueLeasePolicy(ctx context.Context, change LeasePolicyChange) error {
-	_, err := a.pool.Exec(ctx, sqlSetQueueLeasePolicy, change.Queue, change.LeaseDuration, change.RenewalInterval,
-		change.MaxClaimLifetime, change.RenewalEnabled, change.Reason)
-	return translateError(err)
-}
-
 // LeasePolicyUpdate is the input of UpdateQueueLeasePolicy: the settings
-// to change, each nil to keep the queue's current value. The values kept
-// are read by the database, inside the change and after it has waited for
-// every other policy change to commit, so a change committed meanwhile by
-// someone else is kept, never overwritten.
+// to change, each nil to keep the queue's current value (set all four to
+// write a whole policy). The values kept are read by the database, inside
+// the change and after it has waited for every other policy change to
+// commit, so a change committed meanwhile by someone else is kept, never
+// overwritten. The database checks the resulting policy and refuses the
+// whole change (ErrInvalidPolicy) when a value is out of bounds: 1 s <=
+// LeaseDuration <= 24 h, 100 ms <= RenewalInterval <= LeaseDuration/3,
+// LeaseDuration <= MaxClaimLifetime <= 7 days, and Reason not blank (at
+// most 500 characters).
 type LeasePolicyUpdate struct {
 	// Queue is the queue to change, or "*" for the default policy.
 	Queue string
@@ -194,8 +167,9 @@ const sqlUpdateQueueLeasePolicy = `SELECT queue_name, lease_duration, renewal_in
 // that update gives and keeps the others (operator role), through the
 // database function update_queue_lease_policy. A queue without a policy of
 // its own keeps the default "*" policy's values. It returns the queue's
-// policy as written. A refused change (a value out of the bounds of
-// LeasePolicyChange, a malformed queue or change record, or a setting left
+// policy as written, and the database records the change and its reason
+// as control evidence. A refused change (a value out of the bounds of
+// LeasePolicyUpdate, a malformed queue or change record, or a setting left
 // out when the queue has no policy and there is no "*") returns an error
 // matching ErrInvalidPolicy, and nothing changes.
 func (a *Admin) UpdateQueueLeasePolicy(ctx context.Context, update LeasePolicyUpdate) (LeasePolicy, error) {
@@ -223,17 +197,6 @@ func scanLeasePolicy(row pgx.Row) (LeasePolicy, error) {
 	err := row.Scan(&p.Queue, &p.LeaseDuration, &p.RenewalInterval, &p.MaxClaimLifetime,
 		&p.RenewalEnabled, &p.ChangedAt, &p.ChangedByRole)
 	return p, err
-}
-
-const sqlRecordDeploymentVersion = `SELECT durable_jobs.record_deployment_version($1, $2)`
-
-// RecordDeploymentVersion records that version of the application was
-// deployed, with reason, as control evidence (operator role). A malformed
-// version (^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$) or a blank reason returns an
-// error matching ErrInvalidArgument.
-func (a *Admin) RecordDeploymentVersion(ctx context.Context, version, reason string) error {
-	_, err := a.pool.Exec(ctx, sqlRecordDeploymentVersion, version, reason)
-	return translateError(err)
 }
 
 // Deployment is one deployment to record as control evidence with

@@ -51,7 +51,7 @@ func (c call) queue(b *pgx.Batch) {
 	}
 }
 
-// pgRenewalPort is the production RenewalPort: one short transaction per
+// pgRenewalPort is the production renewalPort: one short transaction per
 // attempt, its statement_timeout set below the renewal interval.
 type pgRenewalPort struct {
 	pool           *pgxpool.Pool
@@ -83,7 +83,7 @@ func (p *pgRenewalPort) timeout(ctx context.Context) time.Duration {
 	return defaultAttemptTimeout
 }
 
-// NewPgRenewalPort returns the PostgreSQL RenewalPort over pool. Every call
+// newPgRenewalPort returns the PostgreSQL renewalPort over pool. Every call
 // takes a connection from pool within the caller's context, then makes one
 // READ COMMITTED transaction within attemptTimeout: SET LOCAL
 // statement_timeout to attemptTimeout, one statement, COMMIT, in two round
@@ -97,7 +97,7 @@ func (p *pgRenewalPort) timeout(ctx context.Context) time.Duration {
 // lock (within the attempt timeout) and so never answers RenewalLocked.
 // Give it a pool of its own, never one that handlers use, so a busy handler
 // cannot hold the connection a renewal needs.
-func NewPgRenewalPort(pool *pgxpool.Pool, attemptTimeout time.Duration) RenewalPort {
+func newPgRenewalPort(pool *pgxpool.Pool, attemptTimeout time.Duration) renewalPort {
 	return &pgRenewalPort{pool: pool, attemptTimeout: attemptTimeout}
 }
 
@@ -110,7 +110,7 @@ func sqlSetStatementTimeout(d time.Duration) string {
 // runs it.
 const sqlRenewJobLeases = `SELECT renewal_outcome, lease_expires_at, database_time FROM durable_jobs.renew_job_leases($1, $2, $3)`
 
-// RenewClaims implements RenewalPort.
+// RenewClaims implements renewalPort.
 func (p *pgRenewalPort) RenewClaims(ctx context.Context, claims []Claim) ([]RenewalResult, error) {
 	var owner string
 	ids := make([]int64, len(claims))
@@ -450,22 +450,36 @@ func notifyProbe(ctx context.Context, q querier, channel string) error {
 	return err
 }
 
-const sqlCancelJob = `SELECT durable_jobs.cancel_job($1)`
+const (
+	sqlCancelJob         = `SELECT durable_jobs.cancel_job($1)`
+	sqlCancelJobRecorded = `SELECT durable_jobs.cancel_job($1, $2, $3, $4)`
+)
 
-// cancelJob calls cancel_job.
-func cancelJob(ctx context.Context, q querier, jobID int64) (bool, error) {
-	var cancelled bool
-	err := q.QueryRow(ctx, sqlCancelJob, jobID).Scan(&cancelled)
-	return cancelled, translateError(err)
+// cancelJob calls cancel_job, with the change record when it has a reason.
+func cancelJob(ctx context.Context, q querier, jobID int64, change ChangeRecord) (bool, error) {
+	return jobAction(ctx, q, sqlCancelJob, sqlCancelJobRecorded, jobID, change)
 }
 
-const sqlReplayJob = `SELECT durable_jobs.replay_job($1)`
+const (
+	sqlReplayJob         = `SELECT durable_jobs.replay_job($1)`
+	sqlReplayJobRecorded = `SELECT durable_jobs.replay_job($1, $2, $3, $4)`
+)
 
-// replayJob calls replay_job.
-func replayJob(ctx context.Context, q querier, jobID int64) (bool, error) {
-	var replayed bool
-	err := q.QueryRow(ctx, sqlReplayJob, jobID).Scan(&replayed)
-	return replayed, translateError(err)
+// replayJob calls replay_job, with the change record when it has a reason.
+func replayJob(ctx context.Context, q querier, jobID int64, change ChangeRecord) (bool, error) {
+	return jobAction(ctx, q, sqlReplayJob, sqlReplayJobRecorded, jobID, change)
+}
+
+// jobAction runs plain (the job id) or, when change has a reason, recorded
+// (the job id and change), and returns the boolean answer.
+func jobAction(ctx context.Context, q querier, plain, recorded string, jobID int64, change ChangeRecord) (bool, error) {
+	sql, args := plain, []any{jobID}
+	if change.Reason != "" {
+		sql, args = recorded, []any{jobID, change.Reason, optionalText(change.Ticket), optionalText(change.Approver)}
+	}
+	var done bool
+	err := q.QueryRow(ctx, sql, args...).Scan(&done)
+	return done, translateError(err)
 }
 
 const sqlJobState = `SELECT job_status, attempt_number, max_attempts, lease_fencing_generation, lease_expires_at, lease_renewal_count, failure_reason_code FROM durable_jobs.job_lifecycle_state($1)`

@@ -146,7 +146,6 @@ func TestLeaseEndsWithItsContextStopAndRelease(t *testing.T) {
 	byParent := c.Keep(parent, jobs[0])
 	stopped := c.Keep(ctx, jobs[1])
 	released := c.Keep(ctx, jobs[2])
-	require.Equal(t, jobs[2].ID(), released.Claim().JobID())
 	cancel()
 	waitFor(t, time.Second, "the lease to follow its parent", func() bool { return byParent.Err() != nil })
 	require.ErrorIs(t, byParent.Err(), context.Canceled)

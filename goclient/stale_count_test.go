@@ -18,7 +18,7 @@ var quietPolicy = policy{lease: 30 * time.Second, interval: 10 * time.Second, ma
 // cancelJob makes a running job's claim stale at once (producer cancel).
 func (e *env) cancelJob(id int64) {
 	e.t.Helper()
-	cancelled, err := e.producer.Cancel(context.Background(), id)
+	cancelled, err := e.producerAdmin.Cancel(context.Background(), id, goclient.ChangeRecord{})
 	require.NoError(e.t, err)
 	require.True(e.t, cancelled)
 }

@@ -103,9 +103,6 @@ type WorkerConfig struct {
 	// RetryDelay gives the retry delay for a handler error that is not a
 	// *RetryError. Default: 1 s doubled per attempt, at most 1 h.
 	RetryDelay func(attempt int) time.Duration
-	// Logger receives this worker's log records (see Logging in the package
-	// documentation). Default: the client's Config.Logger.
-	Logger *slog.Logger
 }
 
 // Worker claims jobs of one queue and runs them with bounded concurrency,
@@ -187,9 +184,6 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.RetryDelay == nil {
 		cfg.RetryDelay = defaultRetryDelay
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = c.cfg.Logger
-	}
 	avail, ok := c.cfg.Observer.(AvailabilityObserver)
 	if !ok {
 		avail = NopObserver{}
@@ -252,13 +246,13 @@ func (w *Worker) Run(ctx context.Context) error {
 
 // log writes one record to the worker's logger.
 func (w *Worker) log(level slog.Level, msg string, attrs ...slog.Attr) {
-	w.cfg.Logger.LogAttrs(context.Background(), level, msg, attrs...)
+	w.c.cfg.Logger.LogAttrs(context.Background(), level, msg, attrs...)
 }
 
 // logClaim writes one record about claim at level, its attributes made
 // only when the logger takes the record (two of these go with every job).
 func (w *Worker) logClaim(level slog.Level, msg string, claim Claim) {
-	if w.cfg.Logger.Enabled(context.Background(), level) {
+	if w.c.cfg.Logger.Enabled(context.Background(), level) {
 		w.log(level, msg, claimAttr(claim))
 	}
 }
@@ -514,7 +508,7 @@ func (w *Worker) completionsMoved(finished []*completion, admitted int) {
 // start runs job on a new goroutine under a new lease. A job claimed after
 // shutdown began is released by shutdown like any other in-flight job.
 func (w *Worker) start(base context.Context, job Job, wg *sync.WaitGroup) {
-	lease := w.c.hb.add(base, job, w.cfg.Logger)
+	lease := w.c.hb.add(base, job, w.c.cfg.Logger)
 	w.logClaim(slog.LevelInfo, "leasefence: job claimed", job.claim)
 	w.mu.Lock()
 	w.leases[lease] = struct{}{}

@@ -152,7 +152,7 @@ func TestStaleTxHandlerRollsBackItsTargetRows(t *testing.T) {
 						return err
 					}
 					// An operator cancels the job while it runs (another session).
-					if _, err := e.producer.Cancel(context.Background(), job.ID()); err != nil || !tc.wait {
+					if _, err := e.producerAdmin.Cancel(context.Background(), job.ID(), goclient.ChangeRecord{}); err != nil || !tc.wait {
 						return err
 					}
 					<-ctx.Done() // the next renewal comes back stale

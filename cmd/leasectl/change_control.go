@@ -5,43 +5,11 @@ import (
 	"flag"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/mightyetl/leasefence/goclient"
 	"github.com/mightyetl/leasefence/internal/textfmt"
 )
 
-const changeControlUsage = `Usage:
-  leasectl change-control show [--output text|json] [--database-url URL]
-  leasectl change-control set --reason TEXT [--ticket T] [--approver LOGIN]
-                              [--ticket-pattern REGEX] [--require-approver=true|false]
-                              [--approver-must-differ=true|false] [--reason-pattern REGEX]
-                              [--require-second-operator=true|false] [--proposal-lifetime D]
-                              [--propose]
-                              [--output text|json] [--database-url URL]
-
-show prints the change-control setting every change record is checked
-against: the pattern a change ticket must match, whether every change needs
-an approver and whether the approver must be another login than the one
-making the change, and the pattern every change reason must match ("free
-text" when none is set). Needs a login granted durable_job_auditor (or
-durable_job_operator).
-
-set changes it; a setting you leave out keeps its current value. The
-database refuses a pattern that is not a valid regular expression or longer
-than 200 characters (LF003), and a reason, ticket or approver that the
-current setting does not accept (LF002); then nothing changes and leasectl
-prints the database's reason and exits 1. An accepted change is recorded as
-control evidence (change_control_changed) with its reason, ticket, approver
-and your database role. --reason-pattern limits every later change reason
-to a pattern, for example '^[A-Z]+-[0-9]+: (rollout|rollback|incident)$' (a
-ticket and a fixed vocabulary), so no free text reaches the evidence;
---reason-pattern '' makes reasons free text again. Given with other
-settings, both change in one transaction. --require-second-operator=true
-is maker-checker: from then on every policy, retention or change-control
-change is proposed (--propose on policy set, retention set and this
-command) by one operator login and takes effect when another approves it
-in its own session (leasectl changes approve ID) before --proposal-lifetime
-runs out. Needs a login granted durable_job_operator.
-`
+var changeControlUsage = help("change-control")
 
 // runChangeControl is "leasectl change-control".
 func runChangeControl(ctx context.Context, env *cliEnv, args []string) int {
@@ -72,16 +40,22 @@ type changeControlJSON struct {
 	ProposalLifetimeSeconds int64 `json:"proposal_lifetime_seconds"`
 }
 
-// readChangeControl reads durable_jobs.change_control().
+// readChangeControl reads the change control as leasectl prints it.
 func readChangeControl(ctx context.Context, s *session) (changeControlJSON, error) {
-	var c changeControlJSON
-	var at time.Time
-	err := s.pool.QueryRow(ctx, `SELECT ticket_pattern, require_approver, approver_must_differ, changed_at, changed_by_role,
-		reason_pattern, require_second_operator, EXTRACT(epoch FROM proposal_lifetime)::bigint FROM durable_jobs.change_control()`).
-		Scan(&c.TicketPattern, &c.RequireApprover, &c.ApproverMustDiffer, &at, &c.ChangedByRole, &c.ReasonPattern,
-			&c.RequireSecondOperator, &c.ProposalLifetimeSeconds)
-	c.ChangedAt = textfmt.Time(at)
-	return c, err
+	c, err := s.admin.ChangeControl(ctx)
+	return toChangeControlJSON(c), err
+}
+
+// toChangeControlJSON is c as leasectl prints it.
+func toChangeControlJSON(c goclient.ChangeControl) changeControlJSON {
+	var pattern *string
+	if c.ReasonPattern != "" {
+		pattern = &c.ReasonPattern
+	}
+	return changeControlJSON{TicketPattern: c.TicketPattern, RequireApprover: c.RequireApprover,
+		ApproverMustDiffer: c.ApproverMustDiffer, ChangedAt: textfmt.Time(c.ChangedAt), ChangedByRole: c.ChangedByRole,
+		ReasonPattern: pattern, RequireSecondOperator: c.RequireSecondOperator,
+		ProposalLifetimeSeconds: int64(c.ProposalLifetime / time.Second)}
 }
 
 // printChangeControl prints the setting as text or JSON.
@@ -156,64 +130,30 @@ func changeControlSet(ctx context.Context, env *cliEnv, args []string) int {
 		return env.fail("connect to database", err)
 	}
 	defer s.close()
-	current, err := readChangeControl(ctx, s)
-	if err != nil {
-		return env.fail("read change control", err)
-	}
-	if !given["ticket-pattern"] {
-		*pattern = current.TicketPattern
-	}
-	if !given["require-approver"] {
-		*requireApprover = current.RequireApprover
-	}
-	if !given["approver-must-differ"] {
-		*mustDiffer = current.ApproverMustDiffer
-	}
-	if !given["require-second-operator"] {
-		*secondOperator = current.RequireSecondOperator
-	}
-	if !given["proposal-lifetime"] {
-		*lifetime = time.Duration(current.ProposalLifetimeSeconds) * time.Second
-	}
-	if !given["reason-pattern"] {
-		*reasonPattern = ""
-		if current.ReasonPattern != nil {
-			*reasonPattern = *current.ReasonPattern
-		}
-	}
+	update := goclient.ChangeControlUpdate{TicketPattern: ifGiven(given, "ticket-pattern", pattern),
+		RequireApprover: ifGiven(given, "require-approver", requireApprover), ApproverMustDiffer: ifGiven(given, "approver-must-differ", mustDiffer),
+		ReasonPattern: ifGiven(given, "reason-pattern", reasonPattern), RequireSecondOperator: ifGiven(given, "require-second-operator", secondOperator),
+		ProposalLifetime: ifGiven(given, "proposal-lifetime", lifetime)}
 	if *proposeOnly {
-		return propose(ctx, env, s, "change_control", nil, map[string]any{"ticket_pattern": *pattern,
-			"require_approver": *requireApprover, "approver_must_differ": *mustDiffer, "reason_pattern": nullIfEmpty(*reasonPattern),
-			"require_second_operator": *secondOperator, "proposal_lifetime": intervalText(*lifetime)}, *reason, *ticket)
+		// A proposal holds the whole setting: what is left out is the current value.
+		current, err := s.admin.ChangeControl(ctx)
+		if err != nil {
+			return env.fail("read change control", err)
+		}
+		var reasonPatternValue any
+		if p := valueOr(update.ReasonPattern, current.ReasonPattern); p != "" {
+			reasonPatternValue = p
+		}
+		return propose(ctx, env, s, "change_control", "", map[string]any{"ticket_pattern": valueOr(update.TicketPattern, current.TicketPattern),
+			"require_approver": valueOr(update.RequireApprover, current.RequireApprover), "approver_must_differ": valueOr(update.ApproverMustDiffer, current.ApproverMustDiffer),
+			"reason_pattern": reasonPatternValue, "require_second_operator": valueOr(update.RequireSecondOperator, current.RequireSecondOperator),
+			"proposal_lifetime": intervalText(valueOr(update.ProposalLifetime, current.ProposalLifetime))}, *reason, *ticket)
 	}
-	makerChecker := given["require-second-operator"] || given["proposal-lifetime"]
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if !given["reason-pattern"] && !makerChecker || given["ticket-pattern"] || given["require-approver"] || given["approver-must-differ"] {
-			if _, err := tx.Exec(ctx, "SELECT durable_jobs.set_change_control($1, $2, $3, $4, NULLIF($5, ''), NULLIF($6, ''))",
-				*pattern, *requireApprover, *mustDiffer, *reason, *ticket, *approver); err != nil {
-				return err
-			}
-		}
-		if given["reason-pattern"] {
-			if _, err := tx.Exec(ctx, "SELECT durable_jobs.set_change_reason_pattern($1, $2, NULLIF($3, ''), NULLIF($4, ''))",
-				*reasonPattern, *reason, *ticket, *approver); err != nil {
-				return err
-			}
-		}
-		if makerChecker {
-			_, err := tx.Exec(ctx, "SELECT durable_jobs.set_maker_checker($1, $2::interval, $3, NULLIF($4, ''), NULLIF($5, ''))",
-				*secondOperator, intervalText(*lifetime), *reason, *ticket, *approver)
-			return err
-		}
-		return nil
-	})
+	written, err := s.admin.SetChangeControl(ctx, update, goclient.ChangeRecord{Reason: *reason, Ticket: *ticket, Approver: *approver})
 	if err != nil {
 		return env.fail("set change control", err)
 	}
-	updated, err := readChangeControl(ctx, s)
-	if err != nil {
-		return env.fail("read change control", err)
-	}
+	updated := toChangeControlJSON(written)
 	if common.json() {
 		printChangeControl(env, true, updated)
 		return exitOK

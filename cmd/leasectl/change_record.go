@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 
+	"github.com/mightyetl/leasefence/goclient"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
@@ -24,17 +25,10 @@ func addChangeRecordFlags(fs *flag.FlagSet) changeRecordFlags {
 	}
 }
 
-// args are the ticket and the approver as SQL arguments: NULL when not given.
-func (c changeRecordFlags) args() (ticket, approver any) {
-	return nullIfEmpty(*c.ticket), nullIfEmpty(*c.approver)
-}
-
-// nullIfEmpty is s, or NULL (nil) when s is empty.
-func nullIfEmpty(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
+// change is the change record of reason with these flags' ticket and
+// approver (empty when not given).
+func (c changeRecordFlags) change(reason string) goclient.ChangeRecord {
+	return goclient.ChangeRecord{Reason: reason, Ticket: *c.ticket, Approver: *c.approver}
 }
 
 // personalReasonProblem says why a reason that looks like personal data or

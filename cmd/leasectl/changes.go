@@ -2,39 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
-	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/mightyetl/leasefence/goclient"
 	"github.com/mightyetl/leasefence/internal/textfmt"
 )
 
-const changesUsage = `Usage:
-  leasectl changes list [--all] [--output text|json] [--database-url URL]
-  leasectl changes approve ID [--output text|json] [--database-url URL]
-  leasectl changes reject ID --reason TEXT [--database-url URL]
-
-Maker-checker (change-control set --require-second-operator=true): a lease
-policy, retention or change-control change is proposed by one operator login
-(policy set, retention set or change-control set with --propose) and takes
-effect only when another operator login approves it in its own session,
-before the proposal expires (change-control set --proposal-lifetime).
-
-list shows the pending and expired proposals, newest first (--all: the
-approved and rejected ones too) with who proposed them and when. Needs a
-login granted durable_job_operator or durable_job_auditor.
-
-approve applies a proposal in this session, checked in full as the change
-itself would be, with the proposal's reason and ticket and your login as the
-approver; the approval and the change are recorded as control evidence. The
-database refuses the proposer's own approval, an expired or decided
-proposal, and a change it would refuse anyway (LF002): nothing changes then.
-reject (by its proposer: withdraw) records why. Both need a login granted
-durable_job_operator.
-`
+var changesUsage = help("changes")
 
 // runChanges is "leasectl changes".
 func runChanges(ctx context.Context, env *cliEnv, args []string) int {
@@ -46,22 +21,6 @@ func runChanges(ctx context.Context, env *cliEnv, args []string) int {
 		return changesList(ctx, env, rest)
 	}
 	return changesDecide(ctx, env, name, rest)
-}
-
-// proposal is one row of durable_jobs.pending_changes().
-type proposal struct {
-	ID             int64           `json:"change_id"`
-	Kind           string          `json:"change_kind"`
-	Queue          *string         `json:"queue_name"`
-	ProposedValues json.RawMessage `json:"proposed_values"`
-	Reason         string          `json:"change_reason"`
-	Ticket         *string         `json:"change_ticket"`
-	ProposedBy     string          `json:"proposed_by_role"`
-	ProposedAt     time.Time       `json:"proposed_at"`
-	ExpiresAt      time.Time       `json:"expires_at"`
-	State          string          `json:"change_state"`
-	DecidedBy      *string         `json:"decided_by_role"`
-	DecidedAt      *time.Time      `json:"decided_at"`
 }
 
 func changesList(ctx context.Context, env *cliEnv, args []string) int {
@@ -79,15 +38,12 @@ func changesList(ctx context.Context, env *cliEnv, args []string) int {
 		return env.fail("connect to database", err)
 	}
 	defer s.close()
-	rows, _ := s.pool.Query(ctx, `SELECT change_id, change_kind, queue_name, proposed_values, change_reason, change_ticket,
-		proposed_by_role, proposed_at, expires_at, change_state, decided_by_role, decided_at
-		FROM durable_jobs.pending_changes($1)`, *all)
-	proposals, err := pgx.CollectRows(rows, pgx.RowToStructByPos[proposal])
+	proposals, err := s.admin.Proposals(ctx, *all)
 	if err != nil {
 		return env.fail("list proposals", err)
 	}
 	if common.json() {
-		_ = writeJSON(env.stdout, map[string][]proposal{"proposals": append([]proposal{}, proposals...)})
+		_ = writeJSON(env.stdout, map[string][]goclient.Proposal{"proposals": append([]goclient.Proposal{}, proposals...)})
 		return exitOK
 	}
 	tw := newTable(env.stdout)
@@ -132,9 +88,9 @@ func changesDecide(ctx context.Context, env *cliEnv, action string, args []strin
 	}
 	defer s.close()
 	if action == "approve" {
-		_, err = s.pool.Exec(ctx, "SELECT durable_jobs.approve_change($1)", id)
+		err = s.admin.ApproveProposal(ctx, id)
 	} else {
-		_, err = s.pool.Exec(ctx, "SELECT durable_jobs.reject_change($1, $2)", id, *reason)
+		err = s.admin.RejectProposal(ctx, id, *reason)
 	}
 	if err != nil {
 		return env.fail(fmt.Sprintf("%s proposal %d", action, id), err)
@@ -145,11 +101,9 @@ func changesDecide(ctx context.Context, env *cliEnv, action string, args []strin
 
 // propose records a proposal instead of a change (--propose) and prints
 // what happens next.
-func propose(ctx context.Context, env *cliEnv, s *session, kind string, queue any, values map[string]any, reason, ticket string) int {
-	body, _ := json.Marshal(values)
-	var id int64
-	if err := s.pool.QueryRow(ctx, "SELECT durable_jobs.propose_change($1, $2, $3, $4, NULLIF($5, ''))",
-		kind, queue, body, reason, ticket).Scan(&id); err != nil {
+func propose(ctx context.Context, env *cliEnv, s *session, kind, queue string, values map[string]any, reason, ticket string) int {
+	id, err := s.admin.Propose(ctx, kind, queue, values, reason, ticket)
+	if err != nil {
 		return env.fail("propose "+kind+" change", err)
 	}
 	printf(env.stdout, "proposal %d recorded: it takes effect when another operator runs: leasectl changes approve %d\n", id, id)

@@ -7,29 +7,7 @@ import (
 	"github.com/mightyetl/leasefence/goclient"
 )
 
-const deploymentUsage = `Usage:
-  leasectl deployment record --version V --source COMMIT|DIGEST --deployed-by HANDLE
-                             --ticket TICKET --reason TEXT [--output text|json] [--database-url URL]
-
-Records that version V of your application was deployed against this
-database as append-only control evidence, through the database function
-record_deployment. It shows up in "leasectl evidence". Every flag is
-required, and the database checks each:
-
-  --version      ^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$ (1.4.2, 2026.05.09+build.7)
-  --source       the commit (40 or 64 lowercase hex digits) or artifact
-                 digest (sha256:<64 hex digits>) it was built from
-  --deployed-by  the person who deployed, a directory handle matching
-                 ^[a-z][a-z0-9._-]{0,62}$ (not a shared role, a name or e-mail)
-  --ticket       the change ticket, ^[A-Z][A-Z0-9]+-[0-9]+$ (REL-42)
-  --reason       a short reason, at most 500 characters; refused when it
-                 looks like personal data or a secret (evidence is kept)
-
-A value that does not fit is refused with LF002 and nothing is recorded.
-Run it from the deploying pipeline, as the database role that applied the
-bundle with "leasectl migrate up": only that role may execute
-record_deployment (no runtime role can).
-`
+var deploymentUsage = help("deployment")
 
 // runDeployment is "leasectl deployment".
 func runDeployment(ctx context.Context, env *cliEnv, args []string) int {

@@ -6,22 +6,7 @@ import (
 	"fmt"
 )
 
-const eraseUsage = `Usage:
-  leasectl erase --job ID --reason TEXT [--ticket T] [--approver LOGIN]
-                 [--database-url URL]
-
-Erases one finished job's payload and the result documents of its outcome
-ledger, for a data-subject (erasure) request, with
-durable_jobs.erase_job_payload. The job's lifecycle row (status, attempts,
-failure reason code) stays. A job that is QUEUED, RUNNING or
-RETRY_SCHEDULED is refused (SQLSTATE LF003, exit 1): cancel it first.
-The erasure is recorded as control evidence with the queue, the job's
-status, your reason and your database role, never the job id or anything
-of the payload: give the request's ticket as the reason, not the data
-subject's name. leasectl refuses a reason that looks like personal data or
-a secret (exit 2, nothing erased). A job that is unknown or already erased is reported and
-exits 0. Needs a login granted durable_job_operator.
-`
+var eraseUsage = help("erase")
 
 // runErase is "leasectl erase".
 func runErase(ctx context.Context, env *cliEnv, args []string) int {
@@ -51,10 +36,8 @@ func runErase(ctx context.Context, env *cliEnv, args []string) int {
 		return env.fail("connect to database", err)
 	}
 	defer s.close()
-	var erased bool
-	ticket, approver := record.args()
-	if err := s.pool.QueryRow(ctx, "SELECT durable_jobs.erase_job_payload($1, $2, $3, $4)", *job, *reason, ticket, approver).
-		Scan(&erased); err != nil {
+	erased, err := s.admin.ErasePayload(ctx, *job, record.change(*reason))
+	if err != nil {
 		return env.fail(fmt.Sprintf("erase payload of job %d", *job), err)
 	}
 	if !erased {

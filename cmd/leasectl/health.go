@@ -9,48 +9,7 @@ import (
 	"github.com/mightyetl/leasefence/internal/textfmt"
 )
 
-const healthUsage = `Usage:
-  leasectl health [--output text|json] [--database-url URL]
-
-Shows lease health for every queue that has a policy or a job, read at one
-database time from the auditor function lease_health_by_queue():
-
-  RUNNING           jobs that are RUNNING (expired leases included)
-  EXPIRING SOON     live leases that expire within one renewal interval
-  AWAITING RECLAIM  RUNNING jobs whose lease has expired: their worker
-                    stopped renewing and another worker may take them over
-  RECLAIMS 1H       expired leases taken over in the last hour
-  FAILOVER 1H       claims lost with the database (the server restarted or
-                    was promoted since the claim) taken over in the last
-                    hour without costing their job an attempt; not in
-                    RECLAIMS 1H
-  STALE 1H          renewals refused as stale in the last hour (queue "*"
-                    counts those that named an unknown job or a job the
-                    renewing login did not claim last)
-  STALE RELEASES 1H releases refused as stale in the last hour (queue "*"
-                    as for STALE 1H)
-  OLDEST LEASE      age of the oldest running claim
-
-then the server's WAL timeline (a promotion starts a new one), when it was
-first seen and the one before, and when the server started, from
-server_availability() (migration 031), whose first call after a promotion
-or restart records it as control evidence; and then the backlog of every queue that has a policy, or a job waiting,
-running or failed in the last hour, from queue_backlog() (migration 028):
-
-  QUEUED            QUEUED jobs, due or scheduled later
-  RUNNING           RUNNING jobs (as above)
-  RETRY SCHEDULED   RETRY_SCHEDULED jobs, due or not
-  FAILED 1H         jobs that became FAILED in the last hour
-  OLDEST DUE        how long the oldest due QUEUED or RETRY_SCHEDULED job
-                    has waited: it grows when workers fall behind or none
-                    runs ("-" when no job is due)
-
---output json gives one object per queue with its health and backlog (the
-backlog fields are 0, and oldest_due_age_seconds null, for a queue the
-backlog does not list; failover_reclaims_last_hour is FAILOVER 1H); the
-server's line is in the text output only. Only counts and durations: no job id, owner, token or payload.
-Needs a login granted durable_job_auditor (or durable_job_operator).
-`
+var healthUsage = help("health")
 
 // healthJSON is one queue's health in JSON output.
 type healthJSON struct {

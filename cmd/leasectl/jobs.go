@@ -3,85 +3,21 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/mightyetl/leasefence/goclient"
 	"github.com/mightyetl/leasefence/internal/textfmt"
 )
 
-const jobsUsage = `Usage:
-  leasectl jobs list [--queue NAME] [--status STATUS] [--after ID] [--limit N]
-                     [--output text|json] [--database-url URL]
-  leasectl jobs show ID [--output text|json] [--database-url URL]
-  leasectl jobs cancel ID --reason TEXT [--ticket T] [--approver LOGIN]
-                       [--output text|json] [--database-url URL]
-  leasectl jobs replay ID --reason TEXT [--ticket T] [--approver LOGIN]
-                       [--output text|json] [--database-url URL]
-
-list shows jobs newest first (highest id first): their status, attempts,
-fencing generation, lease expiry, renewals of the current claim, failure
-reason code and when they last changed. --queue and --status narrow the
-list (STATUS is QUEUED, RUNNING, RETRY_SCHEDULED, SUCCEEDED, FAILED or
-CANCELLED); --limit is the page size (1 to 1000, default 50). A full page
-ends with the --after ID that gives the next, older page.
-
-show prints one job, with its run-after, creation and change times.
-
-cancel moves a QUEUED, RETRY_SCHEDULED or RUNNING job to CANCELLED (a
-running job's claim is stale at once: its worker's renewal answers stale
-and its completion is refused). replay puts one FAILED or CANCELLED job
-back to QUEUED with its attempts starting again, due at once: it prints
-the new run-after (the database time of the replay), and the next idle
-worker of the queue claims it. Both exit 1 and change nothing when the
-job is unknown or in another status. Both are operator actions on record:
---reason (required), --ticket and --approver are checked as every change
-record's are (a reason that looks like personal data is refused, exit 2),
-kept in the job's action trail, which show prints, and recorded as control
-evidence naming the queue, never the job.
-
-No jobs command ever shows a payload, a claim token, its digest, a worker's
-owner id or an idempotency key: the database functions behind them
-(operator_list_jobs, operator_job_detail, operator_job_actions, cancel_job,
-replay_job) do not
-return them. Needs a login granted durable_job_operator.
-`
-
-// Statements of the jobs commands: the operator's payload-blind views of
-// sql/functions/job_admin.sql (docs/sql-api.md, Operator job views).
-const (
-	sqlOperatorListJobs = `SELECT job_record_id, queue_name, job_status, attempt_number, max_attempts,
-		lease_fencing_generation, lease_expires_at, lease_renewal_count, failure_reason_code, run_after,
-		created_at, status_changed_at
-		FROM durable_jobs.operator_list_jobs($1, $2, $3, $4)`
-	sqlOperatorJobDetail = `SELECT job_record_id, queue_name, job_status, attempt_number, max_attempts,
-		lease_fencing_generation, lease_expires_at, lease_renewal_count, failure_reason_code, run_after,
-		created_at, status_changed_at
-		FROM durable_jobs.operator_job_detail($1)`
-	sqlOperatorJobActions = `SELECT action_kind, acted_at, acted_by_role, change_reason, change_ticket, change_approver
-		FROM durable_jobs.operator_job_actions($1)`
-	sqlCancelJob = `SELECT durable_jobs.cancel_job($1, $2, $3, $4)`
-	sqlReplayJob = `SELECT durable_jobs.replay_job($1, $2, $3, $4)`
-)
-
-// jobAction is one entry of a job's action trail (operator_job_actions).
-type jobAction struct {
-	Kind     string    `json:"action_kind"`
-	At       time.Time `json:"acted_at"`
-	By       string    `json:"acted_by_role"`
-	Reason   *string   `json:"change_reason"`
-	Ticket   *string   `json:"change_ticket"`
-	Approver *string   `json:"change_approver"`
-}
+var jobsUsage = help("jobs")
 
 // jobShowJSON is the JSON output of jobs show: the job and its action trail.
 type jobShowJSON struct {
-	jobView
-	Actions []jobAction `json:"actions"`
+	goclient.JobView
+	Actions []goclient.JobAction `json:"actions"`
 }
 
 // defaultJobsLimit is the page size of jobs list without --limit.
@@ -97,32 +33,6 @@ func runJobs(ctx context.Context, env *cliEnv, args []string) int {
 		return jobsList(ctx, env, rest)
 	}
 	return jobsOne(ctx, env, name, rest)
-}
-
-// jobView is one job as the operator views return it.
-type jobView struct {
-	ID                int64      `json:"job_record_id"`
-	Queue             string     `json:"queue_name"`
-	Status            string     `json:"job_status"`
-	Attempt           int32      `json:"attempt_number"`
-	MaxAttempts       int32      `json:"max_attempts"`
-	FencingGeneration int64      `json:"lease_fencing_generation"`
-	LeaseExpiresAt    *time.Time `json:"lease_expires_at"`
-	RenewalCount      int64      `json:"lease_renewal_count"`
-	FailureReasonCode *string    `json:"failure_reason_code"`
-	RunAfter          time.Time  `json:"run_after"`
-	CreatedAt         time.Time  `json:"created_at"`
-	StatusChangedAt   time.Time  `json:"status_changed_at"`
-}
-
-// scanJobViews reads the rows of an operator view.
-func scanJobViews(rows pgx.Rows) ([]jobView, error) {
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (jobView, error) {
-		var j jobView
-		err := row.Scan(&j.ID, &j.Queue, &j.Status, &j.Attempt, &j.MaxAttempts, &j.FencingGeneration,
-			&j.LeaseExpiresAt, &j.RenewalCount, &j.FailureReasonCode, &j.RunAfter, &j.CreatedAt, &j.StatusChangedAt)
-		return j, err
-	})
 }
 
 // optionalTime prints t, or "-" when there is none.
@@ -143,7 +53,7 @@ func optionalText(s *string) string {
 
 // jobsListJSON is the JSON output of jobs list.
 type jobsListJSON struct {
-	Jobs []jobView `json:"jobs"`
+	Jobs []goclient.JobView `json:"jobs"`
 	// NextAfter is the --after value of the next page; null when this page
 	// was not full (there is no older job).
 	NextAfter *int64 `json:"next_after"`
@@ -162,23 +72,13 @@ func jobsList(ctx context.Context, env *cliEnv, args []string) int {
 	if err := common.checkOutput(); err != nil {
 		return env.usageError("jobs list: %s", err)
 	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	queueArg, statusArg, afterArg := optionalArg(*queue, given["queue"]), optionalArg(strings.ToUpper(*status), given["status"]), any(nil)
-	if given["after"] {
-		afterArg = *after
-	}
 
 	s, err := openSession(ctx, common.databaseURL)
 	if err != nil {
 		return env.fail("connect to database", err)
 	}
 	defer s.close()
-	rows, err := s.pool.Query(ctx, sqlOperatorListJobs, queueArg, statusArg, afterArg, *limit)
-	if err != nil {
-		return env.fail("list jobs", err)
-	}
-	jobs, err := scanJobViews(rows)
+	jobs, err := s.admin.Jobs(ctx, goclient.JobFilter{Queue: *queue, Status: strings.ToUpper(*status), After: *after, Limit: *limit})
 	if err != nil {
 		return env.fail("list jobs", err)
 	}
@@ -202,14 +102,6 @@ func jobsList(ctx context.Context, env *cliEnv, args []string) int {
 		printf(env.stdout, "next page: --after %d\n", *next)
 	}
 	return exitOK
-}
-
-// optionalArg is value as a SQL argument, or NULL when the flag was not given.
-func optionalArg(value string, given bool) any {
-	if !given {
-		return nil
-	}
-	return value
 }
 
 // errJobNotFound is an unknown job id.
@@ -259,25 +151,20 @@ func jobsOne(ctx context.Context, env *cliEnv, action string, args []string) int
 	doing := fmt.Sprintf("%s job %d", action, id)
 	var changed bool
 	if action != "show" {
-		ticket, approver := record.args()
-		err = s.pool.QueryRow(ctx, map[string]string{"cancel": sqlCancelJob, "replay": sqlReplayJob}[action],
-			id, *reason, ticket, approver).Scan(&changed)
+		change := record.change(*reason)
+		changed, err = map[string]func(context.Context, int64, goclient.ChangeRecord) (bool, error){
+			"cancel": s.admin.Cancel, "replay": s.admin.Replay}[action](ctx, id, change)
 	}
 	if err != nil {
 		return env.fail(doing, err)
 	}
-	rows, err := s.pool.Query(ctx, sqlOperatorJobDetail, id)
+	job, err := s.admin.Job(ctx, id)
+	if errors.Is(err, goclient.ErrJobNotFound) {
+		err = errJobNotFound
+	}
 	if err != nil {
 		return env.fail(doing, err)
 	}
-	jobs, err := scanJobViews(rows)
-	if err != nil {
-		return env.fail(doing, err)
-	}
-	if len(jobs) == 0 {
-		return env.fail(doing, errJobNotFound)
-	}
-	job := jobs[0]
 	if action != "show" && !changed {
 		want := "QUEUED, RETRY_SCHEDULED or RUNNING"
 		if action == "replay" {
@@ -299,20 +186,12 @@ func jobsOne(ctx context.Context, env *cliEnv, action string, args []string) int
 		printf(env.stdout, "job %d is %s\n", job.ID, job.Status)
 		return exitOK
 	}
-	rows, err = s.pool.Query(ctx, sqlOperatorJobActions, id)
-	if err != nil {
-		return env.fail(doing, err)
-	}
-	actions, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (jobAction, error) {
-		var a jobAction
-		err := row.Scan(&a.Kind, &a.At, &a.By, &a.Reason, &a.Ticket, &a.Approver)
-		return a, err
-	})
+	actions, err := s.admin.JobActions(ctx, id)
 	if err != nil {
 		return env.fail(doing, err)
 	}
 	if common.json() {
-		_ = writeJSON(env.stdout, jobShowJSON{jobView: job, Actions: actions})
+		_ = writeJSON(env.stdout, jobShowJSON{JobView: job, Actions: actions})
 		return exitOK
 	}
 	tw := newTable(env.stdout)

@@ -12,33 +12,7 @@ import (
 	"github.com/mightyetl/leasefence/internal/textfmt"
 )
 
-const policyUsage = `Usage:
-  leasectl policy show [--output text|json] [--database-url URL]
-  leasectl policy set --queue NAME --reason TEXT [--ticket T] [--approver LOGIN] [--propose]
-                      [--lease-duration D] [--renewal-interval D]
-                      [--max-claim-lifetime D] [--renewal-enabled=true|false]
-                      [--output text|json] [--database-url URL]
-
-show lists every queue's lease policy, including the default "*" that
-applies to every queue without a policy of its own. Needs a login granted
-durable_job_auditor (or durable_job_operator).
-
-set changes one queue's policy (use --queue '*' for the default). Durations
-are written like 30s, 1m30s, 500ms, 24h. A setting you leave out keeps the
-queue's current value (its own, or the default's when it has none), read by
-the database inside the change after every other policy change has
-committed, so a change someone else made meanwhile is kept; with no policy
-of the queue's own and no default, give every setting. The
-database checks the result and refuses it as a whole when
-  1s <= lease duration <= 24h,
-  100ms <= renewal interval <= lease duration / 3,
-  lease duration <= max claim lifetime <= 7 days (168h)
-does not hold or the reason is blank; then nothing changes and leasectl
-prints the database's reason and exits 1. An accepted change is recorded as
-control evidence with the reason and your database role. It affects the
-next claim or renewal, never a lease already granted. Needs a login granted
-durable_job_operator.
-`
+var policyUsage = help("policy")
 
 // runPolicy is "leasectl policy".
 func runPolicy(ctx context.Context, env *cliEnv, args []string) int {
@@ -140,19 +114,9 @@ func policySet(ctx context.Context, env *cliEnv, args []string) int {
 	// A setting left out is nil: the database keeps the queue's current
 	// value, read inside the change under its lock (never read here first,
 	// which would overwrite a change committed in between).
-	update := goclient.LeasePolicyUpdate{Queue: *queue, Reason: *reason, Ticket: *record.ticket, Approver: *record.approver}
-	if given["lease-duration"] {
-		update.LeaseDuration = lease
-	}
-	if given["renewal-interval"] {
-		update.RenewalInterval = interval
-	}
-	if given["max-claim-lifetime"] {
-		update.MaxClaimLifetime = lifetime
-	}
-	if given["renewal-enabled"] {
-		update.RenewalEnabled = enabled
-	}
+	update := goclient.LeasePolicyUpdate{Queue: *queue, Reason: *reason, Ticket: *record.ticket, Approver: *record.approver,
+		LeaseDuration: ifGiven(given, "lease-duration", lease), RenewalInterval: ifGiven(given, "renewal-interval", interval),
+		MaxClaimLifetime: ifGiven(given, "max-claim-lifetime", lifetime), RenewalEnabled: ifGiven(given, "renewal-enabled", enabled)}
 
 	s, err := openSession(ctx, common.databaseURL)
 	if err != nil {
@@ -184,4 +148,21 @@ func policySet(ctx context.Context, env *cliEnv, args []string) int {
 		*queue, textfmt.Duration(updated.LeaseDuration), textfmt.Duration(updated.RenewalInterval),
 		textfmt.Duration(updated.MaxClaimLifetime), formatBool(updated.RenewalEnabled))
 	return exitOK
+}
+
+// ifGiven is p when the flag name was given, else nil: an update's "keep
+// the current value".
+func ifGiven[T any](given map[string]bool, name string, p *T) *T {
+	if given[name] {
+		return p
+	}
+	return nil
+}
+
+// valueOr is *p, or def when p is nil.
+func valueOr[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
 }

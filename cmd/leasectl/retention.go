@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -9,45 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
-
+	"github.com/mightyetl/leasefence/goclient"
 	"github.com/mightyetl/leasefence/internal/textfmt"
 )
 
-const retentionUsage = `Usage:
-  leasectl retention show  [--output text|json] [--database-url URL]
-  leasectl retention set   --queue NAME --payload-retention D --record-retention D
-                           --reason TEXT [--ticket T] [--approver LOGIN] [--propose]
-                           [--output text|json] [--database-url URL]
-  leasectl retention apply [--batch-size N] [--output text|json] [--database-url URL]
-
-A finished job (SUCCEEDED, FAILED or CANCELLED) keeps its payload and the
-result documents of its outcome ledger for the payload retention, and its
-row and outcome ledger for the record retention, both counted from when it
-finished. Queued, running and retry-scheduled jobs are never touched.
-Control evidence is never purged.
-
-show lists every queue's retention policy, the default "*" included.
-
-set changes one queue's policy (--queue '*' for the default). Durations are
-written like 30d, 365d, 12h, 90m. The database refuses the change as a whole
-unless 1h <= payload retention <= record retention <= 3650d and the reason
-is 1 to 500 characters without control characters; then nothing changes and
-leasectl prints the database's reason and exits 1. A reason that looks like
-personal data or a secret is refused by leasectl (exit 2, nothing
-changes). An accepted change is
-recorded as control evidence with the reason and your database role.
-
-apply runs durable_jobs.purge_expired_job_data in batches of --batch-size
-(1 to 10000) until a batch finds nothing, and prints how many jobs it
-purged per queue and kind (job_record: row, payload and ledger deleted;
-payload: payload deleted and result documents cleared, row kept). Run it
-from cron or a Kubernetes CronJob; several may run at once. Each batch is
-its own transaction, so an interrupted run keeps what it purged.
-
-Every action needs a login granted durable_job_operator.
-`
+var retentionUsage = help("retention")
 
 // runRetention is "leasectl retention".
 func runRetention(ctx context.Context, env *cliEnv, args []string) int {
@@ -66,21 +33,13 @@ func runRetention(ctx context.Context, env *cliEnv, args []string) int {
 
 // retentionPolicy is one row of queue_retention_policies.
 type retentionPolicy struct {
-	Queue            string    `json:"queue"`
-	PayloadRetention string    `json:"payload_retention"`
-	RecordRetention  string    `json:"record_retention"`
-	PayloadSeconds   float64   `json:"payload_retention_seconds"`
-	RecordSeconds    float64   `json:"record_retention_seconds"`
-	ChangedAt        time.Time `json:"-"`
-	ChangedAtText    string    `json:"changed_at"`
-	ChangedByRole    string    `json:"changed_by_role"`
-}
-
-// intervalDuration turns an interval into a duration, a month counting 30
-// days.
-func intervalDuration(iv pgtype.Interval) time.Duration {
-	return time.Duration(iv.Months)*30*24*time.Hour + time.Duration(iv.Days)*24*time.Hour +
-		time.Duration(iv.Microseconds)*time.Microsecond
+	Queue            string  `json:"queue"`
+	PayloadRetention string  `json:"payload_retention"`
+	RecordRetention  string  `json:"record_retention"`
+	PayloadSeconds   float64 `json:"payload_retention_seconds"`
+	RecordSeconds    float64 `json:"record_retention_seconds"`
+	ChangedAtText    string  `json:"changed_at"`
+	ChangedByRole    string  `json:"changed_by_role"`
 }
 
 // formatRetention prints a retention period: whole days as "30d", anything
@@ -134,37 +93,17 @@ func intervalText(d time.Duration) string {
 	return strconv.FormatInt(d.Microseconds(), 10) + " microseconds"
 }
 
-// storedRetention is how a stored retention period prints: as a duration
-// when it is one (no month part, day and time parts of one sign, as
-// set_queue_retention_policy stores it since migration 024), else as the
-// database prints it (a row written before 024 may hold '-1 years +361
-// days', which a conversion would have shown as 1d).
-func storedRetention(iv pgtype.Interval, asText string) string {
-	d := time.Duration(iv.Days)*24*time.Hour + time.Duration(iv.Microseconds)*time.Microsecond
-	if iv.Months != 0 || (iv.Days > 0 && iv.Microseconds < 0) || (iv.Days < 0 && iv.Microseconds > 0) || d < 0 {
-		return asText
-	}
-	return formatRetention(d)
-}
-
 // readRetentionPolicies reads every queue's retention policy.
 func readRetentionPolicies(ctx context.Context, s *session) ([]retentionPolicy, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT queue_name, payload_retention, record_retention, changed_at, changed_by_role,
-		payload_retention::text, record_retention::text
-		FROM durable_jobs.queue_retention_policies()`)
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (retentionPolicy, error) {
-		var p retentionPolicy
-		var payload, record pgtype.Interval
-		var payloadText, recordText string
-		if err := row.Scan(&p.Queue, &payload, &record, &p.ChangedAt, &p.ChangedByRole, &payloadText, &recordText); err != nil {
-			return p, err
-		}
-		pd, rd := intervalDuration(payload), intervalDuration(record)
-		p.PayloadRetention, p.RecordRetention = storedRetention(payload, payloadText), storedRetention(record, recordText)
-		p.PayloadSeconds, p.RecordSeconds = seconds(pd), seconds(rd)
-		p.ChangedAtText = textfmt.Time(p.ChangedAt)
-		return p, nil
-	})
+	policies, err := s.admin.RetentionPolicies(ctx)
+	out := make([]retentionPolicy, len(policies))
+	for i, p := range policies {
+		out[i] = retentionPolicy{Queue: p.Queue, PayloadRetention: cmp.Or(p.PayloadRetentionText, formatRetention(p.PayloadRetention)),
+			RecordRetention: cmp.Or(p.RecordRetentionText, formatRetention(p.RecordRetention)),
+			PayloadSeconds:  seconds(p.PayloadRetention), RecordSeconds: seconds(p.RecordRetention),
+			ChangedAtText: textfmt.Time(p.ChangedAt), ChangedByRole: p.ChangedByRole}
+	}
+	return out, err
 }
 
 // printRetentionPolicies prints policies as a table or JSON.
@@ -241,9 +180,8 @@ func retentionSet(ctx context.Context, env *cliEnv, args []string) int {
 		return propose(ctx, env, s, "retention_policy", *queue, map[string]any{
 			"payload_retention": intervalText(payload.d), "record_retention": intervalText(recordRetention.d)}, *reason, *record.ticket)
 	}
-	ticket, approver := record.args()
-	if _, err := s.pool.Exec(ctx, "SELECT durable_jobs.set_queue_retention_policy($1, $2::interval, $3::interval, $4, $5, $6)",
-		*queue, intervalText(payload.d), intervalText(recordRetention.d), *reason, ticket, approver); err != nil {
+	if err := s.admin.SetRetentionPolicy(ctx, *queue, payload.d, recordRetention.d,
+		record.change(*reason)); err != nil {
 		return env.fail(fmt.Sprintf("set retention policy of queue %s", strconv.Quote(*queue)), err)
 	}
 	if common.json() {
@@ -265,17 +203,10 @@ func retentionSet(ctx context.Context, env *cliEnv, args []string) int {
 	return exitOK
 }
 
-// purgeTotal is what one apply run purged for one queue and kind.
-type purgeTotal struct {
-	Queue string `json:"queue"`
-	Kind  string `json:"purge_kind"`
-	Count int64  `json:"purged_count"`
-}
-
 // purgeReport is the JSON output of retention apply.
 type purgeReport struct {
-	Batches int          `json:"batches"`
-	Purged  []purgeTotal `json:"purged"`
+	Batches int                   `json:"batches"`
+	Purged  []goclient.PurgeTotal `json:"purged"`
 }
 
 func retentionApply(ctx context.Context, env *cliEnv, args []string) int {
@@ -297,10 +228,9 @@ func retentionApply(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	defer s.close()
 	totals := map[[2]string]int64{}
-	report := purgeReport{Purged: []purgeTotal{}}
+	report := purgeReport{Purged: []goclient.PurgeTotal{}}
 	for {
-		rows, _ := s.pool.Query(ctx, "SELECT queue_name, purge_kind, purged_count FROM durable_jobs.purge_expired_job_data($1)", *batch)
-		got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[purgeTotal])
+		got, err := s.admin.PurgeExpired(ctx, *batch)
 		if err != nil {
 			return env.fail(fmt.Sprintf("purge batch %d", report.Batches+1), err)
 		}
@@ -313,7 +243,7 @@ func retentionApply(ctx context.Context, env *cliEnv, args []string) int {
 		}
 	}
 	for k, v := range totals {
-		report.Purged = append(report.Purged, purgeTotal{Queue: k[0], Kind: k[1], Count: v})
+		report.Purged = append(report.Purged, goclient.PurgeTotal{Queue: k[0], Kind: k[1], Count: v})
 	}
 	sort.Slice(report.Purged, func(i, j int) bool {
 		a, b := report.Purged[i], report.Purged[j]

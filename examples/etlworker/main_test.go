@@ -61,6 +61,8 @@ func TestETLWorkerLoadsOrdersInTheCompletingTransaction(t *testing.T) {
 	producer, err := goclient.NewClient(db.LoginPool(t, "durable_job_producer"), goclient.Config{})
 	require.NoError(t, err)
 	defer producer.Close()
+	producerAdmin, err := goclient.NewAdmin(db.LoginPool(t, "durable_job_producer")) // State: the producer role
+	require.NoError(t, err)
 	enqueue := func(payload string) int64 {
 		id, err := producer.Enqueue(ctx, goclient.EnqueueParams{Queue: "etl.orders", Payload: []byte(payload)})
 		require.NoError(t, err)
@@ -88,7 +90,7 @@ func TestETLWorkerLoadsOrdersInTheCompletingTransaction(t *testing.T) {
 	}
 	require.Eventually(t, func() bool {
 		for id, want := range wantStatus {
-			state, err := producer.State(ctx, id)
+			state, err := producerAdmin.State(ctx, id)
 			if err != nil || state.Status != want {
 				return false
 			}
@@ -99,7 +101,7 @@ func TestETLWorkerLoadsOrdersInTheCompletingTransaction(t *testing.T) {
 	// retried, where an upsert would have overwritten the row unseen.
 	again := enqueue(`{"order_id": 1, "customer_id": 9, "lines": [{"sku": "A-1", "quantity": 5, "unit_price_cents": 450}]}`)
 	require.Eventually(t, func() bool {
-		state, err := producer.State(ctx, again)
+		state, err := producerAdmin.State(ctx, again)
 		return err == nil && state.Status == goclient.StatusRetryScheduled && state.FailureReasonCode == "handler_error"
 	}, time.Minute, 20*time.Millisecond, "the second write of order 1 fails; the log:\n%s", &logs)
 	stop()
@@ -118,7 +120,7 @@ func TestETLWorkerLoadsOrdersInTheCompletingTransaction(t *testing.T) {
 	require.Equal(t, orders, got, "exactly the three orders with lines are loaded, with their totals")
 
 	for id, reason := range map[int64]string{noLines: "order_without_lines", notAnOrder: goclient.ReasonPayloadDecodeFailed} {
-		state, err := producer.State(ctx, id)
+		state, err := producerAdmin.State(ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, reason, state.FailureReasonCode)
 	}

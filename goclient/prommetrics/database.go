@@ -15,8 +15,8 @@ import (
 )
 
 // ErrInvalidDatabaseCollector is returned by NewDatabaseCollector when its
-// reader is nil (a nil interface, or a nil *goclient.Admin or
-// *goclient.Client in one) or its timeout is not positive.
+// reader is nil (a nil interface, or a nil *goclient.Admin in one) or its
+// timeout is not positive.
 var ErrInvalidDatabaseCollector = errors.New("prommetrics: invalid database collector configuration")
 
 // DatabaseCollector is a prometheus.Collector that asks the database for its
@@ -29,8 +29,7 @@ var ErrInvalidDatabaseCollector = errors.New("prommetrics: invalid database coll
 // that crashed before they could report anything, and they are the only
 // source of reclaims: a client cannot tell a reclaim from a first claim.
 //
-// When the reader is a BacklogReader too (goclient.Admin and
-// goclient.Client are), each scrape also reads the backlog
+// When the reader is a BacklogReader too (goclient.Admin is), each scrape also reads the backlog
 // (durable_jobs.queue_backlog, migration 028) and exports, per queue, the
 // jobs queued and retry scheduled, the jobs failed in the last hour and the
 // age of the oldest due job (0 when none is due): the gauges that show
@@ -81,8 +80,8 @@ const MaxDatabaseQueueSeries = 100
 const OtherQueuesLabel = "_other"
 
 // LeaseHealthReader reads the lease health of every queue: all a
-// DatabaseCollector needs. *goclient.Admin (no heartbeat, no pool of its
-// own: the one to use) and *goclient.Client implement it.
+// DatabaseCollector needs. *goclient.Admin implements it (no heartbeat, no
+// pool of its own).
 type LeaseHealthReader interface {
 	// LeaseHealth returns the lease health of every queue that has a
 	// policy or a job, within ctx.
@@ -90,8 +89,7 @@ type LeaseHealthReader interface {
 }
 
 // BacklogReader reads the backlog of every queue. A LeaseHealthReader
-// that is a BacklogReader too (*goclient.Admin and *goclient.Client are)
-// gives the DatabaseCollector the backlog gauges as well.
+// that is a BacklogReader too (*goclient.Admin is) gives the DatabaseCollector the backlog gauges as well.
 type BacklogReader interface {
 	// QueueBacklog returns the backlog of every queue that has a policy or
 	// a job waiting, running or failed in the last hour, within ctx.

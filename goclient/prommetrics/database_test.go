@@ -335,9 +335,8 @@ func TestDatabaseCollectorWithoutTheAuditorRoleCountsFailures(t *testing.T) {
 }
 
 // A nil reader is refused when the collector is made, not at the first
-// scrape: a nil interface, and a nil *goclient.Admin or *goclient.Client in
-// a non-nil one, which a plain reader == nil check lets through to panic at
-// the scrape. A Client still is a reader: it has the same LeaseHealth.
+// scrape: a nil interface, and a nil *goclient.Admin in a non-nil one, which
+// a plain reader == nil check lets through to panic at the scrape.
 func TestNewDatabaseCollectorRefusesANilReaderOrTimeout(t *testing.T) {
 	t.Parallel()
 	pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none")
@@ -345,16 +344,10 @@ func TestNewDatabaseCollectorRefusesANilReaderOrTimeout(t *testing.T) {
 	t.Cleanup(pool.Close)
 	admin, err := goclient.NewAdmin(pool)
 	require.NoError(t, err)
-	client, err := goclient.NewClient(pool, goclient.Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, client.Close()) })
-	_, err = prommetrics.NewDatabaseCollector(client, time.Second)
-	require.NoError(t, err, "a Client reads health too")
 
 	var nilAdmin *goclient.Admin
-	var nilClient *goclient.Client
 	for name, reader := range map[string]prommetrics.LeaseHealthReader{
-		"nil interface": nil, "nil *Admin": nilAdmin, "nil *Client": nilClient,
+		"nil interface": nil, "nil *Admin": nilAdmin,
 	} {
 		collector, err := prommetrics.NewDatabaseCollector(reader, time.Second)
 		require.ErrorIs(t, err, prommetrics.ErrInvalidDatabaseCollector, name)

@@ -116,7 +116,9 @@ func TestPrometheusScrapeHasOnlyBoundedLabels(t *testing.T) {
 	job, err = c.Claim(ctx, renewingQueue)
 	require.NoError(t, err)
 	stale := c.Keep(ctx, job)
-	_, err = producer.Cancel(ctx, staleID)
+	operator, err := goclient.NewAdmin(producerPool) // cancel_job: the producer role
+	require.NoError(t, err)
+	_, err = operator.Cancel(ctx, staleID, goclient.ChangeRecord{})
 	require.NoError(t, err)
 	// renewal_disabled, then the trust deadline.
 	enqueue(disabledQueue)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/mightyetl/leasefence/audit"
 	"github.com/mightyetl/leasefence/goclient"
+	"github.com/mightyetl/leasefence/internal/leaseport"
 	"github.com/mightyetl/leasefence/internal/pglocal"
 	"github.com/mightyetl/leasefence/internal/textfmt"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
@@ -379,14 +380,15 @@ func (d *demo) prepare(ctx context.Context) error {
 
 	d.step = "set the demo queues' lease policy"
 	for _, q := range d.queues {
-		if err := d.operator.admin.SetQueueLeasePolicy(ctx, goclient.LeasePolicyChange{
-			Queue: q, LeaseDuration: demoLeaseDuration, RenewalInterval: demoRenewalInterval,
-			MaxClaimLifetime: demoMaxClaimLifetime, RenewalEnabled: true, Reason: demoPolicyReason,
+		lease, interval, lifetime, renew := demoLeaseDuration, demoRenewalInterval, demoMaxClaimLifetime, true
+		if _, err := d.operator.admin.UpdateQueueLeasePolicy(ctx, goclient.LeasePolicyUpdate{
+			Queue: q, LeaseDuration: &lease, RenewalInterval: &interval,
+			MaxClaimLifetime: &lifetime, RenewalEnabled: &renew, Reason: demoPolicyReason,
 		}); err != nil {
 			return interrupted(ctx, err)
 		}
 	}
-	printf(out, "Queues %s: lease %s renewed every %s (set_queue_lease_policy by the operator; recorded as evidence).\n",
+	printf(out, "Queues %s: lease %s renewed every %s (update_queue_lease_policy by the operator; recorded as evidence).\n",
 		strings.Join(d.queues[:], ", "), textfmt.Duration(demoLeaseDuration), textfmt.Duration(demoRenewalInterval))
 	return nil
 }
@@ -610,12 +612,12 @@ func (d *demo) newWorker(ctx context.Context, story int, label string) *demoWork
 	pool := d.workerPool(ctx, 10*time.Second, 3)
 	// The heartbeat's own pool: never shared with the handler.
 	hbPool := d.workerPool(ctx, demoAttemptTimeout, 2)
-	port := &demoPort{inner: goclient.NewPgRenewalPort(hbPool, demoAttemptTimeout), d: d, story: story, label: label,
+	port := &demoPort{inner: leaseport.NewPg(hbPool, demoAttemptTimeout), d: d, story: story, label: label,
 		seen: map[int64]portSeen{}}
-	client := must(goclient.NewClient(pool, goclient.Config{
+	client := must(goclient.NewClient(pool, leaseport.With(goclient.Config{
 		LeaseDuration: demoLeaseDuration, RenewalInterval: demoRenewalInterval, SafetyMargin: demoSafetyMargin,
-		AttemptTimeout: demoAttemptTimeout, MaxInFlightRenewals: 2, RenewalPoolSize: 2, RenewalPort: port,
-	}))
+		AttemptTimeout: demoAttemptTimeout, MaxInFlightRenewals: 2, RenewalPoolSize: 2,
+	}, port)))
 	return &demoWorker{label: label, pool: pool, hbPool: hbPool, port: port, client: client}
 }
 
@@ -643,12 +645,12 @@ type portSeen struct {
 	local     time.Time // local time the answer arrived
 }
 
-// demoPort is a goclient.RenewalPort around the production port: it passes
+// demoPort is a leaseport.Port around the production port: it passes
 // every attempt through and records its answer as an event. freeze makes
 // every later attempt hang until its attempt timeout without reaching the
 // database, the way a stalled network or a paused process would.
 type demoPort struct {
-	inner  goclient.RenewalPort
+	inner  leaseport.Port
 	d      *demo
 	story  int
 	label  string
@@ -658,7 +660,7 @@ type demoPort struct {
 	seen map[int64]portSeen
 }
 
-// RenewClaims implements goclient.RenewalPort.
+// RenewClaims implements leaseport.Port.
 func (p *demoPort) RenewClaims(ctx context.Context, claims []goclient.Claim) ([]goclient.RenewalResult, error) {
 	if p.frozen.Load() {
 		<-ctx.Done()
@@ -1171,7 +1173,7 @@ func (d *demo) storyCancel(ctx context.Context) error {
 		return err
 	}
 	cancelSent := time.Now()
-	cancelled, err := d.operator.admin.Cancel(ctx, id)
+	cancelled, err := d.operator.admin.Cancel(ctx, id, goclient.ChangeRecord{})
 	if err != nil {
 		return err
 	}

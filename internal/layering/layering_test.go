@@ -39,7 +39,7 @@ var may = map[string][]string{
 	"textfmt":              {},
 	"audit":                {"controls", "sql"},
 	"evidence":             {"audit", "controls", "goclient", "sql", "textfmt"},
-	"internal/demo":        {"audit", "goclient", "internal/pglocal", "internal/textfmt", "sql"},
+	"internal/demo":        {"audit", "goclient", "internal/leaseport", "internal/pglocal", "internal/textfmt", "sql"},
 }
 
 // testOnly are the packages that only tests (and other test-only packages)

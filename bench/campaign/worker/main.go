@@ -16,6 +16,7 @@ import (
 
 	"github.com/mightyetl/leasefence/bench/campaign"
 	"github.com/mightyetl/leasefence/goclient"
+	"github.com/mightyetl/leasefence/internal/leaseport"
 )
 
 func main() {
@@ -47,7 +48,7 @@ func (o observer) Renewal(_ string, outcome goclient.RenewalOutcome) {
 
 // recordingPort records each claim of each renewal call and its answer.
 type recordingPort struct {
-	inner goclient.RenewalPort
+	inner leaseport.Port
 	rec   *campaign.Recorder
 }
 
@@ -111,16 +112,14 @@ func run() error {
 		return err
 	}
 	defer hbPool.Close()
-	client, err := goclient.NewClient(pool, goclient.Config{
+	client, err := goclient.NewClient(pool, leaseport.WithClock(leaseport.With(goclient.Config{
 		OwnerID:         fmt.Sprintf("campaign-%s-%d", *proc, os.Getpid()),
 		LeaseDuration:   *lease,
 		RenewalInterval: *interval,
 		SafetyMargin:    *interval,
 		AttemptTimeout:  attempt,
-		Clock:           skewedClock{*skew},
 		Observer:        observer{rec: rec},
-		RenewalPort:     recordingPort{inner: goclient.NewPgRenewalPort(hbPool, attempt), rec: rec},
-	})
+	}, recordingPort{inner: leaseport.NewPg(hbPool, attempt), rec: rec}), skewedClock{*skew}))
 	if err != nil {
 		return err
 	}
