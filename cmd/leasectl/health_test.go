@@ -132,12 +132,7 @@ func TestHealthShowsFailoverReclaimsAndTheServer(t *testing.T) {
 	require.NoError(t, err)
 	worker := db.LoginPool(t, "durable_job_worker")
 	id, _ := claim(t, worker, "billing", "w1")
-	_, err = admin.Exec(ctx, `UPDATE durable_jobs.job_record
-		SET lease_claimed_at = pg_postmaster_start_time() - interval '1 second',
-		    lease_expires_at = statement_timestamp() - interval '1 second',
-		    lease_expiry_floor = statement_timestamp() - interval '1 second'
-		WHERE job_record_id = $1`, id)
-	require.NoError(t, err)
+	testdb.LoseClaimWithTheDatabase(t, admin, id)
 	again, _ := claim(t, worker, "billing", "w2")
 	require.Equal(t, id, again)
 

@@ -77,6 +77,19 @@ func databaseMetricNames() []string {
 	return names
 }
 
+// auditorRegistry is a registry holding a DatabaseCollector over an Admin
+// of a new auditor login of db, as the runbook sets one up.
+func auditorRegistry(t *testing.T, db *testdb.DB) (*prometheus.Registry, *prommetrics.DatabaseCollector) {
+	t.Helper()
+	auditor, err := goclient.NewAdmin(db.LoginPool(t, "durable_job_auditor"))
+	require.NoError(t, err)
+	collector, err := prommetrics.NewDatabaseCollector(auditor, 5*time.Second)
+	require.NoError(t, err)
+	reg := prometheus.NewRegistry()
+	require.NoError(t, reg.Register(collector))
+	return reg, collector
+}
+
 // perQueue is whether a database metric is per queue: all but the
 // failure counter and the two server gauges.
 func perQueue(name string) bool {
@@ -179,12 +192,7 @@ func TestDatabaseCollectorExportsReclaimsAndStaleRenewalsByQueue(t *testing.T) {
 	_, err := producer.Exec(ctx, `SELECT durable_jobs.enqueue_job($1, '{"customer_email": "kim@example.com"}'::jsonb)`, idle)
 	require.NoError(t, err)
 
-	auditor, err := goclient.NewAdmin(db.LoginPool(t, "durable_job_auditor"))
-	require.NoError(t, err)
-	collector, err := prommetrics.NewDatabaseCollector(auditor, 5*time.Second)
-	require.NoError(t, err)
-	reg := prometheus.NewRegistry()
-	require.NoError(t, reg.Register(collector))
+	reg, collector := auditorRegistry(t, db)
 	require.Error(t, reg.Register(collector), "a second registration of the same metrics is refused")
 
 	scrape := scrapeText(t, reg)
@@ -415,12 +423,7 @@ func TestDatabaseCollectorBoundsTheSeriesProducersCanCreate(t *testing.T) {
 	require.NoError(t, err)
 	claimSQL(t, db.LoginPool(t, "durable_job_worker"), busy, "bound-owner")
 
-	auditor, err := goclient.NewAdmin(db.LoginPool(t, "durable_job_auditor"))
-	require.NoError(t, err)
-	collector, err := prommetrics.NewDatabaseCollector(auditor, 5*time.Second)
-	require.NoError(t, err)
-	reg := prometheus.NewRegistry()
-	require.NoError(t, reg.Register(collector))
+	reg, _ := auditorRegistry(t, db)
 	families := parseScrape(t, scrapeText(t, reg))
 	require.Zero(t, failures(t, families))
 	for _, name := range databaseMetricNames() {
@@ -460,23 +463,13 @@ func TestDatabaseCollectorShowsFailoverReclaimsAndTheServer(t *testing.T) {
 	require.NoError(t, err)
 	worker := db.LoginPool(t, "durable_job_worker")
 	lost := claimSQL(t, worker, queue, "failover-owner-a")
-	_, err = admin.Exec(ctx, `UPDATE durable_jobs.job_record
-		SET lease_claimed_at = pg_postmaster_start_time() - interval '1 second',
-		    lease_expires_at = statement_timestamp() - interval '1 second',
-		    lease_expiry_floor = statement_timestamp() - interval '1 second'
-		WHERE job_record_id = $1`, lost.id)
-	require.NoError(t, err)
+	testdb.LoseClaimWithTheDatabase(t, admin, lost.id)
 	again := claimSQL(t, worker, queue, "failover-owner-b")
 	require.Equal(t, lost.id, again.id)
 	_, err = admin.Exec(ctx, `UPDATE durable_jobs.server_timeline_state SET server_started_at = server_started_at - interval '1 hour'`)
 	require.NoError(t, err)
 
-	auditor, err := goclient.NewAdmin(db.LoginPool(t, "durable_job_auditor"))
-	require.NoError(t, err)
-	collector, err := prommetrics.NewDatabaseCollector(auditor, 5*time.Second)
-	require.NoError(t, err)
-	reg := prometheus.NewRegistry()
-	require.NoError(t, reg.Register(collector))
+	reg, _ := auditorRegistry(t, db)
 	families := parseScrape(t, scrapeText(t, reg))
 	require.Zero(t, failures(t, families))
 	require.Equal(t, map[string]float64{"*": 0, queue: 1}, byQueue(t, families[prommetrics.DatabaseFailoverReclaimsLastHour]))

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/mightyetl/leasefence/internal/testdb"
 )
 
 // Issue 36, item 1: every claim in flight when the database went away was
@@ -24,14 +26,7 @@ func TestAClaimLostWithTheDatabaseCostsNoAttempt(t *testing.T) {
 		require.NoError(t, worker.QueryRow(f.ctx, `SELECT attempt_number FROM durable_jobs.claim_next_job($1, 'w1')`, f.queue).Scan(&attempt))
 		return attempt
 	}
-	loseWithTheDatabase := func() {
-		t.Helper()
-		_, err := f.admin.Exec(f.ctx, `UPDATE durable_jobs.job_record
-			SET lease_claimed_at = pg_postmaster_start_time() - interval '1 second',
-			    lease_expires_at = statement_timestamp() - interval '1 second', lease_expiry_floor = statement_timestamp() - interval '1 second'
-			WHERE job_record_id = $1`, job)
-		require.NoError(t, err)
-	}
+	loseWithTheDatabase := func() { testdb.LoseClaimWithTheDatabase(t, f.admin, job) }
 	require.Equal(t, int32(1), claim(), "the first claim is attempt 1 of 1")
 	for i := 1; i <= 3; i++ {
 		loseWithTheDatabase()
