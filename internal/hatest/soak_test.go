@@ -14,12 +14,12 @@ import (
 // TestHASoak is make ha-soak (build tag hasoak, so make test never runs
 // it): for each mode of HA_SOAK_MODES (synchronous, asynchronous; both by
 // default), a fresh two-member Patroni cluster through HA_SOAK_EVENTS
-// events (10 by default), switchovers and crash failovers alternating,
+// events (20 by default), switchovers and crash failovers alternating,
 // with every check runScenario makes (every job once, no stale write,
 // generations increasing, no attempt charged, no ordinary reclaim, each
 // promotion recorded once); then one line of figures per mode.
 func TestHASoak(t *testing.T) {
-	events, err := strconv.Atoi(envOr("HA_SOAK_EVENTS", "10"))
+	events, err := strconv.Atoi(envOr("HA_SOAK_EVENTS", "20"))
 	if err != nil || events < 1 {
 		t.Fatalf("HA_SOAK_EVENTS must be a positive number of events, got %q", os.Getenv("HA_SOAK_EVENTS"))
 	}
