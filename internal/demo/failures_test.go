@@ -89,10 +89,12 @@ func TestDemoStopsWhenTheOperatorCannotSetItsPolicy(t *testing.T) {
 	db := testdb.New(t)
 	admin := db.Pool(t)
 	adminURL, name := demotest.Admin(t, db, admin, "SUPERUSER")
-	_, err := admin.Exec(ctx, "REVOKE EXECUTE ON FUNCTION durable_jobs.set_queue_lease_policy(text, interval, interval, interval, boolean, text) FROM durable_job_operator")
+	// The demo sets its policies through update_queue_lease_policy (the
+	// one policy call of goclient.Admin).
+	_, err := admin.Exec(ctx, "REVOKE EXECUTE ON FUNCTION durable_jobs.update_queue_lease_policy FROM durable_job_operator")
 	require.NoError(t, err)
 	r := play(t, Options{DatabaseURL: adminURL})
-	requireFailed(t, r, "set the demo queues' lease policy", "permission denied for function set_queue_lease_policy (SQLSTATE 42501)")
+	requireFailed(t, r, "set the demo queues' lease policy", "permission denied for function update_queue_lease_policy (SQLSTATE 42501)")
 	var policies int
 	require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM durable_jobs.queue_lease_policy
 		WHERE queue_name LIKE 'demo.%'`).Scan(&policies))
