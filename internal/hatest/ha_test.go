@@ -13,7 +13,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mightyetl/leasefence/audit"
+	"github.com/mightyetl/leasefence/controls"
 	"github.com/mightyetl/leasefence/goclient"
+	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
 const (
@@ -80,7 +83,7 @@ func (l *runLog) all() []run {
 // earlier timeline's after each promotion, no attempt charged by either
 // event (migration 029), each promotion recorded once as evidence and shown
 // by the server's availability (migration 031); then that the standby
-// refuses writes.
+// refuses writes, and that the audit and the migrator call it a standby.
 func TestWorkerThroughSwitchoverAndCrashFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -107,4 +110,24 @@ func TestWorkerThroughSwitchoverAndCrashFailover(t *testing.T) {
 	defer onStandby.Close()
 	_, err = onStandby.Claim(ctx, queue)
 	require.Error(t, err, "a client pointed at the standby cannot claim")
+
+	// The tools pointed at the Patroni replica say it is a standby (issue
+	// 36, item 3): the audit reports AUDIT-SERVER-IS-PRIMARY, and the
+	// migrator refuses to run there.
+	superStandby, err := pgx.Connect(ctx, c.url(superuser, c.password, "leasefence", []*member{standby}, url.Values{}))
+	require.NoError(t, err)
+	defer superStandby.Close(ctx)
+	report, err := audit.Run(ctx, superStandby)
+	require.NoError(t, err)
+	require.False(t, report.Passed, "the audit of a standby fails")
+	primaryCheck := -1
+	for i, check := range report.Checks {
+		if check.ID == controls.CheckServerIsPrimary {
+			primaryCheck = i
+		}
+	}
+	require.NotEqual(t, -1, primaryCheck, "the audit ran %s", controls.CheckServerIsPrimary)
+	require.False(t, report.Checks[primaryCheck].Passed, "the audit finds the server is a standby")
+	_, err = sqlbundle.NewMigrator(ctx, superStandby)
+	require.ErrorIs(t, err, sqlbundle.ErrStandby, "the migrator refuses a standby")
 }
