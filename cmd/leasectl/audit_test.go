@@ -14,8 +14,8 @@ import (
 	"github.com/mightyetl/leasefence/audit"
 	"github.com/mightyetl/leasefence/controls"
 	"github.com/mightyetl/leasefence/internal/testdb"
-	"github.com/mightyetl/leasefence/internal/textfmt"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
+	"github.com/mightyetl/leasefence/textfmt"
 )
 
 // findingIDs returns the check identifiers that start the finding lines of

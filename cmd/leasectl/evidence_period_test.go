@@ -9,7 +9,7 @@ import (
 	"github.com/mightyetl/leasefence/controls"
 	"github.com/mightyetl/leasefence/evidence"
 	"github.com/mightyetl/leasefence/internal/testdb"
-	"github.com/mightyetl/leasefence/internal/textfmt"
+	"github.com/mightyetl/leasefence/textfmt"
 	"github.com/stretchr/testify/require"
 )
 

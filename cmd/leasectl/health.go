@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/mightyetl/leasefence/goclient"
-	"github.com/mightyetl/leasefence/internal/textfmt"
+	"github.com/mightyetl/leasefence/textfmt"
 )
 
 var healthUsage = help("health")

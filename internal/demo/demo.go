@@ -26,8 +26,8 @@ import (
 	"github.com/mightyetl/leasefence/goclient"
 	"github.com/mightyetl/leasefence/internal/leaseport"
 	"github.com/mightyetl/leasefence/internal/pglocal"
-	"github.com/mightyetl/leasefence/internal/textfmt"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
+	"github.com/mightyetl/leasefence/textfmt"
 )
 
 // The demo's lease policy and client settings: short, so that the three

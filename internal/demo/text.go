@@ -4,7 +4,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/mightyetl/leasefence/internal/textfmt"
+	"github.com/mightyetl/leasefence/textfmt"
 )
 
 // statementTimeout bounds every statement of the demo's admin connections,

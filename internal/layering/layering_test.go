@@ -35,11 +35,10 @@ var may = map[string][]string{
 	"goclient":             {},
 	"goclient/prommetrics": {"goclient"},
 	"controls":             {},
-	"internal/textfmt":     {"textfmt"},
 	"textfmt":              {},
 	"audit":                {"controls", "sql"},
 	"evidence":             {"audit", "controls", "goclient", "sql", "textfmt"},
-	"internal/demo":        {"audit", "goclient", "internal/leaseport", "internal/pglocal", "internal/textfmt", "sql"},
+	"internal/demo":        {"audit", "goclient", "internal/leaseport", "internal/pglocal", "sql", "textfmt"},
 }
 
 // testOnly are the packages that only tests (and other test-only packages)

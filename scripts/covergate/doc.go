@@ -1,7 +1,7 @@
 // Command covergate reads a Go statement-coverage profile and fails when the
 // coverage of the chosen packages is under a threshold. `make test` runs it
 // for goclient (100 %), cmd/leasectl (95 %), audit (94 %), evidence (95 %),
-// internal/demo (94 %), textfmt and internal/textfmt (100 %); the Makefile says how
+// internal/demo (94 %), textfmt (100 %); the Makefile says how
 // each is measured.
 //
 // Usage:
