@@ -41,6 +41,15 @@ var (
 	// function (SQLSTATE 42501): it lacks the runtime role the call needs.
 	ErrPermissionDenied = errors.New("leasefence: permission denied")
 
+	// ErrBundleMismatch is returned when the database lacks a function (or
+	// the durable_jobs schema) that this client calls (SQLSTATE 42883 or
+	// 3F000): its leasefence migrations are older than this client's, or
+	// were never applied. Migrate the database to the bundle version this
+	// client ships (sqlbundle.NewestVersion, "leasectl migrate up") before
+	// the workers that need it start; Worker.Run returns it instead of
+	// retrying a call that cannot succeed.
+	ErrBundleMismatch = errors.New("leasefence: the database lacks a leasefence function this client calls (migrate it to this client's bundle version)")
+
 	// ErrClosed is returned when a call is made on a client after Close, and
 	// is the cause of a lease context cancelled by Close.
 	ErrClosed = errors.New("leasefence: client is closed")
@@ -91,10 +100,12 @@ var (
 )
 
 // DatabaseError is a PostgreSQL error with a project or privilege SQLSTATE,
-// translated to one of the sentinel errors. errors.Is matches the sentinel;
+// or one saying the bundle is missing, translated to one of the sentinel
+// errors. errors.Is matches the sentinel;
 // errors.As to *pgconn.PgError gives PostgreSQL's message, DETAIL and HINT.
 type DatabaseError struct {
-	// Sentinel is ErrStaleClaim, ErrInvalidPolicy, ErrInvalidArgument or ErrPermissionDenied.
+	// Sentinel is ErrStaleClaim, ErrInvalidPolicy, ErrInvalidArgument,
+	// ErrPermissionDenied or ErrBundleMismatch.
 	Sentinel error
 	// PgError is the error as PostgreSQL sent it.
 	PgError *pgconn.PgError
@@ -223,6 +234,8 @@ func translateError(err error) error {
 		sentinel = ErrInvalidArgument
 	case SQLStatePermissionDenied:
 		sentinel = ErrPermissionDenied
+	case "42883", "3F000": // undefined_function, invalid_schema_name
+		sentinel = ErrBundleMismatch
 	default:
 		return err
 	}

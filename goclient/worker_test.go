@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mightyetl/leasefence/goclient"
+	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
 // The handler's result decides the terminal transition: nil completes, Retry
@@ -308,4 +309,41 @@ func TestTxHandlerErrorRollsBackAndFails(t *testing.T) {
 	require.NoError(t, stop())
 	require.Equal(t, "schema_mismatch", e.state(ids[0]).FailureReasonCode)
 	require.Zero(t, e.targetRows())
+}
+
+// A worker started against a database whose bundle is older than the
+// client's (version 26, before queue_next_due_in of migration 027) stops
+// with ErrBundleMismatch at its first claim: the claim it sent with that
+// call is rolled back, the job stays queued and no handler runs. Before,
+// it logged "claim failed, retrying" every poll for as long as it ran.
+func TestWorkerStopsOnADatabaseOlderThanItsBundle(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := setup(t, shortPolicy)
+	conn := e.db.Conn(t)
+	m, err := sqlbundle.NewMigrator(ctx, conn)
+	require.NoError(t, err)
+	require.NoError(t, m.MigrateTo(ctx, 26))
+	ids := e.enqueue(1)
+	var ran atomic.Int64
+	w, err := e.worker().NewWorker(goclient.WorkerConfig{Queue: testQueue, PollInterval: 50 * time.Millisecond,
+		Handler: func(context.Context, goclient.Job) error { ran.Add(1); return nil }})
+	require.NoError(t, err)
+	runCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err = w.Run(runCtx)
+	require.ErrorIs(t, err, goclient.ErrBundleMismatch)
+	require.NoError(t, runCtx.Err(), "the worker stopped by itself, not at the test's deadline")
+	var dbErr *goclient.DatabaseError
+	require.ErrorAs(t, err, &dbErr)
+	require.Equal(t, "42883", dbErr.PgError.Code)
+	require.Zero(t, ran.Load(), "no handler ran")
+	require.Equal(t, goclient.StatusQueued, e.state(ids[0]).Status, "the claim sent with the failed call was rolled back")
+
+	// Without the schema at all (never migrated): the same error, from any call.
+	_, err = e.admin.Exec(ctx, `DROP SCHEMA durable_jobs CASCADE`)
+	require.NoError(t, err)
+	_, err = e.worker().Claim(ctx, testQueue)
+	require.ErrorIs(t, err, goclient.ErrBundleMismatch)
+	require.ErrorContains(t, err, "SQLSTATE 3F000")
 }
