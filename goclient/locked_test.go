@@ -73,8 +73,10 @@ func TestLockedRowIsRenewedAloneAndTheBatchStaysOwned(t *testing.T) {
 	waitFor(t, lockPolicy.interval, "the locked claim renewed", func() bool { return e.state(locked).RenewalCount >= 1 })
 	renewedAlone := len(batches)
 
-	// Once renewed, the claim is batched with the rest again.
-	waitFor(t, 3*lockPolicy.interval, "a batch of the three again", func() bool {
+	// Once renewed, the claim is batched with the rest again: at its next
+	// renewals, or a few later on a loaded machine (timed out once at three
+	// intervals beside another test run; the property is that it comes back).
+	waitFor(t, 6*lockPolicy.interval, "a batch of the three again", func() bool {
 		batches, _, _ := port.snapshot()
 		return slices.ContainsFunc(batches[renewedAlone:], func(b []int64) bool { return len(b) == 3 })
 	})
