@@ -21,6 +21,10 @@ import (
 func TestCallsOnOneJobUseThePrimaryKeyUnderStaleStatistics(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
+	// Every claim stays live for the whole test: with the fixture's 1 s
+	// lease, the calls below reached complete_job after its claim had
+	// expired on a loaded machine (LF001, seen once in CI at load 10).
+	f.setPolicy(t, f.queue, time.Hour, 20*time.Minute, 2*time.Hour, true)
 	const jobs = 3000
 	_, err := f.admin.Exec(f.ctx, `SELECT durable_jobs.enqueue_job($1, pg_catalog.jsonb_build_object('n', n)) FROM generate_series(1, $2) n`, f.queue, jobs)
 	require.NoError(t, err)
