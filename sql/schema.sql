@@ -1,5 +1,5 @@
 -- GENERATED: do not edit. The schema durable_jobs of a fresh install of
--- the bundle at version 31, as pg_dump --schema-only prints it: tables,
+-- the bundle at version 32, as pg_dump --schema-only prints it: tables,
 -- indexes, constraints, triggers, functions, owners and grants. The
 -- installing superuser is written postgres. The roles are in
 -- sql/roles/bundle_roles.sql, the function bodies with their comments in
@@ -520,9 +520,8 @@ DECLARE
     v_max_claim_lifetime interval;
     v_wanted integer;
     v_candidate_ids bigint[];
-    v_candidate_exhausted boolean[];
-    v_candidate_failover boolean[];
-    v_expired integer;
+    v_candidate_kinds "char"[];
+    v_exhausted integer;
     v_fetched integer;
     v_returned integer;
     v_claimed integer := 0;
@@ -579,39 +578,44 @@ BEGIN
         -- branch left: the rows locked are exactly those returned.
         v_now := pg_catalog.clock_timestamp();
         v_wanted := p_max_jobs - v_claimed;
+        -- Each candidate comes with its kind, one "char" (since migration
+        -- 032, which folded 029's two flags and the count of expired
+        -- candidates into it: fewer aggregates to start up on every call):
+        -- 'r' an expired claim reclaimed, 'f' an expired claim lost with
+        -- the database, reclaimed without costing an attempt, 'd' a due
+        -- job, 'x' a job whose attempts are used up (either branch).
         SELECT COALESCE(pg_catalog.array_agg(c.candidate_id ORDER BY c.candidate_branch, c.candidate_order, c.candidate_id), '{}'),
-               COALESCE(pg_catalog.array_agg(c.candidate_exhausted ORDER BY c.candidate_branch, c.candidate_order, c.candidate_id), '{}'),
-               COALESCE(pg_catalog.array_agg(c.candidate_failover ORDER BY c.candidate_branch, c.candidate_order, c.candidate_id), '{}'),
-               pg_catalog.count(*) FILTER (WHERE c.candidate_branch = 1)::integer
-        INTO v_candidate_ids, v_candidate_exhausted, v_candidate_failover, v_expired
-        FROM (SELECT x.candidate_branch, x.candidate_order, x.candidate_id, x.candidate_exhausted, x.candidate_failover
+               COALESCE(pg_catalog.array_agg(c.candidate_kind ORDER BY c.candidate_branch, c.candidate_order, c.candidate_id), '{}')
+        INTO v_candidate_ids, v_candidate_kinds
+        FROM (SELECT x.candidate_branch, x.candidate_order, x.candidate_id, x.candidate_kind
               FROM (SELECT 1 AS candidate_branch, j.lease_expiry_floor AS candidate_order, j.job_record_id AS candidate_id,
-                           j.attempt_number >= j.max_attempts AND NOT f.lost_with_database AS candidate_exhausted,
-                           f.lost_with_database AS candidate_failover
+                           -- Lost with the database (since migration 029):
+                           -- the server started after the claim (a crash or
+                           -- restart in place), or the claim's generation is
+                           -- of an earlier WAL timeline (a promotion since);
+                           -- at most three times a job, so a job that brings
+                           -- the server down does not loop for ever. Such a
+                           -- claim is never exhausted: it costs no attempt.
+                           -- Evaluated only for the expired leases this scan
+                           -- returns (on a standby the FOR UPDATE fails
+                           -- before any row).
+                           CASE WHEN j.failover_reclaims < 3
+                                     AND (j.lease_claimed_at < pg_catalog.pg_postmaster_start_time()
+                                          OR (j.lease_fencing_generation >> 40) + 1
+                                             < ('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint)
+                                THEN 'f'::"char"
+                                WHEN j.attempt_number >= j.max_attempts THEN 'x'::"char"
+                                ELSE 'r'::"char" END AS candidate_kind
                     FROM durable_jobs.job_record j
-                    -- Lost with the database (since migration 029): the
-                    -- server started after the claim (a crash or restart
-                    -- in place), or the claim's generation is of an
-                    -- earlier WAL timeline (a promotion since); at most
-                    -- three times a job, so a job that brings the server
-                    -- down does not loop for ever. Evaluated only for the
-                    -- expired leases this scan returns (on a standby the
-                    -- FOR UPDATE fails before any row).
-                    CROSS JOIN LATERAL (
-                        SELECT j.failover_reclaims < 3
-                               AND (j.lease_claimed_at < pg_catalog.pg_postmaster_start_time()
-                                    OR (j.lease_fencing_generation >> 40) + 1
-                                       < ('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint)
-                               AS lost_with_database) f
                     WHERE j.queue_name = p_queue_name AND j.job_status = 'RUNNING'
                       AND j.lease_expiry_floor <= v_now AND j.lease_expires_at <= v_now
                     ORDER BY j.lease_expiry_floor, j.job_record_id
                     LIMIT v_wanted
                     FOR UPDATE OF j SKIP LOCKED) x
               UNION ALL
-              SELECT d.candidate_branch, d.candidate_order, d.candidate_id, d.candidate_exhausted, false
+              SELECT d.candidate_branch, d.candidate_order, d.candidate_id, d.candidate_kind
               FROM (SELECT 2 AS candidate_branch, j.run_after AS candidate_order, j.job_record_id AS candidate_id,
-                           j.attempt_number >= j.max_attempts AS candidate_exhausted
+                           CASE WHEN j.attempt_number >= j.max_attempts THEN 'x'::"char" ELSE 'd'::"char" END AS candidate_kind
                     FROM durable_jobs.job_record j
                     WHERE j.queue_name = p_queue_name AND j.job_status IN ('QUEUED', 'RETRY_SCHEDULED')
                       AND j.run_after <= v_now
@@ -620,21 +624,22 @@ BEGIN
                     FOR UPDATE OF j SKIP LOCKED) d
               LIMIT v_wanted) c;
         v_fetched := pg_catalog.cardinality(v_candidate_ids);
+        v_exhausted := pg_catalog.cardinality(pg_catalog.array_positions(v_candidate_kinds, 'x'::"char"));
 
         -- Attempts used up: FAILED instead of claimed; they do not count.
-        IF pg_catalog.array_position(v_candidate_exhausted, true) IS NOT NULL THEN
+        IF v_exhausted > 0 THEN
             UPDATE durable_jobs.job_record j
             SET job_status = 'FAILED', status_changed_at = v_now, lease_expires_at = NULL,
                 failure_reason_code = 'attempts_exhausted'
-            FROM ROWS FROM (pg_catalog.unnest(v_candidate_ids), pg_catalog.unnest(v_candidate_exhausted))
-                 AS c(candidate_id, candidate_exhausted)
-            WHERE j.job_record_id = c.candidate_id AND c.candidate_exhausted;
+            FROM ROWS FROM (pg_catalog.unnest(v_candidate_ids), pg_catalog.unnest(v_candidate_kinds))
+                 AS c(candidate_id, candidate_kind)
+            WHERE j.job_record_id = c.candidate_id AND c.candidate_kind = 'x'::"char";
         END IF;
 
         -- The rest are claimed in one UPDATE, each with its own token, and
         -- returned with their payloads in candidate order; no statement
         -- when every candidate was exhausted or there was none.
-        IF pg_catalog.array_position(v_candidate_exhausted, false) IS NOT NULL THEN
+        IF v_fetched > v_exhausted THEN
             -- The generation floor, read once per call (COALESCE evaluates
             -- the timeline only when v_floor is still NULL) and only here:
             -- a call on a standby fails at its probe's FOR UPDATE as before,
@@ -642,18 +647,17 @@ BEGIN
             v_floor := COALESCE(v_floor, ((('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint - 1) << 40) + 1);
             RETURN QUERY
             WITH candidate AS (
-                SELECT c.candidate_id, c.candidate_position, c.candidate_failover,
+                SELECT c.candidate_id, c.candidate_position, c.candidate_kind,
                        pg_catalog.gen_random_uuid() AS candidate_token
-                FROM ROWS FROM (pg_catalog.unnest(v_candidate_ids), pg_catalog.unnest(v_candidate_exhausted),
-                                pg_catalog.unnest(v_candidate_failover))
-                     WITH ORDINALITY AS c(candidate_id, candidate_exhausted, candidate_failover, candidate_position)
-                WHERE NOT c.candidate_exhausted
+                FROM ROWS FROM (pg_catalog.unnest(v_candidate_ids), pg_catalog.unnest(v_candidate_kinds))
+                     WITH ORDINALITY AS c(candidate_id, candidate_kind, candidate_position)
+                WHERE c.candidate_kind <> 'x'::"char"
             ), claimed AS (
                 UPDATE durable_jobs.job_record j
                 SET job_status = 'RUNNING', status_changed_at = v_now,
                     -- A claim lost with the database costs the job no attempt.
-                    attempt_number = j.attempt_number + CASE WHEN c.candidate_failover THEN 0 ELSE 1 END,
-                    failover_reclaims = j.failover_reclaims + CASE WHEN c.candidate_failover THEN 1 ELSE 0 END,
+                    attempt_number = j.attempt_number + CASE WHEN c.candidate_kind = 'f'::"char" THEN 0 ELSE 1 END,
+                    failover_reclaims = j.failover_reclaims + CASE WHEN c.candidate_kind = 'f'::"char" THEN 1 ELSE 0 END,
                     -- claim_token_digest's body, written out: a SET search_path helper
                     -- is never inlined and costs a function call per row.
                     lease_claim_digest = pg_catalog.sha256(pg_catalog.uuid_send(c.candidate_token)),
@@ -690,20 +694,16 @@ BEGIN
                 v_synchronous_commit := pg_catalog.set_config('synchronous_commit', 'local', true);
             END IF;
         END IF;
-        -- Reclaims are the claimed candidates of the expired branch: those
-        -- not exhausted among its first v_expired.
-        IF v_expired > 0 THEN
-            -- Those lost with the database are counted apart (never
-            -- exhausted: they cost no attempt).
-            v_failover_reclaims := pg_catalog.cardinality(pg_catalog.array_positions(v_candidate_failover[1:v_expired], true));
-            v_reclaims := v_expired - v_failover_reclaims
-                - pg_catalog.cardinality(pg_catalog.array_positions(v_candidate_exhausted[1:v_expired], true));
-            IF v_reclaims > 0 THEN
-                PERFORM durable_jobs.record_lease_outcome(p_queue_name, 'reclaim', v_reclaims);
-            END IF;
-            IF v_failover_reclaims > 0 THEN
-                PERFORM durable_jobs.record_lease_outcome(p_queue_name, 'failover_reclaim', v_failover_reclaims);
-            END IF;
+        -- Reclaims are the claimed candidates of the expired branch, those
+        -- lost with the database counted apart (assignments: simple
+        -- expressions, no SPI statement).
+        v_reclaims := pg_catalog.cardinality(pg_catalog.array_positions(v_candidate_kinds, 'r'::"char"));
+        v_failover_reclaims := pg_catalog.cardinality(pg_catalog.array_positions(v_candidate_kinds, 'f'::"char"));
+        IF v_reclaims > 0 THEN
+            PERFORM durable_jobs.record_lease_outcome(p_queue_name, 'reclaim', v_reclaims);
+        END IF;
+        IF v_failover_reclaims > 0 THEN
+            PERFORM durable_jobs.record_lease_outcome(p_queue_name, 'failover_reclaim', v_failover_reclaims);
         END IF;
         -- Another pass only when jobs moved to FAILED took places that due
         -- jobs behind them may fill.
