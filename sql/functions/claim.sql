@@ -15,9 +15,9 @@
 -- boolean arrays and a count of expired candidates, and computes the kind
 -- with one CASE instead of a LATERAL subquery: two aggregates to start up
 -- on every call instead of four, no join node. What it claims, locks,
--- counts and returns is unchanged. Measured by backend CPU time (issue 38,
--- bench/notes.md): version 31's claim took about 9 % more than version
--- 23's, this one about 1 to 3 %.
+-- counts and returns is unchanged. With the wake-up trigger's narrower
+-- column list (wakeup.sql, same migration) a claim costs the backend
+-- about as much CPU time as at version 23 (issue 38, bench/notes.md).
 
 -- Notes of migration 017 (claim_v5.sql in its frozen SQL):
 --

@@ -8,6 +8,19 @@
 -- from, newest first. They name the files as they were then; each
 -- migration's frozen SQL under sql/migrations holds the whole text.
 
+-- Notes of migration 032:
+--
+-- The UPDATE trigger's column list is run_after alone (027: job_status,
+-- run_after). Every write that makes a job QUEUED or RETRY_SCHEDULED sets
+-- when it falls due (a retry, a release, single or batched, a replay), and
+-- no other write sets run_after: so a claim, a completion, a failure and a
+-- cancel, which set job_status, no longer pass the column check, and
+-- PostgreSQL no longer reads and compiles the WHEN clause (stored as text)
+-- for each of their statements. That was about 5 % of a claim's backend
+-- CPU time (bench/notes.md, issue 38). A function that makes a job
+-- claimable must set run_after, or it wakes nobody and its job waits for
+-- the poll (sql/integration wakeup_test.go covers every such write).
+
 -- Notes of migration 027 (wakeup.sql in its frozen SQL):
 --
 -- wake-ups (migration 027, issue 37): an idle worker waited out its poll
@@ -61,9 +74,9 @@
 -- What is left is timing: a login that guesses a queue's name can watch
 -- when its work arrives (docs/threat-model).
 
--- wake_queue_workers: AFTER UPDATE OF job_status, run_after trigger on
--- job_record, for rows that are QUEUED or RETRY_SCHEDULED after the
--- statement (the trigger's WHEN clause). Sends an empty notification on
+-- wake_queue_workers: AFTER UPDATE OF run_after trigger on job_record,
+-- for rows that are QUEUED or RETRY_SCHEDULED after the statement (the
+-- trigger's WHEN clause). Sends an empty notification on
 -- the row's queue's wake-up channel, delivered when the transaction
 -- commits (never when it rolls back), unless another transaction holds the
 -- queue's wake-up key (1279678293, hashtext(queue name)): then it sends
@@ -84,7 +97,7 @@ ALTER FUNCTION durable_jobs.wake_queue_workers() OWNER TO durable_job_claim_owne
 REVOKE ALL ON FUNCTION durable_jobs.wake_queue_workers() FROM PUBLIC;
 
 CREATE OR REPLACE TRIGGER job_record_wake_workers
-    AFTER UPDATE OF job_status, run_after ON durable_jobs.job_record
+    AFTER UPDATE OF run_after ON durable_jobs.job_record
     FOR EACH ROW
     WHEN (NEW.job_status IN ('QUEUED', 'RETRY_SCHEDULED'))
     EXECUTE FUNCTION durable_jobs.wake_queue_workers();

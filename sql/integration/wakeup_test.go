@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/stretchr/testify/require"
 )
 
@@ -37,11 +38,12 @@ func (f *fixture) wakeups(t *testing.T, listener *pgx.Conn, act func()) []string
 	}
 }
 
-// Migration 027: every write that leaves a job QUEUED or RETRY_SCHEDULED
-// (enqueue, single and batched, a retry, a release, a replay, a job due
-// later) notifies the queue's hashed channel once per transaction with an
-// empty payload, delivered at COMMIT; a claim, a renewal, a completion, a
-// cancel and a rolled-back enqueue send nothing; another queue's channel
+// Migrations 027 and 032: every write that leaves a job QUEUED or
+// RETRY_SCHEDULED (enqueue, single and batched, a retry, a release, single
+// and batched, a replay, a job due later) notifies the queue's hashed
+// channel once per transaction with an empty payload, delivered at COMMIT;
+// a claim, a renewal, a completion, a failure, a cancel and a rolled-back
+// enqueue send nothing; another queue's channel
 // is another channel. Any login may listen (an auditor here): the channel
 // names no queue and the payload says nothing.
 func TestWakeupNotifiesTheQueueChannelOncePerTransaction(t *testing.T) {
@@ -103,6 +105,17 @@ func TestWakeupNotifiesTheQueueChannelOncePerTransaction(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, released)
 	}), "a release notifies")
+	c, c2 := mustClaim(t, f.ctx, worker, f.queue, owner), mustClaim(t, f.ctx, worker, f.queue, owner)
+	require.Equal(t, ours, f.wakeups(t, listener, func() {
+		_, err := worker.Exec(f.ctx, `SELECT durable_jobs.release_job_claims($1, $2, $3)`, owner,
+			[]int64{c.JobID, c2.JobID}, []pgtype.UUID{c.Token, c2.Token})
+		require.NoError(t, err)
+	}), "a batch release of two claims sends one notification")
+	c = mustClaim(t, f.ctx, worker, f.queue, owner)
+	require.Empty(t, f.wakeups(t, listener, func() {
+		_, err := worker.Exec(f.ctx, `SELECT durable_jobs.fail_job($1, $2, $3, 'wake_test')`, c.JobID, c.Token, owner)
+		require.NoError(t, err)
+	}), "a failure notifies nobody")
 	c = mustClaim(t, f.ctx, worker, f.queue, owner)
 	require.Empty(t, f.wakeups(t, listener, func() {
 		_, err := f.admin.Exec(f.ctx, `SELECT durable_jobs.cancel_job($1)`, c.JobID)

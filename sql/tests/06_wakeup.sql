@@ -1,5 +1,5 @@
--- 06_wakeup (migration 027, wakeup.sql): the trigger job_record_wake_workers
--- fires after an UPDATE of job_status or run_after, only for rows that are
+-- 06_wakeup (migrations 027 and 032, wakeup.sql): the trigger
+-- job_record_wake_workers fires after an UPDATE of run_after, only for rows that are
 -- then QUEUED or RETRY_SCHEDULED, and job_record_wake_workers_after_insert
 -- once per INSERT statement; both notify the queue's hashed channel with an
 -- empty payload (the delivery itself, after COMMIT, one notifying
@@ -15,10 +15,10 @@ SELECT plan(10);
 
 SELECT is((SELECT pg_get_triggerdef(t.oid) FROM pg_trigger t
            WHERE t.tgrelid = 'durable_jobs.job_record'::regclass AND t.tgname = 'job_record_wake_workers'),
-    'CREATE TRIGGER job_record_wake_workers AFTER UPDATE OF job_status, run_after ON durable_jobs.job_record '
+    'CREATE TRIGGER job_record_wake_workers AFTER UPDATE OF run_after ON durable_jobs.job_record '
     || 'FOR EACH ROW WHEN ((new.job_status = ANY (ARRAY[''QUEUED''::durable_jobs.job_status_kind, '
     || '''RETRY_SCHEDULED''::durable_jobs.job_status_kind]))) EXECUTE FUNCTION durable_jobs.wake_queue_workers()',
-    'the UPDATE wake-up trigger fires only when job_status or run_after is set (never for a renewal), and calls its function only for a claimable row');
+    'the UPDATE wake-up trigger fires only when run_after is set (never for a claim, renewal or terminal write), and calls its function only for a claimable row');
 SELECT is((SELECT pg_get_triggerdef(t.oid) FROM pg_trigger t
            WHERE t.tgrelid = 'durable_jobs.job_record'::regclass AND t.tgname = 'job_record_wake_workers_after_insert'),
     'CREATE TRIGGER job_record_wake_workers_after_insert AFTER INSERT ON durable_jobs.job_record '
