@@ -4165,7 +4165,7 @@ CREATE TRIGGER control_evidence_record_no_truncate BEFORE TRUNCATE ON durable_jo
 -- Name: job_record job_record_wake_workers; Type: TRIGGER; Schema: durable_jobs; Owner: postgres
 --
 
-CREATE TRIGGER job_record_wake_workers AFTER UPDATE OF job_status, run_after ON durable_jobs.job_record FOR EACH ROW WHEN ((new.job_status = ANY (ARRAY['QUEUED'::durable_jobs.job_status_kind, 'RETRY_SCHEDULED'::durable_jobs.job_status_kind]))) EXECUTE FUNCTION durable_jobs.wake_queue_workers();
+CREATE TRIGGER job_record_wake_workers AFTER UPDATE OF run_after ON durable_jobs.job_record FOR EACH ROW WHEN ((new.job_status = ANY (ARRAY['QUEUED'::durable_jobs.job_status_kind, 'RETRY_SCHEDULED'::durable_jobs.job_status_kind]))) EXECUTE FUNCTION durable_jobs.wake_queue_workers();
 
 --
 -- Name: job_record job_record_wake_workers_after_insert; Type: TRIGGER; Schema: durable_jobs; Owner: postgres
