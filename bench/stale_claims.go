@@ -3,6 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -42,6 +45,12 @@ const (
 	// freshClaimLive are the live leases of the queue of the second of
 	// those comparisons (the first has none).
 	freshClaimLive = 10000
+	// freshCPURounds and freshCPUClaims shape the comparisons of those
+	// claims by the backend's own CPU time: rounds of freshCPUClaims
+	// claim_next_job calls in one session, each committed, the sides'
+	// order swapped every round.
+	freshCPURounds = 12
+	freshCPUClaims = 2000
 )
 
 // staleBareClaimSQL is the bare claim of job_record: the first due job by
@@ -185,7 +194,8 @@ func (r *runner) freshClaimsAgainstBase(ctx context.Context) error {
 	}
 	levels := []int{0, freshClaimLive}
 	queue := func(live int) string { return fmt.Sprintf("bench_fresh_claim_%d", live) }
-	due := r.dueJobsPerSide(1)
+	// The base database serves both comparisons of each kind.
+	due := 2*r.dueJobsPerSide(1) + 2*freshCPURounds*freshCPUClaims
 	fill := make([]func() error, len(sides))
 	for i, d := range dbs {
 		fill[i] = func() error {
@@ -203,6 +213,14 @@ func (r *runner) freshClaimsAgainstBase(ctx context.Context) error {
 					return fmt.Errorf("%s: %w", sides[i].name, err)
 				}
 			}
+			// The CPU comparisons read the session's own /proc/self/stat.
+			login := pgx.Identifier{r.e.workerRole}.Sanitize()
+			for _, q := range []string{`GRANT pg_read_server_files TO ` + login,
+				`GRANT EXECUTE ON FUNCTION pg_catalog.pg_read_file(text) TO ` + login} {
+				if _, err := d.admin.Exec(ctx, q); err != nil {
+					return fmt.Errorf("%s: %w", sides[i].name, err)
+				}
+			}
 			return d.analyze(ctx)
 		}
 	}
@@ -215,6 +233,11 @@ func (r *runner) freshClaimsAgainstBase(ctx context.Context) error {
 			ours int
 			name string
 		}{{0, fmt.Sprintf("version %d", newest)}, {2, fmt.Sprintf("version %d again (the noise)", freshClaimBase)}} {
+			// The base serves both comparisons: without a VACUUM its claims
+			// would walk twice the dead index entries of jobs claimed before.
+			if err := vacuumJobs(ctx, dbs[c.ours], dbs[1]); err != nil {
+				return err
+			}
 			if err := r.compare(ctx, Comparison{Group: "fresh_claim",
 				Name: fmt.Sprintf("claim_next_job, %s against version %d, %s live leases", c.name, freshClaimBase, thousands(live)),
 				Ours: fmt.Sprintf("claim_next_job of %s", c.name), Baseline: fmt.Sprintf("claim_next_job of version %d", freshClaimBase),
@@ -223,7 +246,144 @@ func (r *runner) freshClaimsAgainstBase(ctx context.Context) error {
 			}
 		}
 	}
+	for _, live := range levels {
+		for _, c := range []struct {
+			ours int
+			name string
+		}{{0, fmt.Sprintf("version %d", newest)}, {2, fmt.Sprintf("version %d again (the noise)", freshClaimBase)}} {
+			if err := r.compareClaimCPU(ctx, Comparison{Group: "fresh_claim",
+				Name: fmt.Sprintf("claim_next_job by CPU time, %s against version %d, %s live leases", c.name, freshClaimBase, thousands(live)),
+				Ours: fmt.Sprintf("claim_next_job of %s", c.name), Baseline: fmt.Sprintf("claim_next_job of version %d", freshClaimBase),
+				Unit: "claim (backend CPU)"}, dbs[c.ours], dbs[1], queue(live)); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// compareClaimCPU records c: claim_next_job on queue in ours against base
+// by the CPU time the serving backend spent (user and system, from its
+// /proc/self/stat), freshCPURounds rounds of freshCPUClaims claims a side,
+// each claim its own transaction inside one DO block (no round trip) with
+// synchronous_commit off for the session (no WAL flush in the backend: the
+// flush is the disk's work, the same for every version). CPU time is what a claim
+// costs the server; on a shared machine it varies far less than wall time,
+// which waits for every other process. job_record is vacuumed before each
+// side of each round. A round's ratio is base's CPU a
+// claim over ours', so above 1.00 ours costs less.
+func (r *runner) compareClaimCPU(ctx context.Context, c Comparison, ours, base *dbPools, queue string) error {
+	var oursCPU, baseCPU float64
+	for round := range freshCPURounds {
+		sides := []*dbPools{ours, base}
+		if round%2 == 1 {
+			sides = []*dbPools{base, ours}
+		}
+		var got [2]float64
+		for i, d := range sides {
+			if err := vacuumJobs(ctx, d); err != nil {
+				return err
+			}
+			us, err := claimCPU(ctx, d, queue, freshCPUClaims)
+			if err != nil {
+				return fmt.Errorf("%s: %w", c.Name, err)
+			}
+			got[i] = us
+		}
+		if round%2 == 1 {
+			got[0], got[1] = got[1], got[0]
+		}
+		oursCPU, baseCPU = oursCPU+got[0], baseCPU+got[1]
+		c.Rounds = append(c.Rounds, got[1]/got[0])
+	}
+	c.Clients, c.OursN, c.BaseN = 1, freshCPURounds*freshCPUClaims, freshCPURounds*freshCPUClaims
+	c.OursUS, c.BaseUS = oursCPU/freshCPURounds, baseCPU/freshCPURounds
+	sorted := slices.Clone(c.Rounds)
+	slices.Sort(sorted)
+	c.Ratio = (sorted[(len(sorted)-1)/2] + sorted[len(sorted)/2]) / 2
+	r.cfg.Logf("bench: %-45s ours %8.1f µs/%s  baseline %8.1f µs/%s  ratio %.2f", c.Name, c.OursUS, c.Unit,
+		c.BaseUS, c.Unit, c.Ratio)
+	r.rep.Comparisons = append(r.rep.Comparisons, c)
+	return nil
+}
+
+// vacuumJobs vacuums job_record in each of dbs: the claims to come then
+// walk no dead index entry of the jobs claimed before them.
+func vacuumJobs(ctx context.Context, dbs ...*dbPools) error {
+	for _, d := range dbs {
+		if err := d.maintain(ctx, "VACUUM ", "durable_jobs.job_record"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// claimCPUSQL claims %d jobs of queue %s one by one, each committed.
+const claimCPUSQL = `DO $$ BEGIN
+    FOR i IN 1..%d LOOP PERFORM durable_jobs.claim_next_job(%s, %s); COMMIT; END LOOP;
+END $$`
+
+// procStatSQL reads the backend's own /proc/self/stat.
+const procStatSQL = `SELECT pg_catalog.pg_read_file('/proc/self/stat')`
+
+// claimCPU returns the CPU microseconds d's backend spent a claim over n
+// claims of queue.
+func claimCPU(ctx context.Context, d *dbPools, queue string, n int) (float64, error) {
+	conn, err := d.worker.Acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Release()
+	ticks := func() (int64, error) {
+		var stat string
+		if err := conn.QueryRow(ctx, procStatSQL).Scan(&stat); err != nil {
+			return 0, err
+		}
+		return procStatCPUTicks(stat)
+	}
+	before, err := ticks()
+	if err != nil {
+		return 0, err
+	}
+	sql := fmt.Sprintf(claimCPUSQL, n, quoteLiteral(queue), quoteLiteral(benchOwner))
+	if _, err := conn.Exec(ctx, `SET synchronous_commit = off`); err != nil {
+		return 0, err
+	}
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		return 0, err
+	}
+	if _, err := conn.Exec(ctx, `RESET synchronous_commit`); err != nil {
+		return 0, err
+	}
+	after, err := ticks()
+	if err != nil {
+		return 0, err
+	}
+	// Linux counts these in clock ticks of 1/100 s (USER_HZ).
+	return float64(after-before) * 1e4 / float64(n), nil
+}
+
+// procStatCPUTicks returns utime + stime (fields 14 and 15) of a
+// /proc/<pid>/stat line. The command name (field 2, in parentheses) may
+// hold spaces, so the fields are counted after its closing parenthesis.
+func procStatCPUTicks(stat string) (int64, error) {
+	i := strings.LastIndexByte(stat, ')')
+	f := strings.Fields(stat[i+1:])
+	// After the name: field 3 (state) is f[0], so field k is f[k-3].
+	if i < 0 || len(f) < 13 {
+		return 0, fmt.Errorf("unexpected /proc/self/stat: %q", stat)
+	}
+	utime, err := strconv.ParseInt(f[11], 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	stime, err := strconv.ParseInt(f[12], 10, 64)
+	return utime + stime, err
+}
+
+// quoteLiteral quotes s as an SQL string literal.
+func quoteLiteral(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
 
 // staleClaimNote heads the step's table in RESULTS.md.
@@ -239,5 +399,8 @@ var freshClaimNote = fmt.Sprintf("the issue asks the claims with fresh statistic
 	"due jobs in a queue with no live lease and in one with %s, analyzed after they were made; a ratio is the "+
 	"newest version's claims a second over version %d's, so below 1.00 the newest costs more; each is followed by "+
 	"the same comparison of a second database at version %d against the first, whose distance from 1.00 is the "+
-	"run's noise",
-	freshClaimBase, thousands(freshClaimLive), freshClaimBase, freshClaimBase)
+	"run's noise; then the same four by the backend's CPU time (µs of user and system time a claim, %d rounds of "+
+	"%s claims a side in one session, each committed, job_record vacuumed before each; a ratio is version %d's CPU a "+
+	"claim over the other's), which a shared machine disturbs less than wall time",
+	freshClaimBase, thousands(freshClaimLive), freshClaimBase, freshClaimBase, freshCPURounds, thousands(freshCPUClaims),
+	freshClaimBase)
