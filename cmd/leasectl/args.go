@@ -7,8 +7,7 @@ import (
 	"strings"
 )
 
-// Every subcommand reads its arguments through parseArgs (parseFlags when it
-// takes no positional argument): flags and positional arguments may come in
+// Every subcommand reads its arguments through parseArgs (action.do): flags and positional arguments may come in
 // any order ("jobs show --database-url URL 201" and "jobs show 201
 // --database-url URL" are the same), "--" ends the flags, and -h, -help or
 // --help anywhere prints the command's usage and exits 0. The standard flag
@@ -72,45 +71,33 @@ func takesValue(fs *flag.FlagSet, arg string) bool {
 	return !ok || !b.IsBoolFlag()
 }
 
-// parseFlags is parseArgs for a command that takes no positional argument:
-// one is refused (64).
-func parseFlags(env *cliEnv, fs *flag.FlagSet, usage string, args []string) (done bool, code int) {
-	positional, done, code := parseArgs(env, fs, usage, args)
-	if done {
-		return done, code
-	}
-	if len(positional) > 0 {
-		return true, env.usageError("%s: unexpected argument %q", fs.Name(), positional[0])
-	}
-	return false, exitOK
-}
-
 // readAction reads the action of a command that has several ("policy show",
-// "jobs list"): the first argument. It returns done=true with the exit code
+// "jobs list"): the first argument, one of actions; it returns its index
+// and the arguments after it. It returns done=true with the exit code
 // when the caller must stop: help was asked for in its place (0, usage on
 // stdout), or the action is missing or unknown (64). The action comes
 // before the flags, so that the flags can be read with the action's own
 // flag set; flags before it get a usage error that says so.
-func readAction(env *cliEnv, command, usage string, args []string, actions ...string) (name string, rest []string, done bool, code int) {
+func readAction(env *cliEnv, command, usage string, args []string, actions ...string) (index int, rest []string, done bool, code int) {
 	want := actions[len(actions)-1]
 	if len(actions) > 1 {
 		want = strings.Join(actions[:len(actions)-1], ", ") + " or " + want
 	}
 	if len(args) == 0 {
-		return "", nil, true, env.usageError("%s: say %s", command, want)
+		return 0, nil, true, env.usageError("%s: say %s", command, want)
 	}
 	if helpWords[args[0]] {
 		fmt.Fprint(env.stdout, usage)
-		return "", nil, true, exitOK
+		return 0, nil, true, exitOK
 	}
-	for _, a := range actions {
+	for i, a := range actions {
 		if args[0] == a {
-			return a, args[1:], false, exitOK
+			return i, args[1:], false, exitOK
 		}
 	}
 	if strings.HasPrefix(args[0], "-") {
-		return "", nil, true, env.usageError("%s: say the action (%s) before the flags: leasectl %s ACTION [flags]",
+		return 0, nil, true, env.usageError("%s: say the action (%s) before the flags: leasectl %s ACTION [flags]",
 			command, want, command)
 	}
-	return "", nil, true, env.usageError("%s: unknown action %q (want %s)", command, args[0], want)
+	return 0, nil, true, env.usageError("%s: unknown action %q (want %s)", command, args[0], want)
 }

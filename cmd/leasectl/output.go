@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -20,6 +21,22 @@ func writeJSON(w io.Writer, v any) error {
 func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 }
+
+// table prints items as a tab-aligned table: the header (leasectl's own
+// text, its columns split by tabs) and a line for each item with the
+// columns row returns.
+func table[T any](w io.Writer, header string, items []T, row func(T) []any) {
+	tw := newTable(w)
+	printf(tw, header+"\n")
+	for _, item := range items {
+		cells := row(item)
+		printf(tw, strings.Repeat("%v\t", len(cells)-1)+"%v\n", cells...)
+	}
+	_ = tw.Flush()
+}
+
+// cells is a table row that is already its cells.
+func cells(row []any) []any { return row }
 
 // formatBool prints "yes" or "no".
 func formatBool(b bool) string {
