@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mightyetl/leasefence/goclient"
@@ -25,49 +24,15 @@ type retentionPolicy struct {
 	ChangedByRole    string  `json:"changed_by_role"`
 }
 
-// formatRetention prints a retention period: whole days as "30d", anything
-// else the way textfmt.Duration does.
-func formatRetention(d time.Duration) string {
-	if d > 0 && d%(24*time.Hour) == 0 {
-		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
-	}
-	return textfmt.Duration(d)
-}
-
-// parseRetention reads a retention flag: "30d" (whole days) or a Go
-// duration such as "12h" or "90m".
-func parseRetention(s string) (time.Duration, error) {
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.ParseInt(days, 10, 32)
-		if err != nil {
-			return 0, fmt.Errorf("invalid duration %q (write whole days like 30d, or 12h, 90m)", s)
-		}
-		return time.Duration(n) * 24 * time.Hour, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("invalid duration %q (write whole days like 30d, or 12h, 90m)", s)
-	}
-	return d, nil
-}
-
-// retentionFlag is a flag.Value holding a retention period.
-type retentionFlag struct {
-	d   time.Duration
-	set bool
-}
-
-// String prints the period.
-func (f *retentionFlag) String() string { return formatRetention(f.d) }
-
-// Set parses the period.
-func (f *retentionFlag) Set(s string) error {
-	d, err := parseRetention(s)
-	if err != nil {
+// daysFlag adds a flag that holds a period, read as textfmt.ParseDays
+// reads it ("30d", "12h").
+func daysFlag(fs *flag.FlagSet, name, usage string) *time.Duration {
+	d := new(time.Duration)
+	fs.Func(name, usage, func(s string) (err error) {
+		*d, err = textfmt.ParseDays(s)
 		return err
-	}
-	f.d, f.set = d, true
-	return nil
+	})
+	return d
 }
 
 // intervalText is a duration as PostgreSQL interval input, exact to the
@@ -81,8 +46,8 @@ func readRetentionPolicies(a *goclient.Admin, ctx context.Context) ([]retentionP
 	policies, err := a.RetentionPolicies(ctx)
 	out := make([]retentionPolicy, len(policies))
 	for i, p := range policies {
-		out[i] = retentionPolicy{Queue: p.Queue, PayloadRetention: cmp.Or(p.PayloadRetentionText, formatRetention(p.PayloadRetention)),
-			RecordRetention: cmp.Or(p.RecordRetentionText, formatRetention(p.RecordRetention)),
+		out[i] = retentionPolicy{Queue: p.Queue, PayloadRetention: cmp.Or(p.PayloadRetentionText, textfmt.Days(p.PayloadRetention)),
+			RecordRetention: cmp.Or(p.RecordRetentionText, textfmt.Days(p.RecordRetention)),
 			PayloadSeconds:  seconds(p.PayloadRetention), RecordSeconds: seconds(p.RecordRetention),
 			ChangedAtText: textfmt.Time(p.ChangedAt), ChangedByRole: p.ChangedByRole}
 	}
@@ -114,27 +79,26 @@ var retentionSet = &action{name: "retention set", output: true,
 		queue := fs.String("queue", "", "queue name, or '*' for the default policy (required)")
 		change := addChangeFlags(fs, "why the policy changes; kept in the control evidence (required)")
 		proposeOnly := fs.Bool("propose", false, proposeUsage)
-		var payload, record retentionFlag
-		fs.Var(&payload, "payload-retention", "how long a finished job keeps its payload, e.g. 30d (required)")
-		fs.Var(&record, "record-retention", "how long a finished job's row and outcome ledger are kept, e.g. 365d (required)")
+		payload := daysFlag(fs, "payload-retention", "how long a finished job keeps its payload, e.g. 30d (required)")
+		record := daysFlag(fs, "record-retention", "how long a finished job's row and outcome ledger are kept, e.g. 365d (required)")
 		return func(c *call) error {
 			if err := change.checkPersonal(); err != nil {
 				return err
 			}
 			if *proposeOnly {
 				return c.propose("retention_policy", *queue, map[string]any{
-					"payload_retention": intervalText(payload.d), "record_retention": intervalText(record.d)}, change)
+					"payload_retention": intervalText(*payload), "record_retention": intervalText(*record)}, change)
 			}
 			a, err := c.admin()
 			if err != nil {
 				return err
 			}
-			if err := a.SetRetentionPolicy(c.ctx, *queue, payload.d, record.d, change.record()); err != nil {
+			if err := a.SetRetentionPolicy(c.ctx, *queue, *payload, *record, change.record()); err != nil {
 				return failed(fmt.Sprintf("set retention policy of queue %s", strconv.Quote(*queue)), err)
 			}
 			if !c.json {
 				c.printf("retention policy of queue %s set: payload %s, record %s\n",
-					*queue, formatRetention(payload.d), formatRetention(record.d))
+					*queue, textfmt.Days(*payload), textfmt.Days(*record))
 				return nil
 			}
 			policies, err := get(c, "read retention policies", readRetentionPolicies)
