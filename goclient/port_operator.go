@@ -3,6 +3,7 @@ package goclient
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -399,6 +400,55 @@ func (a *Admin) Propose(ctx context.Context, kind, queue string, values map[stri
 	var id int64
 	err = a.pool.QueryRow(ctx, sqlProposeChange, kind, optionalText(queue), body, reason, optionalText(ticket)).Scan(&id)
 	return id, translateError(err)
+}
+
+// ProposeLeasePolicy proposes update for another operator to approve
+// (maker-checker): the settings it gives, with its Reason and Ticket; it
+// returns the proposal's id (operator role).
+func (a *Admin) ProposeLeasePolicy(ctx context.Context, update LeasePolicyUpdate) (int64, error) {
+	values := map[string]any{}
+	for name, d := range map[string]*time.Duration{"lease_duration": update.LeaseDuration,
+		"renewal_interval": update.RenewalInterval, "max_claim_lifetime": update.MaxClaimLifetime} {
+		if d != nil {
+			values[name] = intervalText(*d)
+		}
+	}
+	if update.RenewalEnabled != nil {
+		values["renewal_enabled"] = *update.RenewalEnabled
+	}
+	return a.Propose(ctx, "lease_policy", update.Queue, values, update.Reason, update.Ticket)
+}
+
+// ProposeRetentionPolicy proposes queue's retention policy (as
+// SetRetentionPolicy would set it) for another operator to approve; it
+// returns the proposal's id (operator role).
+func (a *Admin) ProposeRetentionPolicy(ctx context.Context, queue string, payload, record time.Duration, change ChangeRecord) (int64, error) {
+	return a.Propose(ctx, "retention_policy", queue, map[string]any{"payload_retention": intervalText(payload),
+		"record_retention": intervalText(record)}, change.Reason, change.Ticket)
+}
+
+// ProposeChangeControl proposes the whole change-control setting for
+// another operator to approve: update, and the current value of every
+// setting update leaves out; it returns the proposal's id (operator role).
+func (a *Admin) ProposeChangeControl(ctx context.Context, update ChangeControlUpdate, change ChangeRecord) (int64, error) {
+	c, err := a.ChangeControl(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var reasonPattern any // null: free text
+	if p := valueOr(update.ReasonPattern, c.ReasonPattern); p != "" {
+		reasonPattern = p
+	}
+	return a.Propose(ctx, "change_control", "", map[string]any{"ticket_pattern": valueOr(update.TicketPattern, c.TicketPattern),
+		"require_approver": valueOr(update.RequireApprover, c.RequireApprover), "approver_must_differ": valueOr(update.ApproverMustDiffer, c.ApproverMustDiffer),
+		"reason_pattern": reasonPattern, "require_second_operator": valueOr(update.RequireSecondOperator, c.RequireSecondOperator),
+		"proposal_lifetime": intervalText(valueOr(update.ProposalLifetime, c.ProposalLifetime))}, change.Reason, change.Ticket)
+}
+
+// intervalText is a duration as PostgreSQL interval input, exact to the
+// microsecond, for the values of a proposal.
+func intervalText(d time.Duration) string {
+	return strconv.FormatInt(d.Microseconds(), 10) + " microseconds"
 }
 
 const sqlApproveChange = `SELECT durable_jobs.approve_change($1)`

@@ -82,19 +82,11 @@ var changeControlSet = &action{name: "change-control set", output: true, require
 			ReasonPattern: ifGiven(c, "reason-pattern", reasonPattern), RequireSecondOperator: ifGiven(c, "require-second-operator", secondOperator),
 			ProposalLifetime: ifGiven(c, "proposal-lifetime", lifetime)}
 		if *proposeOnly {
-			// A proposal holds the whole setting: what is left out is the current value.
-			current, err := get(c, "read change control", (*goclient.Admin).ChangeControl)
-			if err != nil {
-				return err
-			}
-			var reasonPatternValue any
-			if p := valueOr(update.ReasonPattern, current.ReasonPattern); p != "" {
-				reasonPatternValue = p
-			}
-			return c.propose("change_control", "", map[string]any{"ticket_pattern": valueOr(update.TicketPattern, current.TicketPattern),
-				"require_approver": valueOr(update.RequireApprover, current.RequireApprover), "approver_must_differ": valueOr(update.ApproverMustDiffer, current.ApproverMustDiffer),
-				"reason_pattern": reasonPatternValue, "require_second_operator": valueOr(update.RequireSecondOperator, current.RequireSecondOperator),
-				"proposal_lifetime": intervalText(valueOr(update.ProposalLifetime, current.ProposalLifetime))}, change)
+			// A proposal holds the whole setting: what is left out is the
+			// current value.
+			return c.propose("change_control", func(a *goclient.Admin) (int64, error) {
+				return a.ProposeChangeControl(c.ctx, update, change.record())
+			})
 		}
 		a, err := c.admin()
 		if err != nil {

@@ -63,14 +63,14 @@ var (
 	changesReject  = changesDecide("reject", "rejected")
 )
 
-// propose records a proposal in place of a change (--propose) and prints
-// what happens next.
-func (c *call) propose(kind, queue string, values map[string]any, change *changeFlags) error {
+// propose records a proposal in place of a change (--propose) through
+// send and prints what happens next; kind names the change in a failure.
+func (c *call) propose(kind string, send func(*goclient.Admin) (int64, error)) error {
 	a, err := c.admin()
 	if err != nil {
 		return err
 	}
-	id, err := a.Propose(c.ctx, kind, queue, values, change.reason, change.ticket)
+	id, err := send(a)
 	if err != nil {
 		return failed("propose "+kind+" change", err)
 	}

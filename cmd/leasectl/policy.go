@@ -4,8 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/mightyetl/leasefence/goclient"
 	"github.com/mightyetl/leasefence/textfmt"
@@ -66,17 +64,7 @@ var policySet = &action{name: "policy set", output: true, required: []string{"qu
 			RenewalInterval: ifGiven(c, "renewal-interval", interval), MaxClaimLifetime: ifGiven(c, "max-claim-lifetime", lifetime),
 			RenewalEnabled: ifGiven(c, "renewal-enabled", enabled)}
 		if *proposeOnly {
-			values := map[string]any{}
-			for flagName, d := range map[string]*time.Duration{"lease-duration": update.LeaseDuration,
-				"renewal-interval": update.RenewalInterval, "max-claim-lifetime": update.MaxClaimLifetime} {
-				if d != nil {
-					values[strings.ReplaceAll(flagName, "-", "_")] = intervalText(*d)
-				}
-			}
-			if update.RenewalEnabled != nil {
-				values["renewal_enabled"] = *update.RenewalEnabled
-			}
-			return c.propose("lease_policy", *queue, values, change)
+			return c.propose("lease_policy", func(a *goclient.Admin) (int64, error) { return a.ProposeLeasePolicy(c.ctx, update) })
 		}
 		a, err := c.admin()
 		if err != nil {
@@ -95,11 +83,3 @@ var policySet = &action{name: "policy set", output: true, required: []string{"qu
 		return nil
 	}
 }}
-
-// valueOr is *p, or def when p is nil.
-func valueOr[T any](p *T, def T) T {
-	if p == nil {
-		return def
-	}
-	return *p
-}

@@ -35,12 +35,6 @@ func daysFlag(fs *flag.FlagSet, name, usage string) *time.Duration {
 	return d
 }
 
-// intervalText is a duration as PostgreSQL interval input, exact to the
-// microsecond.
-func intervalText(d time.Duration) string {
-	return strconv.FormatInt(d.Microseconds(), 10) + " microseconds"
-}
-
 // readRetentionPolicies reads every queue's retention policy.
 func readRetentionPolicies(a *goclient.Admin, ctx context.Context) ([]retentionPolicy, error) {
 	policies, err := a.RetentionPolicies(ctx)
@@ -86,8 +80,9 @@ var retentionSet = &action{name: "retention set", output: true,
 				return err
 			}
 			if *proposeOnly {
-				return c.propose("retention_policy", *queue, map[string]any{
-					"payload_retention": intervalText(*payload), "record_retention": intervalText(*record)}, change)
+				return c.propose("retention_policy", func(a *goclient.Admin) (int64, error) {
+					return a.ProposeRetentionPolicy(c.ctx, *queue, *payload, *record, change.record())
+				})
 			}
 			a, err := c.admin()
 			if err != nil {
