@@ -1,8 +1,10 @@
 package goclient
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"time"
 
@@ -224,6 +226,45 @@ func (a *Admin) PurgeExpired(ctx context.Context, batchSize int) ([]PurgeTotal, 
 	rows, _ := a.pool.Query(ctx, sqlPurgeExpiredJobData, batchSize)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[PurgeTotal])
 	return out, translateError(err)
+}
+
+// PurgeReport is what a whole retention purge did (PurgeAllExpired).
+type PurgeReport struct {
+	// Batches is how many batches ran, the last one the one that found
+	// nothing left to purge; on an error, the batches before the failing
+	// one.
+	Batches int `json:"batches"`
+	// Purged is what was purged for each queue and kind, by queue and then
+	// kind; empty (not nil) when nothing was.
+	Purged []PurgeTotal `json:"purged"`
+}
+
+// PurgeAllExpired runs PurgeExpired batches of at most batchSize jobs,
+// each in its own short transaction, until one finds nothing left, and
+// sums what they purged (operator role).
+func (a *Admin) PurgeAllExpired(ctx context.Context, batchSize int) (PurgeReport, error) {
+	report := PurgeReport{Purged: []PurgeTotal{}}
+	totals := map[[2]string]int64{}
+	for {
+		got, err := a.PurgeExpired(ctx, batchSize)
+		if err != nil {
+			return report, err
+		}
+		report.Batches++
+		if len(got) == 0 {
+			break
+		}
+		for _, r := range got {
+			totals[[2]string{r.Queue, r.Kind}] += r.Count
+		}
+	}
+	for k, n := range totals {
+		report.Purged = append(report.Purged, PurgeTotal{Queue: k[0], Kind: k[1], Count: n})
+	}
+	slices.SortFunc(report.Purged, func(x, y PurgeTotal) int {
+		return cmp.Or(cmp.Compare(x.Queue, y.Queue), cmp.Compare(x.Kind, y.Kind))
+	})
+	return report, nil
 }
 
 const sqlEraseJobPayload = `SELECT durable_jobs.erase_job_payload($1, $2, $3, $4)`

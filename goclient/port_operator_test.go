@@ -263,3 +263,38 @@ func quoteJSON(t *testing.T, s string) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// A whole purge runs batches until one finds nothing left and sums them
+// per queue and kind: rows past the record retention go, payloads past the
+// payload retention go and their rows stay. A login that may not purge
+// fails at the first batch.
+func TestPurgeAllExpiredRunsBatchesUntilNothingIsLeft(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	owner := db.Pool(t)
+	finished := func(queue, age string) {
+		var id int64
+		require.NoError(t, owner.QueryRow(ctx, `SELECT durable_jobs.enqueue_job($1, '{}')`, queue).Scan(&id))
+		_, err := owner.Exec(ctx, `SELECT durable_jobs.complete_job(c.job_record_id, c.lease_claim_token, 'w-purge', '{}')
+			FROM durable_jobs.claim_next_job($1, 'w-purge') c`, queue)
+		require.NoError(t, err)
+		_, err = owner.Exec(ctx, `UPDATE durable_jobs.job_record SET status_changed_at = clock_timestamp() - $2::interval
+			WHERE job_record_id = $1`, id, age)
+		require.NoError(t, err)
+	}
+	for range 3 {
+		finished("etl.b", "400 days")
+	}
+	finished("etl.a", "40 days")
+	finished("etl.a", "1 day")
+
+	report, err := adminClient(t, db.LoginPool(t, "durable_job_operator")).PurgeAllExpired(ctx, 2)
+	require.NoError(t, err)
+	require.Equal(t, goclient.PurgeReport{Batches: 3, Purged: []goclient.PurgeTotal{
+		{Queue: "etl.a", Kind: "payload", Count: 1}, {Queue: "etl.b", Kind: "job_record", Count: 3}}}, report)
+
+	report, err = adminClient(t, db.LoginPool(t, "durable_job_worker")).PurgeAllExpired(ctx, 2)
+	require.ErrorIs(t, err, goclient.ErrPermissionDenied)
+	require.Zero(t, report.Batches)
+}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"sort"
 	"strconv"
 	"time"
 
@@ -110,12 +109,6 @@ var retentionSet = &action{name: "retention set", output: true,
 		}
 	}}
 
-// purgeReport is the JSON output of retention apply.
-type purgeReport struct {
-	Batches int                   `json:"batches"`
-	Purged  []goclient.PurgeTotal `json:"purged"`
-}
-
 // retentionApply is "leasectl retention apply".
 var retentionApply = &action{name: "retention apply", output: true, flags: func(fs *flag.FlagSet) runFunc {
 	batch := fs.Int("batch-size", 1000, "jobs per batch (1 to 10000); each batch is one short transaction")
@@ -127,28 +120,10 @@ var retentionApply = &action{name: "retention apply", output: true, flags: func(
 		if err != nil {
 			return err
 		}
-		totals := map[[2]string]int64{}
-		report := purgeReport{Purged: []goclient.PurgeTotal{}}
-		for {
-			got, err := a.PurgeExpired(c.ctx, *batch)
-			if err != nil {
-				return failed(fmt.Sprintf("purge batch %d", report.Batches+1), err)
-			}
-			report.Batches++
-			if len(got) == 0 {
-				break
-			}
-			for _, r := range got {
-				totals[[2]string{r.Queue, r.Kind}] += r.Count
-			}
+		report, err := a.PurgeAllExpired(c.ctx, *batch)
+		if err != nil {
+			return failed(fmt.Sprintf("purge batch %d", report.Batches+1), err)
 		}
-		for k, v := range totals {
-			report.Purged = append(report.Purged, goclient.PurgeTotal{Queue: k[0], Kind: k[1], Count: v})
-		}
-		sort.Slice(report.Purged, func(i, j int) bool {
-			a, b := report.Purged[i], report.Purged[j]
-			return a.Queue < b.Queue || (a.Queue == b.Queue && a.Kind < b.Kind)
-		})
 		return c.print(report, func() {
 			if len(report.Purged) == 0 {
 				c.printf("nothing to purge (%d batch)\n", report.Batches)
