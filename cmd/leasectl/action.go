@@ -180,7 +180,7 @@ func (c *call) exit(err error) int {
 	case errors.As(err, &usage):
 		return c.env.usageError("%s: %s", c.name, usage)
 	}
-	errors.As(err, &f)
+	errors.As(err, &f) // anything else run returns is a failure (runFunc)
 	return c.env.fail(f.doing, f.err)
 }
 

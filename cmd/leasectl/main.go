@@ -145,7 +145,7 @@ func formatError(doing string, err error) string {
 }
 
 // newFlagSet returns a flag set for a subcommand that reports errors to
-// parseFlags instead of printing them or exiting.
+// parseArgs instead of printing them or exiting.
 func newFlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)

@@ -34,7 +34,8 @@ func daysFlag(fs *flag.FlagSet, name, usage string) *time.Duration {
 	return d
 }
 
-// readRetentionPolicies reads every queue's retention policy.
+// readRetentionPolicies reads every queue's retention policy as leasectl
+// prints it; it takes the Admin first, as a method expression does, for get.
 func readRetentionPolicies(a *goclient.Admin, ctx context.Context) ([]retentionPolicy, error) {
 	policies, err := a.RetentionPolicies(ctx)
 	out := make([]retentionPolicy, len(policies))
