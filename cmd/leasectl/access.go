@@ -8,7 +8,7 @@ import (
 
 // accessAction is "leasectl access".
 var accessAction = &action{name: "access", usage: help("access"), output: true, run: func(c *call) error {
-	pool, err := c.pool()
+	pool, err := c.openPool()
 	if err != nil {
 		return err
 	}

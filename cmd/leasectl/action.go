@@ -65,9 +65,11 @@ type call struct {
 	id int64
 	// given holds the name of every flag given on the command line.
 	given map[string]bool
-	// session is the pool admin opened; closers close what the call
-	// opened, in the order of opening.
-	session *session
+	// pool is the pool pool opened, and admin the Admin over it: the
+	// actions claim nothing, so they start no heartbeat and open no second
+	// pool. closers close what the call opened, in the order of opening.
+	pool    *pgxpool.Pool
+	admin   *goclient.Admin
 	closers []func()
 }
 
@@ -184,26 +186,25 @@ func (c *call) exit(err error) int {
 	return c.env.fail(f.doing, f.err)
 }
 
-// admin opens the session of the call (once) and returns its Admin.
-func (c *call) admin() (*goclient.Admin, error) {
-	if c.session == nil {
-		s, err := openSession(c.ctx, c.databaseURL)
+// openPool connects (once) and returns the pool of the call, for the
+// packages that read through one (audit, evidence).
+func (c *call) openPool() (*pgxpool.Pool, error) {
+	if c.pool == nil {
+		pool, err := connectPool(c.ctx, c.databaseURL)
 		if err != nil {
 			return nil, failed("connect to database", err)
 		}
-		c.session = s
-		c.closers = append(c.closers, s.close)
+		c.pool = pool
+		c.admin, _ = goclient.NewAdmin(pool) // refuses only a nil pool
+		c.closers = append(c.closers, pool.Close)
 	}
-	return c.session.admin, nil
+	return c.pool, nil
 }
 
-// pool opens the session of the call (once) and returns its pool, for
-// the packages that read through one (audit, evidence).
-func (c *call) pool() (*pgxpool.Pool, error) {
-	if _, err := c.admin(); err != nil {
-		return nil, err
-	}
-	return c.session.pool, nil
+// openAdmin connects (once) and returns the Admin of the call.
+func (c *call) openAdmin() (*goclient.Admin, error) {
+	_, err := c.openPool()
+	return c.admin, err
 }
 
 // conn opens one connection without a statement timeout (connectConn),
@@ -221,7 +222,7 @@ func (c *call) conn() (*pgx.Conn, error) {
 // failure of doing.
 func get[T any](c *call, doing string, read func(*goclient.Admin, context.Context) (T, error)) (T, error) {
 	var v T
-	a, err := c.admin()
+	a, err := c.openAdmin()
 	if err != nil {
 		return v, err
 	}

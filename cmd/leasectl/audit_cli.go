@@ -25,7 +25,7 @@ var auditAction = &action{name: "audit", usage: help("audit"), output: true, fla
 			}
 			opts = append(opts, audit.WithEvidenceAnchor(anchor))
 		}
-		pool, err := c.pool()
+		pool, err := c.openPool()
 		if err != nil {
 			return err
 		}

@@ -88,7 +88,7 @@ var changeControlSet = &action{name: "change-control set", output: true, require
 				return a.ProposeChangeControl(c.ctx, update, change.record())
 			})
 		}
-		a, err := c.admin()
+		a, err := c.openAdmin()
 		if err != nil {
 			return err
 		}

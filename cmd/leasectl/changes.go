@@ -12,7 +12,7 @@ import (
 var changesList = &action{name: "changes list", output: true, flags: func(fs *flag.FlagSet) runFunc {
 	all := fs.Bool("all", false, "also the approved and rejected proposals")
 	return func(c *call) error {
-		a, err := c.admin()
+		a, err := c.openAdmin()
 		if err != nil {
 			return err
 		}
@@ -39,7 +39,7 @@ func changesDecide(verb, done string) *action {
 			if verb == "reject" && *reason == "" {
 				return usagef("--reason is required")
 			}
-			a, err := c.admin()
+			a, err := c.openAdmin()
 			if err != nil {
 				return err
 			}
@@ -66,7 +66,7 @@ var (
 // propose records a proposal in place of a change (--propose) through
 // send and prints what happens next; kind names the change in a failure.
 func (c *call) propose(kind string, send func(*goclient.Admin) (int64, error)) error {
-	a, err := c.admin()
+	a, err := c.openAdmin()
 	if err != nil {
 		return err
 	}

@@ -67,26 +67,3 @@ func connectConn(ctx context.Context, databaseURL string) (*pgx.Conn, error) {
 	}
 	return conn, nil
 }
-
-// session is an open pool with a leasefence Admin over it: the data
-// commands claim nothing, so they start no heartbeat and open no second
-// pool.
-type session struct {
-	pool  *pgxpool.Pool
-	admin *goclient.Admin
-}
-
-// openSession connects and builds the Admin the data commands use.
-func openSession(ctx context.Context, databaseURL string) (*session, error) {
-	pool, err := connectPool(ctx, databaseURL)
-	if err != nil {
-		return nil, err
-	}
-	admin, _ := goclient.NewAdmin(pool) // refuses only a nil pool
-	return &session{pool: pool, admin: admin}, nil
-}
-
-// close releases the pool.
-func (s *session) close() {
-	s.pool.Close()
-}

@@ -20,7 +20,7 @@ var deploymentRecord = &action{name: "deployment record", output: true, flags: f
 				return usagef("--version, --source, --deployed-by, --ticket and --reason are required")
 			}
 		}
-		a, err := c.admin()
+		a, err := c.openAdmin()
 		if err != nil {
 			return err
 		}

@@ -13,7 +13,7 @@ var eraseAction = &action{name: "erase", usage: help("erase"), required: []strin
 		if err := change.checkPersonal(); err != nil {
 			return err
 		}
-		a, err := c.admin()
+		a, err := c.openAdmin()
 		if err != nil {
 			return err
 		}

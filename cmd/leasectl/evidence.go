@@ -74,7 +74,7 @@ var evidenceReport = &action{name: "evidence", usage: help("evidence"), flags: f
 				return failed("read --sign-key", err)
 			}
 		}
-		pool, err := c.pool()
+		pool, err := c.openPool()
 		if err != nil {
 			return err
 		}

@@ -46,7 +46,7 @@ var evidenceVerify = &action{name: "evidence verify", usage: help("evidence-veri
 		if err != nil {
 			return err
 		}
-		pool, err := c.pool()
+		pool, err := c.openPool()
 		if err != nil {
 			return err
 		}
@@ -89,7 +89,7 @@ var evidenceContinue = &action{name: "evidence continue", usage: help("evidence-
 			if err != nil {
 				return err
 			}
-			pool, err := c.pool()
+			pool, err := c.openPool()
 			if err != nil {
 				return err
 			}

@@ -55,7 +55,7 @@ var jobsList = &action{name: "jobs list", output: true, flags: func(fs *flag.Fla
 	fs.IntVar(&filter.Limit, "limit", defaultJobsLimit, "page size, 1 to 1000")
 	return func(c *call) error {
 		filter.Status = strings.ToUpper(filter.Status)
-		a, err := c.admin()
+		a, err := c.openAdmin()
 		if err != nil {
 			return err
 		}
@@ -95,7 +95,7 @@ func readJob(c *call, a *goclient.Admin, doing string) (goclient.JobView, error)
 // jobsShow is "leasectl jobs show ID": the job and its action trail.
 var jobsShow = &action{name: "jobs show", output: true, arg: "job", run: func(c *call) error {
 	doing := fmt.Sprintf("show job %d", c.id)
-	a, err := c.admin()
+	a, err := c.openAdmin()
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func jobsChange(verb string, change func(*goclient.Admin, context.Context, int64
 				return err
 			}
 			doing := fmt.Sprintf("%s job %d", verb, c.id)
-			a, err := c.admin()
+			a, err := c.openAdmin()
 			if err != nil {
 				return err
 			}

@@ -66,7 +66,7 @@ var policySet = &action{name: "policy set", output: true, required: []string{"qu
 		if *proposeOnly {
 			return c.propose("lease_policy", func(a *goclient.Admin) (int64, error) { return a.ProposeLeasePolicy(c.ctx, update) })
 		}
-		a, err := c.admin()
+		a, err := c.openAdmin()
 		if err != nil {
 			return err
 		}

@@ -84,7 +84,7 @@ var retentionSet = &action{name: "retention set", output: true,
 					return a.ProposeRetentionPolicy(c.ctx, *queue, *payload, *record, change.record())
 				})
 			}
-			a, err := c.admin()
+			a, err := c.openAdmin()
 			if err != nil {
 				return err
 			}
@@ -117,7 +117,7 @@ var retentionApply = &action{name: "retention apply", output: true, flags: func(
 		if *batch < 1 || *batch > 10000 {
 			return usagef("--batch-size must be 1 to 10000, not %d", *batch)
 		}
-		a, err := c.admin()
+		a, err := c.openAdmin()
 		if err != nil {
 			return err
 		}
