@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"os"
-	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -61,10 +60,10 @@ var evidenceReport = &action{name: "evidence", usage: help("evidence"), flags: f
 		}
 		var opts evidence.Options
 		var ok bool
-		if opts.Since, opts.SinceBack, ok = parseEvidenceTime(*since); !ok {
+		if opts.Since, opts.SinceBack, ok = evidence.ParseEnd(*since); !ok {
 			return usagef("--since must be an RFC 3339 time or a positive duration, not %q", *since)
 		}
-		if opts.Until, opts.UntilBack, ok = parseEvidenceTime(*until); !ok {
+		if opts.Until, opts.UntilBack, ok = evidence.ParseEnd(*until); !ok {
 			return usagef("--until must be an RFC 3339 time or a positive duration, not %q", *until)
 		}
 		var signer ssh.Signer
@@ -127,20 +126,4 @@ func writeExport(c *call, path string, body []byte, signer ssh.Signer) error {
 	c.printf("wrote %s.sig (%s signature, namespace %s, key %s)\n", path, signer.PublicKey().Type(),
 		evidenceSignatureNamespace, ssh.FingerprintSHA256(signer.PublicKey()))
 	return nil
-}
-
-// parseEvidenceTime reads a --since or --until value: an RFC 3339 time or a
-// positive duration back from the database's clock. An empty value is
-// neither; ok is false for anything else.
-func parseEvidenceTime(value string) (at time.Time, back time.Duration, ok bool) {
-	if value == "" {
-		return time.Time{}, 0, true
-	}
-	if t, err := time.Parse(time.RFC3339, value); err == nil {
-		return t, 0, true
-	}
-	if d, err := time.ParseDuration(value); err == nil && d > 0 {
-		return time.Time{}, d, true
-	}
-	return time.Time{}, 0, false
 }
