@@ -38,14 +38,14 @@ func toChangeControlJSON(c goclient.ChangeControl) changeControlJSON {
 }
 
 // printChangeControl prints the setting as text or JSON.
-func (call *call) printChangeControl(setting goclient.ChangeControl) error {
-	c := toChangeControlJSON(setting)
-	return call.print(c, func() {
-		call.printf("ticket pattern:       %s\nrequire approver:     %s\napprover must differ: %s\nreason pattern:       %s\n"+
+func (c *call) printChangeControl(setting goclient.ChangeControl) error {
+	out := toChangeControlJSON(setting)
+	return c.print(out, func() {
+		c.printf("ticket pattern:       %s\nrequire approver:     %s\napprover must differ: %s\nreason pattern:       %s\n"+
 			"maker-checker:        %s (proposals expire after %s)\nchanged at:           %s\nchanged by:           %s\n",
-			c.TicketPattern, formatBool(c.RequireApprover), formatBool(c.ApproverMustDiffer), reasonPatternText(c.ReasonPattern),
-			formatBool(c.RequireSecondOperator), textfmt.Duration(time.Duration(c.ProposalLifetimeSeconds)*time.Second),
-			c.ChangedAt, c.ChangedByRole)
+			out.TicketPattern, formatBool(out.RequireApprover), formatBool(out.ApproverMustDiffer), reasonPatternText(out.ReasonPattern),
+			formatBool(out.RequireSecondOperator), textfmt.Duration(time.Duration(out.ProposalLifetimeSeconds)*time.Second),
+			out.ChangedAt, out.ChangedByRole)
 	})
 }
 
@@ -96,10 +96,10 @@ var changeControlSet = &action{name: "change-control set", output: true, require
 		if err != nil {
 			return failed("set change control", err)
 		}
-		updated := toChangeControlJSON(written)
 		if c.json {
 			return c.printChangeControl(written)
 		}
+		updated := toChangeControlJSON(written)
 		c.printf("change control set: ticket pattern %s, require approver %s, approver must differ %s, reason pattern %s\n",
 			updated.TicketPattern, formatBool(updated.RequireApprover), formatBool(updated.ApproverMustDiffer),
 			reasonPatternText(updated.ReasonPattern))

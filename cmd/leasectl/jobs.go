@@ -132,8 +132,9 @@ var jobsShow = &action{name: "jobs show", output: true, arg: "job", run: func(c 
 	})
 }}
 
-// jobsChange is "leasectl jobs cancel|replay ID": the action, what it
-// does, the statuses it changes and the past tense of its verb.
+// jobsChange is the action "leasectl jobs VERB ID" that changes one job
+// with change: from names the statuses it changes, done is its verb's past
+// tense. Its --reason must be given and not empty.
 func jobsChange(verb string, change func(*goclient.Admin, context.Context, int64, goclient.ChangeRecord) (bool, error),
 	from, done string) *action {
 	return &action{name: "jobs " + verb, output: true, arg: "job", required: []string{"reason"}, flags: func(fs *flag.FlagSet) runFunc {
