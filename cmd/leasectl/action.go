@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -242,23 +241,6 @@ func (c *call) print(v any, text func()) error {
 
 // printf writes a line of text output (see printf).
 func (c *call) printf(format string, args ...any) { printf(c.env.stdout, format, args...) }
-
-// choose is the run func of a command with several actions: it reads the
-// action (readAction) and does it. Each action gets the command's usage.
-func choose(command, usage string, actions ...*action) func(context.Context, *cliEnv, []string) int {
-	names := make([]string, len(actions))
-	for i, a := range actions {
-		a.usage = usage
-		names[i] = strings.TrimPrefix(a.name, command+" ")
-	}
-	return func(ctx context.Context, env *cliEnv, args []string) int {
-		i, rest, done, code := readAction(env, command, usage, args, names...)
-		if done {
-			return code
-		}
-		return actions[i].do(ctx, env, rest)
-	}
-}
 
 // ifGiven is p when the flag name was given, else nil: an update's "keep
 // the current value".
