@@ -206,9 +206,9 @@ func (c *call) openAdmin() (*goclient.Admin, error) {
 	return c.admin, err
 }
 
-// conn opens one connection without a statement timeout (connectConn),
-// closed when the call ends.
-func (c *call) conn() (*pgx.Conn, error) {
+// openConn opens one connection without a statement timeout
+// (connectConn), closed when the call ends.
+func (c *call) openConn() (*pgx.Conn, error) {
 	conn, err := connectConn(c.ctx, c.databaseURL)
 	if err != nil {
 		return nil, failed("connect to database", err)
@@ -217,8 +217,8 @@ func (c *call) conn() (*pgx.Conn, error) {
 	return conn, nil
 }
 
-// get opens the session and reads one thing with its Admin; an error is a
-// failure of doing.
+// get connects (openAdmin) and reads one thing with the Admin; an error
+// is a failure of doing.
 func get[T any](c *call, doing string, read func(*goclient.Admin, context.Context) (T, error)) (T, error) {
 	var v T
 	a, err := c.openAdmin()

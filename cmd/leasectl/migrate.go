@@ -42,7 +42,7 @@ func migrateMove(direction string) *action {
 			if *lockTimeout < time.Millisecond {
 				return usagef("--lock-timeout must be at least 1ms, not %s", *lockTimeout)
 			}
-			conn, err := c.conn()
+			conn, err := c.openConn()
 			if err != nil {
 				return err
 			}
@@ -119,7 +119,7 @@ func migrateMove(direction string) *action {
 // migrateStatus is "leasectl migrate status": the current and newest
 // version, without changing anything.
 var migrateStatus = &action{name: "migrate status", output: true, run: func(c *call) error {
-	conn, err := c.conn()
+	conn, err := c.openConn()
 	if err != nil {
 		return err
 	}
