@@ -3,7 +3,7 @@ package main
 import (
 	"errors"
 	"flag"
-	"fmt"
+	"io"
 
 	"github.com/mightyetl/leasefence/audit"
 )
@@ -36,39 +36,17 @@ var auditAction = &action{name: "audit", usage: help("audit"), output: true, fla
 		if err != nil {
 			return auditFailed(err)
 		}
-		_ = c.print(stamped, func() { printAuditText(c, stamped.Report) })
+		_ = c.print(stamped, func() {
+			// Written as it is: Text shows every finding through
+			// textfmt.Visible, as printf does.
+			_, _ = io.WriteString(c.env.stdout, stamped.Report.Text())
+		})
 		if !stamped.Report.Passed {
 			return errFindings
 		}
 		return nil
 	}
 }}
-
-// printAuditText prints one line per finding, one line per warning
-// ("warning: " and the check's identifier), then a summary line.
-func printAuditText(c *call, report audit.Report) {
-	failed := 0
-	for _, check := range report.Checks {
-		for _, f := range check.Findings {
-			c.printf("%s: %s\n", check.ID, f)
-		}
-		for _, w := range check.Warnings {
-			c.printf("warning: %s: %s\n", check.ID, w)
-		}
-		if !check.Passed {
-			failed++
-		}
-	}
-	warnings := ""
-	if report.Warnings > 0 {
-		warnings = fmt.Sprintf(", %d warning(s)", report.Warnings)
-	}
-	if report.Passed {
-		c.printf("audit passed: %d checks, no findings%s\n", len(report.Checks), warnings)
-		return
-	}
-	c.printf("audit failed: %d finding(s) in %d of %d checks%s\n", report.Findings, failed, len(report.Checks), warnings)
-}
 
 // auditFailed is an audit that could not run as a failure that names the
 // check.
