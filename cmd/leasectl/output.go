@@ -35,9 +35,6 @@ func table[T any](w io.Writer, header string, items []T, row func(T) []any) {
 	_ = tw.Flush()
 }
 
-// cells is a table row that is already its cells.
-func cells(row []any) []any { return row }
-
 // formatBool prints "yes" or "no".
 func formatBool(b bool) string {
 	if b {
