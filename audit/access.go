@@ -1,13 +1,17 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	sqlbundle "github.com/mightyetl/leasefence/sql"
+	"github.com/mightyetl/leasefence/textfmt"
 )
 
 // The access review (`leasectl access`, and the evidence report's
@@ -202,4 +206,41 @@ func (l AccessLogin) Attributes() []string {
 		}
 	}
 	return attrs
+}
+
+// Text is the review as leasectl access prints it: its time and digest, a
+// table of every login with its elevated attributes and each leasefence
+// role it holds (dashes for none), and a table of the privileges granted
+// outside the bundle's roles, PUBLIC's first (dashes for none). Every name
+// is shown through textfmt.Visible.
+func (r AccessReview) Text() string {
+	var b strings.Builder
+	_, _ = textfmt.Fprintf(&b, "access review as of %s (database time), body digest %s\n", r.AsOf, r.BodyDigest)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	_, _ = textfmt.Fprintf(tw, "LOGIN\tATTRIBUTES\tLEASEFENCE ROLE\tGRANTED TO\tGRANTOR\n")
+	for _, l := range r.Logins {
+		attributes := cmp.Or(strings.Join(l.Attributes(), ","), "-")
+		if len(l.Roles) == 0 {
+			_, _ = textfmt.Fprintf(tw, "%s\t%s\t-\t-\t-\n", l.Login, attributes)
+		}
+		for _, role := range l.Roles {
+			_, _ = textfmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.Login, attributes, role.Role, role.GrantedTo, role.Grantor)
+		}
+	}
+	_ = tw.Flush()
+	b.WriteString("\nprivileges in schema durable_jobs granted outside the bundle's roles:\n")
+	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	_, _ = textfmt.Fprintf(tw, "LOGIN\tPRIVILEGE\tON\tGRANTED TO\n")
+	rows := 0
+	for _, l := range append([]AccessLogin{{Login: "PUBLIC", Privileges: r.Public}}, r.Logins...) {
+		for _, p := range l.Privileges {
+			_, _ = textfmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l.Login, p.Privilege, p.On, p.GrantedTo)
+			rows++
+		}
+	}
+	if rows == 0 {
+		_, _ = textfmt.Fprintf(tw, "-\t-\t-\t-\n")
+	}
+	_ = tw.Flush()
+	return b.String()
 }

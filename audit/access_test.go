@@ -60,3 +60,34 @@ func TestReadAccessListsRolesAndGrantsWithAStableDigest(t *testing.T) {
 	_, err = ReviewAccess(canceled, admin)
 	require.ErrorIs(t, err, context.Canceled)
 }
+
+// The review's text has a line per login and role, dashes for a login
+// without one and for no privilege outside the bundle's roles, and shows
+// names through textfmt.Visible.
+func TestAccessReviewTextIsTwoTables(t *testing.T) {
+	t.Parallel()
+	review := AccessReview{AsOf: "2026-05-01T03:04:05.678Z", BodyDigest: "sha256:ab", Logins: []AccessLogin{
+		{Login: "alice", Superuser: true, CreateRole: true, Roles: []AccessRole{
+			{Role: "durable_job_operator", GrantedTo: "alice", Direct: true, Grantor: "admin"},
+			{Role: "durable_job_auditor", GrantedTo: "ops", Grantor: "admin"}}},
+		{Login: "bob\n"},
+	}}
+	require.Equal(t, `access review as of 2026-05-01T03:04:05.678Z (database time), body digest sha256:ab
+LOGIN      ATTRIBUTES            LEASEFENCE ROLE       GRANTED TO  GRANTOR
+alice      SUPERUSER,CREATEROLE  durable_job_operator  alice       admin
+alice      SUPERUSER,CREATEROLE  durable_job_auditor   ops         admin
+bob\u000a  -                     -                     -           -
+
+privileges in schema durable_jobs granted outside the bundle's roles:
+LOGIN  PRIVILEGE  ON  GRANTED TO
+-      -          -   -
+`, review.Text())
+
+	review.Public = []AccessPrivilege{{Privilege: "SELECT", On: "durable_jobs.job_record", GrantedTo: "PUBLIC"}}
+	review.Logins[1].Privileges = []AccessPrivilege{{Privilege: "UPDATE (run_after)", On: "durable_jobs.job_record", GrantedTo: "bob\n"}}
+	require.Contains(t, review.Text(), `
+LOGIN      PRIVILEGE           ON                       GRANTED TO
+PUBLIC     SELECT              durable_jobs.job_record  PUBLIC
+bob\u000a  UPDATE (run_after)  durable_jobs.job_record  bob\u000a
+`)
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mightyetl/leasefence/controls"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
+	"github.com/mightyetl/leasefence/textfmt"
 )
 
 // runtimeRoles are the contract's runtime roles.
@@ -116,6 +117,37 @@ type Report struct {
 	Warnings int `json:"warning_count"`
 	// Checks holds one result per check, in the order of Checks.
 	Checks []CheckResult `json:"checks"`
+}
+
+// Text is the report as leasectl audit prints it: a line for each finding
+// and each warning ("warning: "), each after its check's identifier, then
+// a summary line. Every finding and warning is shown through
+// textfmt.Visible, so that it can neither start a line of its own nor move
+// the cursor.
+func (r Report) Text() string {
+	var b strings.Builder
+	failed := 0
+	for _, check := range r.Checks {
+		for _, f := range check.Findings {
+			_, _ = textfmt.Fprintf(&b, "%s: %s\n", check.ID, f)
+		}
+		for _, w := range check.Warnings {
+			_, _ = textfmt.Fprintf(&b, "warning: %s: %s\n", check.ID, w)
+		}
+		if !check.Passed {
+			failed++
+		}
+	}
+	warnings := ""
+	if r.Warnings > 0 {
+		warnings = fmt.Sprintf(", %d warning(s)", r.Warnings)
+	}
+	if r.Passed {
+		fmt.Fprintf(&b, "audit passed: %d checks, no findings%s\n", len(r.Checks), warnings)
+	} else {
+		fmt.Fprintf(&b, "audit failed: %d finding(s) in %d of %d checks%s\n", r.Findings, failed, len(r.Checks), warnings)
+	}
+	return b.String()
 }
 
 // Run runs every check against db, in the order of Checks, and returns

@@ -46,6 +46,19 @@ func requirePasses(t *testing.T, name string, conn DB) {
 
 // Every check of package controls has code, and no code is left without a
 // check identifier.
+// The report's text has a line per finding and warning, shown through
+// textfmt.Visible, and a summary that counts the failed checks.
+func TestReportTextListsFindingsAndWarningsThenASummary(t *testing.T) {
+	t.Parallel()
+	report := Report{Passed: false, Findings: 2, Warnings: 1, Checks: []CheckResult{
+		{ID: "AUDIT-A", Passed: false, Findings: []string{"role x\nhas it", "another"}, Warnings: []string{"w \x1b[2J"}},
+		{ID: "AUDIT-B", Passed: true},
+	}}
+	require.Equal(t, "AUDIT-A: role x\\u000ahas it\nAUDIT-A: another\nwarning: AUDIT-A: w \\u001b[2J\n"+
+		"audit failed: 2 finding(s) in 1 of 2 checks, 1 warning(s)\n", report.Text())
+	require.Equal(t, "audit passed: 1 checks, no findings\n", Report{Passed: true, Checks: report.Checks[1:]}.Text())
+}
+
 func TestEveryCheckHasCode(t *testing.T) {
 	t.Parallel()
 	require.Len(t, checkFuncs, len(controls.AuditChecks()))

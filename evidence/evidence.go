@@ -40,6 +40,24 @@ type Options struct {
 	UntilBack time.Duration
 }
 
+// ParseEnd reads one end of a period as operators write it (leasectl
+// evidence --since and --until): an RFC 3339 time (at), or a positive
+// duration back from the database's clock (back), for Options' Since and
+// SinceBack or Until and UntilBack. An empty value is neither: an open
+// end. ok is false for anything else.
+func ParseEnd(value string) (at time.Time, back time.Duration, ok bool) {
+	if value == "" {
+		return time.Time{}, 0, true
+	}
+	if t, err := time.Parse(time.RFC3339, value); err == nil {
+		return t, 0, true
+	}
+	if d, err := time.ParseDuration(value); err == nil && d > 0 {
+		return time.Time{}, d, true
+	}
+	return time.Time{}, 0, false
+}
+
 // Control is a control named by a section.
 type Control struct {
 	// ID is the control identifier (LF-...).

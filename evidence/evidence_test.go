@@ -21,6 +21,26 @@ import (
 	"github.com/mightyetl/leasefence/internal/testdb"
 )
 
+func TestParseEndReadsATimeOrADurationBack(t *testing.T) {
+	t.Parallel()
+	at, back, ok := ParseEnd("")
+	require.True(t, ok, "an open end")
+	require.True(t, at.IsZero())
+	require.Zero(t, back)
+	at, back, ok = ParseEnd("2026-05-01T03:04:05Z")
+	require.True(t, ok)
+	require.Equal(t, time.Date(2026, 5, 1, 3, 4, 5, 0, time.UTC), at)
+	require.Zero(t, back)
+	at, back, ok = ParseEnd("720h")
+	require.True(t, ok)
+	require.True(t, at.IsZero())
+	require.Equal(t, 720*time.Hour, back)
+	for _, bad := range []string{"-1h", "0s", "yesterday", "2026-05-01"} {
+		_, _, ok := ParseEnd(bad)
+		require.False(t, ok, bad)
+	}
+}
+
 func TestSubtractOutcomesKeepsWhatWasCountedInsideThePeriod(t *testing.T) {
 	t.Parallel()
 	fromSince := []goclient.LeaseOutcomeTotal{{Queue: "billing", Outcome: "reclaim", Count: 5},

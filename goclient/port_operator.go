@@ -1,8 +1,11 @@
 package goclient
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -225,6 +228,45 @@ func (a *Admin) PurgeExpired(ctx context.Context, batchSize int) ([]PurgeTotal, 
 	return out, translateError(err)
 }
 
+// PurgeReport is what a whole retention purge did (PurgeAllExpired).
+type PurgeReport struct {
+	// Batches is how many batches ran, the last one the one that found
+	// nothing left to purge; on an error, the batches before the failing
+	// one.
+	Batches int `json:"batches"`
+	// Purged is what was purged for each queue and kind, by queue and then
+	// kind; empty (not nil) when nothing was.
+	Purged []PurgeTotal `json:"purged"`
+}
+
+// PurgeAllExpired runs PurgeExpired batches of at most batchSize jobs,
+// each in its own short transaction, until one finds nothing left, and
+// sums what they purged (operator role).
+func (a *Admin) PurgeAllExpired(ctx context.Context, batchSize int) (PurgeReport, error) {
+	report := PurgeReport{Purged: []PurgeTotal{}}
+	totals := map[[2]string]int64{}
+	for {
+		got, err := a.PurgeExpired(ctx, batchSize)
+		if err != nil {
+			return report, err
+		}
+		report.Batches++
+		if len(got) == 0 {
+			break
+		}
+		for _, r := range got {
+			totals[[2]string{r.Queue, r.Kind}] += r.Count
+		}
+	}
+	for k, n := range totals {
+		report.Purged = append(report.Purged, PurgeTotal{Queue: k[0], Kind: k[1], Count: n})
+	}
+	slices.SortFunc(report.Purged, func(x, y PurgeTotal) int {
+		return cmp.Or(cmp.Compare(x.Queue, y.Queue), cmp.Compare(x.Kind, y.Kind))
+	})
+	return report, nil
+}
+
 const sqlEraseJobPayload = `SELECT durable_jobs.erase_job_payload($1, $2, $3, $4)`
 
 // ErasePayload erases a job's payload and result documents and keeps its
@@ -399,6 +441,55 @@ func (a *Admin) Propose(ctx context.Context, kind, queue string, values map[stri
 	var id int64
 	err = a.pool.QueryRow(ctx, sqlProposeChange, kind, optionalText(queue), body, reason, optionalText(ticket)).Scan(&id)
 	return id, translateError(err)
+}
+
+// ProposeLeasePolicy proposes update for another operator to approve
+// (maker-checker): the settings it gives, with its Reason and Ticket; it
+// returns the proposal's id (operator role).
+func (a *Admin) ProposeLeasePolicy(ctx context.Context, update LeasePolicyUpdate) (int64, error) {
+	values := map[string]any{}
+	for name, d := range map[string]*time.Duration{"lease_duration": update.LeaseDuration,
+		"renewal_interval": update.RenewalInterval, "max_claim_lifetime": update.MaxClaimLifetime} {
+		if d != nil {
+			values[name] = intervalText(*d)
+		}
+	}
+	if update.RenewalEnabled != nil {
+		values["renewal_enabled"] = *update.RenewalEnabled
+	}
+	return a.Propose(ctx, "lease_policy", update.Queue, values, update.Reason, update.Ticket)
+}
+
+// ProposeRetentionPolicy proposes queue's retention policy (as
+// SetRetentionPolicy would set it) for another operator to approve; it
+// returns the proposal's id (operator role).
+func (a *Admin) ProposeRetentionPolicy(ctx context.Context, queue string, payload, record time.Duration, change ChangeRecord) (int64, error) {
+	return a.Propose(ctx, "retention_policy", queue, map[string]any{"payload_retention": intervalText(payload),
+		"record_retention": intervalText(record)}, change.Reason, change.Ticket)
+}
+
+// ProposeChangeControl proposes the whole change-control setting for
+// another operator to approve: update, and the current value of every
+// setting update leaves out; it returns the proposal's id (operator role).
+func (a *Admin) ProposeChangeControl(ctx context.Context, update ChangeControlUpdate, change ChangeRecord) (int64, error) {
+	c, err := a.ChangeControl(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var reasonPattern any // null: free text
+	if p := valueOr(update.ReasonPattern, c.ReasonPattern); p != "" {
+		reasonPattern = p
+	}
+	return a.Propose(ctx, "change_control", "", map[string]any{"ticket_pattern": valueOr(update.TicketPattern, c.TicketPattern),
+		"require_approver": valueOr(update.RequireApprover, c.RequireApprover), "approver_must_differ": valueOr(update.ApproverMustDiffer, c.ApproverMustDiffer),
+		"reason_pattern": reasonPattern, "require_second_operator": valueOr(update.RequireSecondOperator, c.RequireSecondOperator),
+		"proposal_lifetime": intervalText(valueOr(update.ProposalLifetime, c.ProposalLifetime))}, change.Reason, change.Ticket)
+}
+
+// intervalText is a duration as PostgreSQL interval input, exact to the
+// microsecond, for the values of a proposal.
+func intervalText(d time.Duration) string {
+	return strconv.FormatInt(d.Microseconds(), 10) + " microseconds"
 }
 
 const sqlApproveChange = `SELECT durable_jobs.approve_change($1)`

@@ -2,7 +2,9 @@ package goclient_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -183,4 +185,116 @@ func TestChangeControlAndProposals(t *testing.T) {
 
 	_, err = maker.Propose(ctx, "change_control", "", map[string]any{"no json": make(chan int)}, "OPS-8: x", "")
 	require.Error(t, err, "values that are no JSON are refused before the database")
+}
+
+// A lease policy, retention policy or change-control proposal holds the
+// settings it gives (change control: the whole setting, the current value
+// of what it leaves out) and, approved by another operator, takes effect
+// as the change itself would.
+func TestProposeSettingsTakeEffectWhenApproved(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	maker := adminClient(t, db.LoginPool(t, "durable_job_operator"))
+	checker := adminClient(t, db.LoginPool(t, "durable_job_operator"))
+	change := goclient.ChangeRecord{Reason: "OPS-9: proposed"}
+	values := func(id int64) string {
+		all, err := checker.Proposals(ctx, false)
+		require.NoError(t, err)
+		for _, p := range all {
+			if p.ID == id {
+				return string(p.ProposedValues)
+			}
+		}
+		t.Fatalf("no pending proposal %d", id)
+		return ""
+	}
+
+	lease, enabled := 45*time.Second, false
+	id, err := maker.ProposeLeasePolicy(ctx, goclient.LeasePolicyUpdate{Queue: "etl.prop", LeaseDuration: &lease,
+		RenewalEnabled: &enabled, Reason: change.Reason})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"lease_duration": "45000000 microseconds", "renewal_enabled": false}`, values(id))
+	require.NoError(t, checker.ApproveProposal(ctx, id))
+	policies, err := checker.QueueLeasePolicies(ctx)
+	require.NoError(t, err)
+	found := false
+	for _, p := range policies {
+		if p.Queue == "etl.prop" {
+			found = true
+			require.Equal(t, lease, p.LeaseDuration)
+			require.False(t, p.RenewalEnabled)
+		}
+	}
+	require.True(t, found, "the approved lease policy")
+
+	id, err = maker.ProposeRetentionPolicy(ctx, "etl.prop", 3*time.Hour, 48*time.Hour, change)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"payload_retention": "10800000000 microseconds", "record_retention": "172800000000 microseconds"}`, values(id))
+	require.NoError(t, checker.ApproveProposal(ctx, id))
+
+	before, err := maker.ChangeControl(ctx)
+	require.NoError(t, err)
+	pattern := `^OPS-[0-9]+: .+$`
+	id, err = maker.ProposeChangeControl(ctx, goclient.ChangeControlUpdate{ReasonPattern: &pattern}, change)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"ticket_pattern": `+quoteJSON(t, before.TicketPattern)+`, "require_approver": false,
+		"approver_must_differ": `+map[bool]string{true: "true", false: "false"}[before.ApproverMustDiffer]+`,
+		"reason_pattern": "^OPS-[0-9]+: .+$", "require_second_operator": false,
+		"proposal_lifetime": "`+strconv.FormatInt(before.ProposalLifetime.Microseconds(), 10)+` microseconds"}`, values(id))
+	require.NoError(t, checker.ApproveProposal(ctx, id))
+	after, err := maker.ChangeControl(ctx)
+	require.NoError(t, err)
+	require.Equal(t, pattern, after.ReasonPattern)
+
+	empty := ""
+	id, err = maker.ProposeChangeControl(ctx, goclient.ChangeControlUpdate{ReasonPattern: &empty}, goclient.ChangeRecord{Reason: "OPS-10: free"})
+	require.NoError(t, err)
+	require.Contains(t, values(id), `"reason_pattern": null`, "free text again")
+
+	_, err = adminClient(t, db.LoginPool(t, "durable_job_worker")).ProposeChangeControl(ctx, goclient.ChangeControlUpdate{}, change)
+	require.ErrorIs(t, err, goclient.ErrPermissionDenied, "reading the setting is refused first")
+}
+
+// quoteJSON is s as a JSON string.
+func quoteJSON(t *testing.T, s string) string {
+	t.Helper()
+	b, err := json.Marshal(s)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// A whole purge runs batches until one finds nothing left and sums them
+// per queue and kind: rows past the record retention go, payloads past the
+// payload retention go and their rows stay. A login that may not purge
+// fails at the first batch.
+func TestPurgeAllExpiredRunsBatchesUntilNothingIsLeft(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	owner := db.Pool(t)
+	finished := func(queue, age string) {
+		var id int64
+		require.NoError(t, owner.QueryRow(ctx, `SELECT durable_jobs.enqueue_job($1, '{}')`, queue).Scan(&id))
+		_, err := owner.Exec(ctx, `SELECT durable_jobs.complete_job(c.job_record_id, c.lease_claim_token, 'w-purge', '{}')
+			FROM durable_jobs.claim_next_job($1, 'w-purge') c`, queue)
+		require.NoError(t, err)
+		_, err = owner.Exec(ctx, `UPDATE durable_jobs.job_record SET status_changed_at = clock_timestamp() - $2::interval
+			WHERE job_record_id = $1`, id, age)
+		require.NoError(t, err)
+	}
+	for range 3 {
+		finished("etl.b", "400 days")
+	}
+	finished("etl.a", "40 days")
+	finished("etl.a", "1 day")
+
+	report, err := adminClient(t, db.LoginPool(t, "durable_job_operator")).PurgeAllExpired(ctx, 2)
+	require.NoError(t, err)
+	require.Equal(t, goclient.PurgeReport{Batches: 3, Purged: []goclient.PurgeTotal{
+		{Queue: "etl.a", Kind: "payload", Count: 1}, {Queue: "etl.b", Kind: "job_record", Count: 3}}}, report)
+
+	report, err = adminClient(t, db.LoginPool(t, "durable_job_worker")).PurgeAllExpired(ctx, 2)
+	require.ErrorIs(t, err, goclient.ErrPermissionDenied)
+	require.Zero(t, report.Batches)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -22,6 +23,35 @@ func Duration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// day is the unit of Days.
+const day = 24 * time.Hour
+
+// Days prints a period the way operators write retention: whole days as
+// "30d", anything else as Duration does.
+func Days(d time.Duration) string {
+	if d > 0 && d%day == 0 {
+		return strconv.FormatInt(int64(d/day), 10) + "d"
+	}
+	return Duration(d)
+}
+
+// ParseDays reads a period as Days prints it: whole days such as "30d", or
+// a Go duration such as "12h" or "90m".
+func ParseDays(s string) (time.Duration, error) {
+	var d time.Duration
+	days, isDays := strings.CutSuffix(s, "d")
+	n, err := strconv.ParseInt(days, 10, 32)
+	if isDays {
+		d = time.Duration(n) * day
+	} else {
+		d, err = time.ParseDuration(s)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %q (write whole days like 30d, or 12h, 90m)", s)
+	}
+	return d, nil
 }
 
 // Time prints a database time in UTC with milliseconds.

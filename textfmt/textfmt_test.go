@@ -19,6 +19,22 @@ func TestDurationLeavesOutZeroUnits(t *testing.T) {
 	}
 }
 
+func TestDaysPrintsWholeDaysAndParseDaysReadsThemBack(t *testing.T) {
+	t.Parallel()
+	for d, want := range map[time.Duration]string{
+		30 * 24 * time.Hour: "30d", 36 * time.Hour: "36h", 90 * time.Minute: "1h30m", 0: "0s", -24 * time.Hour: "-24h",
+	} {
+		require.Equal(t, want, Days(d), d)
+		back, err := ParseDays(want)
+		require.NoError(t, err, want)
+		require.Equal(t, d, back, want)
+	}
+	for _, bad := range []string{"3x", "d", "1.5d", "99999999999d", ""} {
+		_, err := ParseDays(bad)
+		require.EqualError(t, err, `invalid duration "`+bad+`" (write whole days like 30d, or 12h, 90m)`, bad)
+	}
+}
+
 func TestTimeIsUTCWithMilliseconds(t *testing.T) {
 	t.Parallel()
 	seoul := time.FixedZone("KST", 9*3600)

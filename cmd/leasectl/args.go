@@ -1,14 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"strings"
 )
 
-// Every subcommand reads its arguments through parseArgs (parseFlags when it
-// takes no positional argument): flags and positional arguments may come in
+// Every subcommand reads its arguments through parseArgs (action.do): flags and positional arguments may come in
 // any order ("jobs show --database-url URL 201" and "jobs show 201
 // --database-url URL" are the same), "--" ends the flags, and -h, -help or
 // --help anywhere prints the command's usage and exits 0. The standard flag
@@ -17,7 +17,7 @@ import (
 // flags as it does for flag.Parse.
 
 // helpWords are the arguments that ask for a command's usage in place of
-// its action (readAction); as a flag, the flag package reads -h, -help and
+// its action (choose); as a flag, the flag package reads -h, -help and
 // --help.
 var helpWords = map[string]bool{"-h": true, "-help": true, "--help": true, "help": true}
 
@@ -72,45 +72,40 @@ func takesValue(fs *flag.FlagSet, arg string) bool {
 	return !ok || !b.IsBoolFlag()
 }
 
-// parseFlags is parseArgs for a command that takes no positional argument:
-// one is refused (64).
-func parseFlags(env *cliEnv, fs *flag.FlagSet, usage string, args []string) (done bool, code int) {
-	positional, done, code := parseArgs(env, fs, usage, args)
-	if done {
-		return done, code
+// choose is the run func of a command with several actions ("policy
+// show", "jobs list"), each of which gets the command's usage. It reads the
+// action, the first argument, and does it with the arguments after it; it
+// prints the usage in its place when help is asked for (0), and refuses an
+// action that is missing or unknown (64). The action comes before the
+// flags, so that the flags can be read with the action's own flag set;
+// flags before it get a usage error that says so.
+func choose(command, usage string, actions ...*action) func(context.Context, *cliEnv, []string) int {
+	names := make([]string, len(actions))
+	for i, a := range actions {
+		a.usage = usage
+		names[i] = strings.TrimPrefix(a.name, command+" ")
 	}
-	if len(positional) > 0 {
-		return true, env.usageError("%s: unexpected argument %q", fs.Name(), positional[0])
+	want := names[len(names)-1]
+	if len(names) > 1 {
+		want = strings.Join(names[:len(names)-1], ", ") + " or " + want
 	}
-	return false, exitOK
-}
-
-// readAction reads the action of a command that has several ("policy show",
-// "jobs list"): the first argument. It returns done=true with the exit code
-// when the caller must stop: help was asked for in its place (0, usage on
-// stdout), or the action is missing or unknown (64). The action comes
-// before the flags, so that the flags can be read with the action's own
-// flag set; flags before it get a usage error that says so.
-func readAction(env *cliEnv, command, usage string, args []string, actions ...string) (name string, rest []string, done bool, code int) {
-	want := actions[len(actions)-1]
-	if len(actions) > 1 {
-		want = strings.Join(actions[:len(actions)-1], ", ") + " or " + want
-	}
-	if len(args) == 0 {
-		return "", nil, true, env.usageError("%s: say %s", command, want)
-	}
-	if helpWords[args[0]] {
-		fmt.Fprint(env.stdout, usage)
-		return "", nil, true, exitOK
-	}
-	for _, a := range actions {
-		if args[0] == a {
-			return a, args[1:], false, exitOK
+	return func(ctx context.Context, env *cliEnv, args []string) int {
+		if len(args) == 0 {
+			return env.usageError("%s: say %s", command, want)
 		}
+		if helpWords[args[0]] {
+			fmt.Fprint(env.stdout, usage)
+			return exitOK
+		}
+		for i, name := range names {
+			if args[0] == name {
+				return actions[i].do(ctx, env, args[1:])
+			}
+		}
+		if strings.HasPrefix(args[0], "-") {
+			return env.usageError("%s: say the action (%s) before the flags: leasectl %s ACTION [flags]",
+				command, want, command)
+		}
+		return env.usageError("%s: unknown action %q (want %s)", command, args[0], want)
 	}
-	if strings.HasPrefix(args[0], "-") {
-		return "", nil, true, env.usageError("%s: say the action (%s) before the flags: leasectl %s ACTION [flags]",
-			command, want, command)
-	}
-	return "", nil, true, env.usageError("%s: unknown action %q (want %s)", command, args[0], want)
 }

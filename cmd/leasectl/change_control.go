@@ -1,27 +1,12 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"time"
 
 	"github.com/mightyetl/leasefence/goclient"
 	"github.com/mightyetl/leasefence/textfmt"
 )
-
-var changeControlUsage = help("change-control")
-
-// runChangeControl is "leasectl change-control".
-func runChangeControl(ctx context.Context, env *cliEnv, args []string) int {
-	name, rest, done, code := readAction(env, "change-control", changeControlUsage, args, "show", "set")
-	if done {
-		return code
-	}
-	if name == "show" {
-		return changeControlShow(ctx, env, rest)
-	}
-	return changeControlSet(ctx, env, rest)
-}
 
 // changeControlJSON is the setting in JSON output.
 type changeControlJSON struct {
@@ -40,12 +25,6 @@ type changeControlJSON struct {
 	ProposalLifetimeSeconds int64 `json:"proposal_lifetime_seconds"`
 }
 
-// readChangeControl reads the change control as leasectl prints it.
-func readChangeControl(ctx context.Context, s *session) (changeControlJSON, error) {
-	c, err := s.admin.ChangeControl(ctx)
-	return toChangeControlJSON(c), err
-}
-
 // toChangeControlJSON is c as leasectl prints it.
 func toChangeControlJSON(c goclient.ChangeControl) changeControlJSON {
 	var pattern *string
@@ -59,16 +38,15 @@ func toChangeControlJSON(c goclient.ChangeControl) changeControlJSON {
 }
 
 // printChangeControl prints the setting as text or JSON.
-func printChangeControl(env *cliEnv, asJSON bool, c changeControlJSON) {
-	if asJSON {
-		_ = writeJSON(env.stdout, c)
-		return
-	}
-	printf(env.stdout, "ticket pattern:       %s\nrequire approver:     %s\napprover must differ: %s\nreason pattern:       %s\n"+
-		"maker-checker:        %s (proposals expire after %s)\nchanged at:           %s\nchanged by:           %s\n",
-		c.TicketPattern, formatBool(c.RequireApprover), formatBool(c.ApproverMustDiffer), reasonPatternText(c.ReasonPattern),
-		formatBool(c.RequireSecondOperator), textfmt.Duration(time.Duration(c.ProposalLifetimeSeconds)*time.Second),
-		c.ChangedAt, c.ChangedByRole)
+func (c *call) printChangeControl(setting goclient.ChangeControl) error {
+	out := toChangeControlJSON(setting)
+	return c.print(out, func() {
+		c.printf("ticket pattern:       %s\nrequire approver:     %s\napprover must differ: %s\nreason pattern:       %s\n"+
+			"maker-checker:        %s (proposals expire after %s)\nchanged at:           %s\nchanged by:           %s\n",
+			out.TicketPattern, formatBool(out.RequireApprover), formatBool(out.ApproverMustDiffer), reasonPatternText(out.ReasonPattern),
+			formatBool(out.RequireSecondOperator), textfmt.Duration(time.Duration(out.ProposalLifetimeSeconds)*time.Second),
+			out.ChangedAt, out.ChangedByRole)
+	})
 }
 
 // reasonPatternText is the reason pattern as text output shows it.
@@ -79,34 +57,18 @@ func reasonPatternText(p *string) string {
 	return *p
 }
 
-func changeControlShow(ctx context.Context, env *cliEnv, args []string) int {
-	fs := newFlagSet("change-control show")
-	common := addCommonFlags(fs, true)
-	if done, code := parseFlags(env, fs, changeControlUsage, args); done {
-		return code
-	}
-	if err := common.checkOutput(); err != nil {
-		return env.usageError("change-control show: %s", err)
-	}
-	s, err := openSession(ctx, common.databaseURL)
+// changeControlShow is "leasectl change-control show".
+var changeControlShow = &action{name: "change-control show", output: true, run: func(c *call) error {
+	setting, err := get(c, "read change control", (*goclient.Admin).ChangeControl)
 	if err != nil {
-		return env.fail("connect to database", err)
+		return err
 	}
-	defer s.close()
-	c, err := readChangeControl(ctx, s)
-	if err != nil {
-		return env.fail("read change control", err)
-	}
-	printChangeControl(env, common.json(), c)
-	return exitOK
-}
+	return c.printChangeControl(setting)
+}}
 
-func changeControlSet(ctx context.Context, env *cliEnv, args []string) int {
-	fs := newFlagSet("change-control set")
-	common := addCommonFlags(fs, true)
-	reason := fs.String("reason", "", "why change control changes; kept in the control evidence (required)")
-	ticket := fs.String("ticket", "", "change ticket of this change, checked against the current pattern")
-	approver := fs.String("approver", "", "login that approved this change")
+// changeControlSet is "leasectl change-control set".
+var changeControlSet = &action{name: "change-control set", output: true, required: []string{"reason"}, flags: func(fs *flag.FlagSet) runFunc {
+	change := addChangeFlags(fs, "why change control changes; kept in the control evidence (required)")
 	pattern := fs.String("ticket-pattern", "", "regular expression every change ticket must match")
 	requireApprover := fs.Bool("require-approver", false, "whether every change must name an approver (=true or =false)")
 	mustDiffer := fs.Bool("approver-must-differ", false, "whether the approver must be another login (=true or =false)")
@@ -114,52 +76,33 @@ func changeControlSet(ctx context.Context, env *cliEnv, args []string) int {
 	secondOperator := fs.Bool("require-second-operator", false, "maker-checker: every change proposed by one operator login, approved by another (=true or =false)")
 	lifetime := fs.Duration("proposal-lifetime", 0, "how long a proposal waits for approval, 1m to 720h")
 	proposeOnly := fs.Bool("propose", false, "propose the whole setting for another operator to approve instead of changing it")
-	if done, code := parseFlags(env, fs, changeControlUsage, args); done {
-		return code
-	}
-	if err := common.checkOutput(); err != nil {
-		return env.usageError("change-control set: %s", err)
-	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	if !given["reason"] {
-		return env.usageError("change-control set: --reason is required")
-	}
-	s, err := openSession(ctx, common.databaseURL)
-	if err != nil {
-		return env.fail("connect to database", err)
-	}
-	defer s.close()
-	update := goclient.ChangeControlUpdate{TicketPattern: ifGiven(given, "ticket-pattern", pattern),
-		RequireApprover: ifGiven(given, "require-approver", requireApprover), ApproverMustDiffer: ifGiven(given, "approver-must-differ", mustDiffer),
-		ReasonPattern: ifGiven(given, "reason-pattern", reasonPattern), RequireSecondOperator: ifGiven(given, "require-second-operator", secondOperator),
-		ProposalLifetime: ifGiven(given, "proposal-lifetime", lifetime)}
-	if *proposeOnly {
-		// A proposal holds the whole setting: what is left out is the current value.
-		current, err := s.admin.ChangeControl(ctx)
+	return func(c *call) error {
+		update := goclient.ChangeControlUpdate{TicketPattern: ifGiven(c, "ticket-pattern", pattern),
+			RequireApprover: ifGiven(c, "require-approver", requireApprover), ApproverMustDiffer: ifGiven(c, "approver-must-differ", mustDiffer),
+			ReasonPattern: ifGiven(c, "reason-pattern", reasonPattern), RequireSecondOperator: ifGiven(c, "require-second-operator", secondOperator),
+			ProposalLifetime: ifGiven(c, "proposal-lifetime", lifetime)}
+		if *proposeOnly {
+			// A proposal holds the whole setting: what is left out is the
+			// current value.
+			return c.propose("change_control", func(a *goclient.Admin) (int64, error) {
+				return a.ProposeChangeControl(c.ctx, update, change.record())
+			})
+		}
+		a, err := c.openAdmin()
 		if err != nil {
-			return env.fail("read change control", err)
+			return err
 		}
-		var reasonPatternValue any
-		if p := valueOr(update.ReasonPattern, current.ReasonPattern); p != "" {
-			reasonPatternValue = p
+		written, err := a.SetChangeControl(c.ctx, update, change.record())
+		if err != nil {
+			return failed("set change control", err)
 		}
-		return propose(ctx, env, s, "change_control", "", map[string]any{"ticket_pattern": valueOr(update.TicketPattern, current.TicketPattern),
-			"require_approver": valueOr(update.RequireApprover, current.RequireApprover), "approver_must_differ": valueOr(update.ApproverMustDiffer, current.ApproverMustDiffer),
-			"reason_pattern": reasonPatternValue, "require_second_operator": valueOr(update.RequireSecondOperator, current.RequireSecondOperator),
-			"proposal_lifetime": intervalText(valueOr(update.ProposalLifetime, current.ProposalLifetime))}, *reason, *ticket)
+		if c.json {
+			return c.printChangeControl(written)
+		}
+		updated := toChangeControlJSON(written)
+		c.printf("change control set: ticket pattern %s, require approver %s, approver must differ %s, reason pattern %s\n",
+			updated.TicketPattern, formatBool(updated.RequireApprover), formatBool(updated.ApproverMustDiffer),
+			reasonPatternText(updated.ReasonPattern))
+		return nil
 	}
-	written, err := s.admin.SetChangeControl(ctx, update, goclient.ChangeRecord{Reason: *reason, Ticket: *ticket, Approver: *approver})
-	if err != nil {
-		return env.fail("set change control", err)
-	}
-	updated := toChangeControlJSON(written)
-	if common.json() {
-		printChangeControl(env, true, updated)
-		return exitOK
-	}
-	printf(env.stdout, "change control set: ticket pattern %s, require approver %s, approver must differ %s, reason pattern %s\n",
-		updated.TicketPattern, formatBool(updated.RequireApprover), formatBool(updated.ApproverMustDiffer),
-		reasonPatternText(updated.ReasonPattern))
-	return exitOK
-}
+}}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,35 +16,6 @@ const applicationName = "leasectl"
 // statementTimeout bounds every statement of the data commands. Migrations
 // run without a statement timeout.
 const statementTimeout = 30 * time.Second
-
-// commonFlags are the flags every command that talks to the database takes.
-type commonFlags struct {
-	databaseURL string
-	output      string
-}
-
-// addCommonFlags registers --database-url and, when withOutput is true,
-// --output on fs.
-func addCommonFlags(fs *flag.FlagSet, withOutput bool) *commonFlags {
-	c := &commonFlags{output: "text"}
-	fs.StringVar(&c.databaseURL, "database-url", "",
-		"PostgreSQL URL or keyword/value string; empty uses PGHOST, PGPORT, PGDATABASE, PGUSER, PGPASSWORD, ...")
-	if withOutput {
-		fs.StringVar(&c.output, "output", "text", "output format: text or json")
-	}
-	return c
-}
-
-// checkOutput returns an error when --output is neither text nor json.
-func (c *commonFlags) checkOutput() error {
-	if c.output != "text" && c.output != "json" {
-		return fmt.Errorf("--output must be text or json, not %q", c.output)
-	}
-	return nil
-}
-
-// json reports whether --output json was asked for.
-func (c *commonFlags) json() bool { return c.output == "json" }
 
 // parsePoolConfig is goclient.ParsePoolConfig with leasectl's statement
 // timeout. When databaseURL does not parse, its error names the parameter
@@ -97,27 +66,4 @@ func connectConn(ctx context.Context, databaseURL string) (*pgx.Conn, error) {
 		return nil, goclient.ConnectError(err)
 	}
 	return conn, nil
-}
-
-// session is an open pool with a leasefence Admin over it: the data
-// commands claim nothing, so they start no heartbeat and open no second
-// pool.
-type session struct {
-	pool  *pgxpool.Pool
-	admin *goclient.Admin
-}
-
-// openSession connects and builds the Admin the data commands use.
-func openSession(ctx context.Context, databaseURL string) (*session, error) {
-	pool, err := connectPool(ctx, databaseURL)
-	if err != nil {
-		return nil, err
-	}
-	admin, _ := goclient.NewAdmin(pool) // refuses only a nil pool
-	return &session{pool: pool, admin: admin}, nil
-}
-
-// close releases the pool.
-func (s *session) close() {
-	s.pool.Close()
 }

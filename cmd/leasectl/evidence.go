@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"os"
-	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -14,132 +14,116 @@ import (
 	"github.com/mightyetl/leasefence/textfmt"
 )
 
-var evidenceUsage = help("evidence")
-
 // evidenceSignatureNamespace is the SSH signature namespace of signed
 // evidence exports: a signature made for another purpose (a git commit, a
 // file) does not verify as one.
 const evidenceSignatureNamespace = "leasefence-evidence"
 
-// runEvidence is "leasectl evidence".
+// runEvidence is "leasectl evidence": the report, or its action verify
+// or continue.
 func runEvidence(ctx context.Context, env *cliEnv, args []string) int {
-	if len(args) > 0 {
-		switch args[0] {
-		case "verify":
-			return runEvidenceVerify(ctx, env, args[1:])
-		case "continue":
-			return runEvidenceContinue(ctx, env, args[1:])
-		}
+	if len(args) > 0 && args[0] == "verify" {
+		return evidenceVerify.do(ctx, env, args[1:])
 	}
-	fs := newFlagSet("evidence")
-	common := addCommonFlags(fs, true)
-	common.output = ""
+	if len(args) > 0 && args[0] == "continue" {
+		return evidenceContinue.do(ctx, env, args[1:])
+	}
+	return evidenceReport.do(ctx, env, args)
+}
+
+// evidenceReport is "leasectl evidence" without an action: the report.
+// Its --output, when given, says the --format.
+var evidenceReport = &action{name: "evidence", usage: help("evidence"), flags: func(fs *flag.FlagSet) runFunc {
+	output := fs.String("output", "text", "output format: text or json")
+	*output = "" // not given: --format says
+
 	format := fs.String("format", "markdown", "report format: markdown or json")
 	since := fs.String("since", "", "only records from this time on: RFC 3339 time or a duration back (720h)")
 	until := fs.String("until", "", "only records before this time: RFC 3339 time or a duration back (24h)")
 	out := fs.String("out", "", "write the report to this new `file` instead of stdout")
 	signKey := fs.String("sign-key", "", "with --out: sign the report with this SSH private `key`, into FILE.sig")
-	if done, code := parseFlags(env, fs, evidenceUsage, args); done {
-		return code
-	}
-	if *signKey != "" && *out == "" {
-		return env.usageError("evidence: --sign-key needs --out FILE: the signature is written next to the export, to FILE.sig")
-	}
-	switch common.output {
-	case "":
-	case "json":
-		*format = "json"
-	case "text":
-		*format = "markdown"
-	default:
-		return env.usageError("evidence: --output must be text or json, not %q", common.output)
-	}
-	if *format != "markdown" && *format != "json" {
-		return env.usageError("evidence: --format must be markdown or json, not %q", *format)
-	}
-	var opts evidence.Options
-	var ok bool
-	if opts.Since, opts.SinceBack, ok = parseEvidenceTime(*since); !ok {
-		return env.usageError("evidence: --since must be an RFC 3339 time or a positive duration, not %q", *since)
-	}
-	if opts.Until, opts.UntilBack, ok = parseEvidenceTime(*until); !ok {
-		return env.usageError("evidence: --until must be an RFC 3339 time or a positive duration, not %q", *until)
-	}
-
-	var signer ssh.Signer
-	if *signKey != "" {
-		var err error
-		if signer, err = sshsig.LoadSigner(*signKey); err != nil {
-			return env.fail("read --sign-key", err)
+	return func(c *call) error {
+		if *signKey != "" && *out == "" {
+			return usagef("--sign-key needs --out FILE: the signature is written next to the export, to FILE.sig")
 		}
+		switch *output {
+		case "":
+		case "json":
+			*format = "json"
+		case "text":
+			*format = "markdown"
+		default:
+			return usagef("--output must be text or json, not %q", *output)
+		}
+		if *format != "markdown" && *format != "json" {
+			return usagef("--format must be markdown or json, not %q", *format)
+		}
+		var opts evidence.Options
+		var ok bool
+		if opts.Since, opts.SinceBack, ok = evidence.ParseEnd(*since); !ok {
+			return usagef("--since must be an RFC 3339 time or a positive duration, not %q", *since)
+		}
+		if opts.Until, opts.UntilBack, ok = evidence.ParseEnd(*until); !ok {
+			return usagef("--until must be an RFC 3339 time or a positive duration, not %q", *until)
+		}
+		var signer ssh.Signer
+		if *signKey != "" {
+			var err error
+			if signer, err = sshsig.LoadSigner(*signKey); err != nil {
+				return failed("read --sign-key", err)
+			}
+		}
+		pool, err := c.openPool()
+		if err != nil {
+			return err
+		}
+		report, err := evidence.Build(c.ctx, pool, opts)
+		var readErr *evidence.ReadError
+		var periodErr *evidence.PeriodError
+		switch {
+		case errors.As(err, &periodErr):
+			return usagef("--until (%s) must be later than --since (%s)", textfmt.Time(periodErr.Until),
+				textfmt.Time(periodErr.Since))
+		case errors.As(err, &readErr):
+			return failed(readErr.Read, readErr.Err)
+		case err != nil:
+			return auditFailed(err)
+		}
+		var body bytes.Buffer
+		if *format == "json" {
+			_ = writeJSON(&body, report)
+		} else {
+			// Written as it is: every value in it went through printf.
+			body.WriteString(report.Markdown())
+		}
+		if *out == "" {
+			_, _ = c.env.stdout.Write(body.Bytes())
+			return nil
+		}
+		return writeExport(c, *out, body.Bytes(), signer)
 	}
-	pool, err := connectPool(ctx, common.databaseURL)
-	if err != nil {
-		return env.fail("connect to database", err)
-	}
-	defer pool.Close()
-	report, err := evidence.Build(ctx, pool, opts)
-	var readErr *evidence.ReadError
-	var periodErr *evidence.PeriodError
-	switch {
-	case errors.As(err, &periodErr):
-		return env.usageError("evidence: --until (%s) must be later than --since (%s)", textfmt.Time(periodErr.Until),
-			textfmt.Time(periodErr.Since))
-	case errors.As(err, &readErr):
-		return env.fail(readErr.Read, readErr.Err)
-	case err != nil:
-		return env.failAudit(err)
-	}
-	var body bytes.Buffer
-	if *format == "json" {
-		_ = writeJSON(&body, report)
-	} else {
-		// Written as it is: every value in it went through printf.
-		body.WriteString(report.Markdown())
-	}
-	if *out == "" {
-		_, _ = env.stdout.Write(body.Bytes())
-		return exitOK
-	}
-	return writeExport(env, *out, body.Bytes(), signer)
-}
+}}
 
 // writeExport writes an export to path, which must not exist yet (mode
 // 600, as migrate down's export: it names logins), and,
 // with a signer, its detached SSH signature to path.sig.
-func writeExport(env *cliEnv, path string, body []byte, signer ssh.Signer) int {
+func writeExport(c *call, path string, body []byte, signer ssh.Signer) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return env.fail("write --out", err)
+		return failed("write --out", err)
 	}
 	_, err = f.Write(body)
 	if err = errors.Join(err, f.Sync(), f.Close()); err != nil {
-		return env.fail("write --out", err)
+		return failed("write --out", err)
 	}
-	printf(env.stdout, "wrote %s\n", path)
+	c.printf("wrote %s\n", path)
 	if signer == nil {
-		return exitOK
+		return nil
 	}
 	if err := sshsig.WriteSignature(path+".sig", signer, evidenceSignatureNamespace, body); err != nil {
-		return env.fail("sign --out", err)
+		return failed("sign --out", err)
 	}
-	printf(env.stdout, "wrote %s.sig (%s signature, namespace %s, key %s)\n", path, signer.PublicKey().Type(),
+	c.printf("wrote %s.sig (%s signature, namespace %s, key %s)\n", path, signer.PublicKey().Type(),
 		evidenceSignatureNamespace, ssh.FingerprintSHA256(signer.PublicKey()))
-	return exitOK
-}
-
-// parseEvidenceTime reads a --since or --until value: an RFC 3339 time or a
-// positive duration back from the database's clock. An empty value is
-// neither; ok is false for anything else.
-func parseEvidenceTime(value string) (at time.Time, back time.Duration, ok bool) {
-	if value == "" {
-		return time.Time{}, 0, true
-	}
-	if t, err := time.Parse(time.RFC3339, value); err == nil {
-		return t, 0, true
-	}
-	if d, err := time.ParseDuration(value); err == nil && d > 0 {
-		return time.Time{}, d, true
-	}
-	return time.Time{}, 0, false
+	return nil
 }

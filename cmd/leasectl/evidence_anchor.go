@@ -1,8 +1,8 @@
 package main
 
 import (
-	"context"
 	"encoding/hex"
+	"flag"
 	"os"
 
 	"github.com/mightyetl/leasefence/audit"
@@ -10,26 +10,22 @@ import (
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
-var evidenceVerifyUsage = help("evidence-verify")
-
-var evidenceContinueUsage = help("evidence-continue")
-
 // readAnchor reads and parses the anchor file of --anchor. A file that
-// cannot be read is an error (exit 1), one that is no anchor a usage error
-// (exit 64); done is true when the caller must return code.
-func readAnchor(env *cliEnv, command, path string) (anchor audit.Anchor, done bool, code int) {
+// cannot be read is a failure (exit 1), one that is no anchor a usage
+// error (exit 64).
+func readAnchor(path string) (audit.Anchor, error) {
 	if path == "" {
-		return audit.Anchor{}, true, env.usageError("%s: --anchor FILE is required", command)
+		return audit.Anchor{}, usagef("--anchor FILE is required")
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return audit.Anchor{}, true, env.fail("read the anchor", err)
+		return audit.Anchor{}, failed("read the anchor", err)
 	}
-	anchor, err = audit.ParseAnchor(data)
+	anchor, err := audit.ParseAnchor(data)
 	if err != nil {
-		return audit.Anchor{}, true, env.usageError("%s: --anchor %s: %s", command, path, err)
+		return audit.Anchor{}, usagef("--anchor %s: %s", path, err)
 	}
-	return anchor, false, exitOK
+	return anchor, nil
 }
 
 // anchorJSON is the anchor as "evidence verify --output json" prints it.
@@ -42,81 +38,67 @@ type anchorJSON struct {
 	HeadOnly   bool           `json:"head_only"`
 }
 
-// runEvidenceVerify is "leasectl evidence verify".
-func runEvidenceVerify(ctx context.Context, env *cliEnv, args []string) int {
-	fs := newFlagSet("evidence verify")
-	common := addCommonFlags(fs, true)
+// evidenceVerify is "leasectl evidence verify".
+var evidenceVerify = &action{name: "evidence verify", usage: help("evidence-verify"), output: true, flags: func(fs *flag.FlagSet) runFunc {
 	path := fs.String("anchor", "", "an earlier export (`file`): leasectl evidence JSON or a migrate down --evidence-export file")
-	if done, code := parseFlags(env, fs, evidenceVerifyUsage, args); done {
-		return code
-	}
-	if err := common.checkOutput(); err != nil {
-		return env.usageError("evidence verify: %s", err)
-	}
-	anchor, done, code := readAnchor(env, "evidence verify", *path)
-	if done {
-		return code
-	}
-	pool, err := connectPool(ctx, common.databaseURL)
-	if err != nil {
-		return env.fail("connect to database", err)
-	}
-	defer pool.Close()
-	result, err := audit.VerifyAnchor(ctx, pool, anchor)
-	if err != nil {
-		return env.fail("read the evidence chain", err)
-	}
-	code = exitOK
-	if !result.Held {
-		code = exitFindings
-	}
-	last := anchor.Last()
-	if common.json() {
-		_ = writeJSON(env.stdout, map[string]any{"anchor": anchorJSON{Format: anchor.Format, Database: anchor.Database,
+	return func(c *call) error {
+		anchor, err := readAnchor(*path)
+		if err != nil {
+			return err
+		}
+		pool, err := c.openPool()
+		if err != nil {
+			return err
+		}
+		result, err := audit.VerifyAnchor(c.ctx, pool, anchor)
+		if err != nil {
+			return failed("read the evidence chain", err)
+		}
+		last := anchor.Last()
+		_ = c.print(map[string]any{"anchor": anchorJSON{Format: anchor.Format, Database: anchor.Database,
 			ExportedAt: anchor.ExportedAt, LastID: last.ID, ChainHead: hex.EncodeToString(last.Hash), HeadOnly: anchor.HeadOnly},
-			"result": result})
-		return code
+			"result": result}, func() {
+			c.printf("anchor: %s of database %s exported at %s, last record %d, chain head %s\n", anchor.Format,
+				anchor.Database.Name, anchor.ExportedAt, last.ID, hex.EncodeToString(last.Hash))
+			if result.Held {
+				c.printf("evidence chain holds the anchor: %s\n", result.Summary)
+			} else {
+				c.printf("%s: %s\n", controls.CheckEvidenceAnchor, result.Finding)
+			}
+		})
+		if !result.Held {
+			return errFindings
+		}
+		return nil
 	}
-	printf(env.stdout, "anchor: %s of database %s exported at %s, last record %d, chain head %s\n", anchor.Format,
-		anchor.Database.Name, anchor.ExportedAt, last.ID, hex.EncodeToString(last.Hash))
-	if result.Held {
-		printf(env.stdout, "evidence chain holds the anchor: %s\n", result.Summary)
-	} else {
-		printf(env.stdout, "%s: %s\n", controls.CheckEvidenceAnchor, result.Finding)
-	}
-	return code
-}
+}}
 
-// runEvidenceContinue is "leasectl evidence continue".
-func runEvidenceContinue(ctx context.Context, env *cliEnv, args []string) int {
-	fs := newFlagSet("evidence continue")
-	common := addCommonFlags(fs, false)
-	path := fs.String("anchor", "", "the export (`file`) that keeps the chain before: leasectl evidence JSON or a migrate down --evidence-export file")
-	reason := fs.String("reason", "", "why the chain continues from the export (required), e.g. CHG-7 restored the 03:00 backup")
-	change := addChangeRecordFlags(fs)
-	if done, code := parseFlags(env, fs, evidenceContinueUsage, args); done {
-		return code
-	}
-	if *reason == "" {
-		return env.usageError("evidence continue: --reason is required")
-	}
-	if err := sqlbundle.CheckChangeReason(*reason); err != nil {
-		return env.usageError("evidence continue: --reason %s", err)
-	}
-	anchor, done, code := readAnchor(env, "evidence continue", *path)
-	if done {
-		return code
-	}
-	pool, err := connectPool(ctx, common.databaseURL)
-	if err != nil {
-		return env.fail("connect to database", err)
-	}
-	defer pool.Close()
-	id, err := audit.ContinueChain(ctx, pool, anchor, *reason, *change.ticket, *change.approver)
-	if err != nil {
-		return env.fail("continue the evidence chain", err)
-	}
-	printf(env.stdout, "recorded evidence record %d (%s): the chain continues from record %d of the export, chain head %s\n",
-		id, audit.ContinuationKind, anchor.Last().ID, hex.EncodeToString(anchor.Last().Hash))
-	return exitOK
-}
+// evidenceContinue is "leasectl evidence continue".
+var evidenceContinue = &action{name: "evidence continue", usage: help("evidence-continue"),
+	flags: func(fs *flag.FlagSet) runFunc {
+		path := fs.String("anchor", "", "the export (`file`) that keeps the chain before: leasectl evidence JSON or a migrate down --evidence-export file")
+		change := addChangeFlags(fs, "why the chain continues from the export (required), e.g. CHG-7 restored the 03:00 backup")
+		return func(c *call) error {
+			if err := change.requireReason(); err != nil {
+				return err
+			}
+			if err := sqlbundle.CheckChangeReason(change.reason); err != nil {
+				return usagef("--reason %s", err)
+			}
+			anchor, err := readAnchor(*path)
+			if err != nil {
+				return err
+			}
+			pool, err := c.openPool()
+			if err != nil {
+				return err
+			}
+			id, err := audit.ContinueChain(c.ctx, pool, anchor, change.reason, change.ticket, change.approver)
+			if err != nil {
+				return failed("continue the evidence chain", err)
+			}
+			c.printf("recorded evidence record %d (%s): the chain continues from record %d of the export, chain head %s\n",
+				id, audit.ContinuationKind, anchor.Last().ID, hex.EncodeToString(anchor.Last().Hash))
+			return nil
+		}
+	}}

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	"github.com/mightyetl/leasefence/goclient"
 	"github.com/mightyetl/leasefence/textfmt"
 )
-
-var healthUsage = help("health")
 
 // healthJSON is one queue's health in JSON output.
 type healthJSON struct {
@@ -30,75 +27,52 @@ type healthJSON struct {
 	OldestDueAgeSeconds *float64 `json:"oldest_due_age_seconds"`
 }
 
-// runHealth is "leasectl health".
-func runHealth(ctx context.Context, env *cliEnv, args []string) int {
-	fs := newFlagSet("health")
-	common := addCommonFlags(fs, true)
-	if done, code := parseFlags(env, fs, healthUsage, args); done {
-		return code
-	}
-	if err := common.checkOutput(); err != nil {
-		return env.usageError("health: %s", err)
-	}
-	s, err := openSession(ctx, common.databaseURL)
+// healthAction is "leasectl health".
+var healthAction = &action{name: "health", usage: help("health"), output: true, run: func(c *call) error {
+	health, err := get(c, "read lease health", (*goclient.Admin).LeaseHealth)
 	if err != nil {
-		return env.fail("connect to database", err)
+		return err
 	}
-	defer s.close()
-	health, err := s.admin.LeaseHealth(ctx)
+	server, err := get(c, "read the server's availability", (*goclient.Admin).ServerAvailability)
 	if err != nil {
-		return env.fail("read lease health", err)
+		return err
 	}
-	server, err := s.admin.ServerAvailability(ctx)
+	backlog, err := get(c, "read the backlog", (*goclient.Admin).QueueBacklog)
 	if err != nil {
-		return env.fail("read the server's availability", err)
+		return err
 	}
-	backlog, err := s.admin.QueueBacklog(ctx)
-	if err != nil {
-		return env.fail("read the backlog", err)
-	}
-	if common.json() {
-		byQueue := map[string]goclient.QueueBacklog{}
-		for _, b := range backlog {
-			byQueue[b.Queue] = b
-		}
-		out := make([]healthJSON, 0, len(health))
-		for _, h := range health {
-			out = append(out, toHealthJSON(h, byQueue[h.Queue]))
-		}
-		_ = writeJSON(env.stdout, out)
-		return exitOK
-	}
-	tw := newTable(env.stdout)
-	printf(tw, "QUEUE\tRUNNING\tEXPIRING SOON\tAWAITING RECLAIM\tRECLAIMS 1H\tFAILOVER 1H\tSTALE 1H\tSTALE RELEASES 1H\tOLDEST LEASE\n")
-	for _, h := range health {
-		printf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", h.Queue, h.RunningJobs, h.ExpiringWithinInterval,
-			h.ExpiredAwaitingReclaim, h.ReclaimsLastHour, h.FailoverReclaimsLastHour, h.StaleRenewalsLastHour,
-			h.StaleReleasesLastHour, oldestLease(h))
-	}
-	_ = tw.Flush()
-	if len(health) > 0 {
-		printf(env.stdout, "read at %s (database time)\n", textfmt.Time(health[0].DatabaseTime))
-	}
-	printf(env.stdout, "\n%s\n\n", serverLine(server))
-	tw = newTable(env.stdout)
-	printf(tw, "QUEUE\tQUEUED\tRUNNING\tRETRY SCHEDULED\tFAILED 1H\tOLDEST DUE\n")
+	byQueue := map[string]goclient.QueueBacklog{}
 	for _, b := range backlog {
-		printf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", b.Queue, b.Queued, b.Running, b.RetryScheduled, b.FailedLastHour,
-			optionalAge(b.OldestDueAge))
+		byQueue[b.Queue] = b
 	}
-	_ = tw.Flush()
-	if len(backlog) > 0 {
-		printf(env.stdout, "backlog read at %s (database time)\n", textfmt.Time(backlog[0].DatabaseTime))
+	out := make([]healthJSON, 0, len(health))
+	for _, h := range health {
+		out = append(out, toHealthJSON(h, byQueue[h.Queue]))
 	}
-	return exitOK
-}
+	return c.print(out, func() {
+		table(c.env.stdout, "QUEUE\tRUNNING\tEXPIRING SOON\tAWAITING RECLAIM\tRECLAIMS 1H\tFAILOVER 1H\tSTALE 1H\tSTALE RELEASES 1H\tOLDEST LEASE",
+			health, func(h goclient.QueueLeaseHealth) []any {
+				return []any{h.Queue, h.RunningJobs, h.ExpiringWithinInterval, h.ExpiredAwaitingReclaim, h.ReclaimsLastHour,
+					h.FailoverReclaimsLastHour, h.StaleRenewalsLastHour, h.StaleReleasesLastHour, optionalAge(h.OldestLeaseAge)}
+			})
+		if len(health) > 0 {
+			c.printf("read at %s (database time)\n", textfmt.Time(health[0].DatabaseTime))
+		}
+		c.printf("\n%s\n\n", serverLine(server))
+		table(c.env.stdout, "QUEUE\tQUEUED\tRUNNING\tRETRY SCHEDULED\tFAILED 1H\tOLDEST DUE", backlog, func(b goclient.QueueBacklog) []any {
+			return []any{b.Queue, b.Queued, b.Running, b.RetryScheduled, b.FailedLastHour, optionalAge(b.OldestDueAge)}
+		})
+		if len(backlog) > 0 {
+			c.printf("backlog read at %s (database time)\n", textfmt.Time(backlog[0].DatabaseTime))
+		}
+	})
+}}
 
 // toHealthJSON is one queue's health and backlog as JSON output shows
 // them; the oldest lease age is null when no lease is running, the oldest
 // due age when no job is due.
 func toHealthJSON(h goclient.QueueLeaseHealth, b goclient.QueueBacklog) healthJSON {
-	out := healthJSON{
+	return healthJSON{
 		Queue:                  h.Queue,
 		RunningJobs:            h.RunningJobs,
 		ExpiringWithinInterval: h.ExpiringWithinInterval,
@@ -114,7 +88,6 @@ func toHealthJSON(h goclient.QueueLeaseHealth, b goclient.QueueBacklog) healthJS
 		OldestLeaseAgeSeconds:  optionalSeconds(h.OldestLeaseAge),
 		OldestDueAgeSeconds:    optionalSeconds(b.OldestDueAge),
 	}
-	return out
 }
 
 // optionalSeconds is d in seconds, or nil when there is none.
@@ -124,11 +97,6 @@ func optionalSeconds(d *time.Duration) *float64 {
 	}
 	s := seconds(*d)
 	return &s
-}
-
-// oldestLease prints the oldest lease age rounded to milliseconds, or "-".
-func oldestLease(h goclient.QueueLeaseHealth) string {
-	return optionalAge(h.OldestLeaseAge)
 }
 
 // optionalAge prints an age rounded to milliseconds, or "-" when there is

@@ -31,20 +31,27 @@ type command struct {
 	run     func(ctx context.Context, env *cliEnv, args []string) int
 }
 
-// commands lists every subcommand. The demo command lives in demo.go.
+// commands lists every subcommand: its summary in "leasectl --help" and
+// its run func, which does its one action (action.do) or reads which of
+// its actions to do (choose).
 var commands = map[string]command{
-	"migrate":        {"apply, revert or inspect the migration bundle", runMigrate},
-	"policy":         {"show or set queue lease policies", runPolicy},
-	"change-control": {"show or set the ticket pattern and approval rules of change records", runChangeControl},
-	"jobs":           {"list, show, cancel or replay single jobs (payload-blind)", runJobs},
-	"audit":          {"check the live database against the contract (exit 2 on findings)", runAudit},
-	"health":         {"show lease health per queue", runHealth},
-	"evidence":       {"write the control-evidence report (Markdown or JSON)", runEvidence},
-	"deployment":     {"record a deployed application version as control evidence", runDeployment},
-	"demo":           {"run the lease demo", runDemo},
-	"retention":      {"show, set or apply retention of finished jobs' data", runRetention},
-	"erase":          {"erase one finished job's payload (data-subject request)", runErase},
-	"changes":        {"list, approve or reject proposed changes (maker-checker)", runChanges},
+	"migrate": {"apply, revert or inspect the migration bundle",
+		choose("migrate", help("migrate"), migrateMove("up"), migrateMove("down"), migrateStatus)},
+	"policy": {"show or set queue lease policies", choose("policy", help("policy"), policyShow, policySet)},
+	"change-control": {"show or set the ticket pattern and approval rules of change records",
+		choose("change-control", help("change-control"), changeControlShow, changeControlSet)},
+	"jobs": {"list, show, cancel or replay single jobs (payload-blind)",
+		choose("jobs", help("jobs"), jobsList, jobsShow, jobsCancel, jobsReplay)},
+	"audit":      {"check the live database against the contract (exit 2 on findings)", auditAction.do},
+	"health":     {"show lease health per queue", healthAction.do},
+	"evidence":   {"write the control-evidence report (Markdown or JSON)", runEvidence},
+	"deployment": {"record a deployed application version as control evidence", choose("deployment", help("deployment"), deploymentRecord)},
+	"demo":       {"run the lease demo", demoAction.do},
+	"retention": {"show, set or apply retention of finished jobs' data",
+		choose("retention", help("retention"), retentionShow, retentionSet, retentionApply)},
+	"erase":   {"erase one finished job's payload (data-subject request)", eraseAction.do},
+	"changes": {"list, approve or reject proposed changes (maker-checker)", choose("changes", help("changes"), changesList, changesApprove, changesReject)},
+	"access":  {"review which logins hold which leasefence roles", accessAction.do},
 }
 
 func main() {
@@ -138,7 +145,7 @@ func formatError(doing string, err error) string {
 }
 
 // newFlagSet returns a flag set for a subcommand that reports errors to
-// parseFlags instead of printing them or exiting.
+// parseArgs instead of printing them or exiting.
 func newFlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)

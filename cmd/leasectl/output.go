@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -19,6 +20,19 @@ func writeJSON(w io.Writer, v any) error {
 // newTable returns a tab-aligned writer for text tables; call Flush.
 func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+}
+
+// table prints items as a tab-aligned table: the header (leasectl's own
+// text, its columns split by tabs) and a line for each item with the
+// columns row returns.
+func table[T any](w io.Writer, header string, items []T, row func(T) []any) {
+	tw := newTable(w)
+	printf(tw, header+"\n")
+	for _, item := range items {
+		cells := row(item)
+		printf(tw, strings.Repeat("%v\t", len(cells)-1)+"%v\n", cells...)
+	}
+	_ = tw.Flush()
 }
 
 // formatBool prints "yes" or "no".
