@@ -72,25 +72,25 @@ SELECT ok(has_function_privilege('durable_job_claim_owner', 'durable_jobs.effect
 
 -- Inlined: EXPLAIN shows no call --------------------------------------------------
 
-CREATE TEMP TABLE t25_plan (label text PRIMARY KEY, plan_text text NOT NULL) ON COMMIT DROP;
-GRANT ALL ON t25_plan TO PUBLIC;
+CREATE TEMP TABLE t03_plan (label text PRIMARY KEY, plan_text text NOT NULL) ON COMMIT DROP;
+GRANT ALL ON t03_plan TO PUBLIC;
 SET LOCAL ROLE durable_job_claim_owner;
-INSERT INTO t25_plan VALUES
+INSERT INTO t03_plan VALUES
  ('queue', pg_temp.explain_text($$SELECT durable_jobs.queue_name_is_well_formed(r.signature) FROM rule_function r$$)),
  ('owner', pg_temp.explain_text($$SELECT durable_jobs.worker_owner_id_is_well_formed(r.signature) FROM rule_function r$$)),
  ('reason', pg_temp.explain_text($$SELECT durable_jobs.failure_reason_code_is_well_formed(r.signature) FROM rule_function r$$)),
- ('policy', pg_temp.explain_text($$SELECT p.lease_duration FROM durable_jobs.effective_lease_policy_queue('t25_queue') e
+ ('policy', pg_temp.explain_text($$SELECT p.lease_duration FROM durable_jobs.effective_lease_policy_queue('t03_queue') e
                                   JOIN durable_jobs.queue_lease_policy p ON p.queue_name = e.policy_queue_name$$));
 RESET ROLE;
-SELECT unalike((SELECT plan_text FROM t25_plan WHERE label = 'queue'), '%is_well_formed%',
+SELECT unalike((SELECT plan_text FROM t03_plan WHERE label = 'queue'), '%is_well_formed%',
     'as the claim owner, queue_name_is_well_formed is inlined (no call in the plan)');
-SELECT alike((SELECT plan_text FROM t25_plan WHERE label = 'queue'), '%octet_length%<= 63%~%^[a-z][a-z0-9_.:-]*$%',
+SELECT alike((SELECT plan_text FROM t03_plan WHERE label = 'queue'), '%octet_length%<= 63%~%^[a-z][a-z0-9_.:-]*$%',
     'the plan holds the test itself (the length, then the pattern without its bounded repeat)');
-SELECT unalike((SELECT plan_text FROM t25_plan WHERE label = 'owner'), '%is_well_formed%',
+SELECT unalike((SELECT plan_text FROM t03_plan WHERE label = 'owner'), '%is_well_formed%',
     'worker_owner_id_is_well_formed is inlined');
-SELECT unalike((SELECT plan_text FROM t25_plan WHERE label = 'reason'), '%is_well_formed%',
+SELECT unalike((SELECT plan_text FROM t03_plan WHERE label = 'reason'), '%is_well_formed%',
     'failure_reason_code_is_well_formed is inlined');
-SELECT unalike((SELECT plan_text FROM t25_plan WHERE label = 'policy'), '%Function Scan%',
+SELECT unalike((SELECT plan_text FROM t03_plan WHERE label = 'policy'), '%Function Scan%',
     'effective_lease_policy_queue in FROM is inlined (no Function Scan)');
 SET LOCAL ROLE durable_job_worker;
 SELECT throws_ok($$SELECT pg_temp.explain_text('SELECT durable_jobs.queue_name_is_well_formed(r.signature) FROM rule_function r')$$,
@@ -105,45 +105,45 @@ RESET ROLE;
 -- first call. Round 2, on the cached plans, must count no call at all.
 
 SET LOCAL track_functions = 'all';
-CREATE TEMP TABLE t25_claim (round integer, job_record_id bigint, lease_claim_token uuid) ON COMMIT DROP;
-CREATE TEMP TABLE t25_calls (round integer, funcid oid, calls bigint) ON COMMIT DROP;
-GRANT ALL ON t25_claim, t25_calls TO PUBLIC;
-SELECT durable_jobs.set_queue_lease_policy('t25_own', interval '30 seconds', interval '10 seconds', interval '1 hour', true,
+CREATE TEMP TABLE t03_claim (round integer, job_record_id bigint, lease_claim_token uuid) ON COMMIT DROP;
+CREATE TEMP TABLE t03_calls (round integer, funcid oid, calls bigint) ON COMMIT DROP;
+GRANT ALL ON t03_claim, t03_calls TO PUBLIC;
+SELECT durable_jobs.set_queue_lease_policy('t03_own', interval '30 seconds', interval '10 seconds', interval '1 hour', true,
     'pgTAP 03: a queue with its own policy');
-SELECT durable_jobs.enqueue_job('t25_own', jsonb_build_object('n', n)) FROM generate_series(1, 2) n;
-SELECT durable_jobs.enqueue_job('t25_default', jsonb_build_object('n', n)) FROM generate_series(1, 2) n;
+SELECT durable_jobs.enqueue_job('t03_own', jsonb_build_object('n', n)) FROM generate_series(1, 2) n;
+SELECT durable_jobs.enqueue_job('t03_default', jsonb_build_object('n', n)) FROM generate_series(1, 2) n;
 
-CREATE FUNCTION pg_temp.t25_round(p_round integer)
+CREATE FUNCTION pg_temp.t03_round(p_round integer)
 RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
     v_ids bigint[];
     v_tokens uuid[];
     v_out text;
 BEGIN
-    INSERT INTO t25_claim SELECT p_round, c.job_record_id, c.lease_claim_token
-    FROM durable_jobs.claim_next_job('t25_own', 'worker-25') c;
-    INSERT INTO t25_claim SELECT p_round, c.job_record_id, c.lease_claim_token
-    FROM durable_jobs.claim_next_jobs('t25_default', 'worker-25', 1) c;
+    INSERT INTO t03_claim SELECT p_round, c.job_record_id, c.lease_claim_token
+    FROM durable_jobs.claim_next_job('t03_own', 'worker-25') c;
+    INSERT INTO t03_claim SELECT p_round, c.job_record_id, c.lease_claim_token
+    FROM durable_jobs.claim_next_jobs('t03_default', 'worker-25', 1) c;
     SELECT array_agg(job_record_id ORDER BY job_record_id), array_agg(lease_claim_token ORDER BY job_record_id)
-    INTO v_ids, v_tokens FROM t25_claim WHERE round = p_round;
+    INTO v_ids, v_tokens FROM t03_claim WHERE round = p_round;
     SELECT string_agg(r.renewal_outcome, ',' ORDER BY c.job_record_id) INTO v_out
-    FROM t25_claim c CROSS JOIN LATERAL durable_jobs.renew_job_lease(c.job_record_id, c.lease_claim_token, 'worker-25') r
+    FROM t03_claim c CROSS JOIN LATERAL durable_jobs.renew_job_lease(c.job_record_id, c.lease_claim_token, 'worker-25') r
     WHERE c.round = p_round;
     SELECT v_out || ' ' || string_agg(r.renewal_outcome, ',' ORDER BY r.job_record_id) INTO v_out
     FROM durable_jobs.renew_job_leases('worker-25', v_ids, v_tokens) r;
     SELECT v_out || ' ' || count(*) INTO v_out FROM durable_jobs.complete_jobs('worker-25', v_ids, v_tokens);
-    INSERT INTO t25_calls SELECT p_round, s.funcid, s.calls FROM pg_stat_xact_user_functions s;
+    INSERT INTO t03_calls SELECT p_round, s.funcid, s.calls FROM pg_stat_xact_user_functions s;
     RETURN v_out;
 END;
 $$;
-GRANT EXECUTE ON FUNCTION pg_temp.t25_round(integer) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION pg_temp.t03_round(integer) TO PUBLIC;
 
 SET LOCAL ROLE durable_job_worker;
-SELECT is(pg_temp.t25_round(1), 'renewed,renewed renewed,renewed 2',
+SELECT is(pg_temp.t03_round(1), 'renewed,renewed renewed,renewed 2',
     'round 1: a claim of a queue with its own policy and one of the default''s, renewed one by one and as a batch, completed');
-SELECT is(pg_temp.t25_round(2), 'renewed,renewed renewed,renewed 2', 'round 2: the same again');
+SELECT is(pg_temp.t03_round(2), 'renewed,renewed renewed,renewed 2', 'round 2: the same again');
 RESET ROLE;
-SELECT is((SELECT count(*)::integer FROM t25_calls a JOIN t25_calls b ON b.funcid = a.funcid AND b.round = 2
+SELECT is((SELECT count(*)::integer FROM t03_calls a JOIN t03_calls b ON b.funcid = a.funcid AND b.round = 2
            WHERE a.round = 1 AND b.calls > a.calls
              AND a.funcid IN ('durable_jobs.claim_next_jobs(text,text,integer)'::regprocedure,
                               'durable_jobs.renew_job_lease(bigint,uuid,text)'::regprocedure,
@@ -151,17 +151,17 @@ SELECT is((SELECT count(*)::integer FROM t25_calls a JOIN t25_calls b ON b.funci
                               'durable_jobs.complete_jobs(text,bigint[],uuid[],jsonb[])'::regprocedure)),
     4, 'track_functions counts round 2''s calls of claim_next_jobs, both renewals and complete_jobs');
 SELECT is_empty($$SELECT r.signature FROM rule_function r
-                  WHERE (SELECT b.calls FROM t25_calls b WHERE b.round = 2 AND b.funcid = r.signature::regprocedure)
-                        IS DISTINCT FROM (SELECT a.calls FROM t25_calls a WHERE a.round = 1 AND a.funcid = r.signature::regprocedure)$$,
+                  WHERE (SELECT b.calls FROM t03_calls b WHERE b.round = 2 AND b.funcid = r.signature::regprocedure)
+                        IS DISTINCT FROM (SELECT a.calls FROM t03_calls a WHERE a.round = 1 AND a.funcid = r.signature::regprocedure)$$,
     'and round 2 made no call of any rule function: each is inlined into the claim, the renewals and the completion');
-SELECT is_empty($$SELECT r.signature FROM rule_function r JOIN t25_calls a ON a.funcid = r.signature::regprocedure
+SELECT is_empty($$SELECT r.signature FROM rule_function r JOIN t03_calls a ON a.funcid = r.signature::regprocedure
                   WHERE r.signature NOT LIKE '%pattern()'$$,
     'not even round 1 called queue_name_is_well_formed, worker_owner_id_is_well_formed or effective_lease_policy_queue');
-INSERT INTO t25_calls SELECT 3, s.funcid, s.calls FROM pg_stat_xact_user_functions s;
-SELECT is((SELECT count(*)::integer FROM durable_jobs.lease_health_by_queue() h WHERE h.queue_name IN ('t25_own', 't25_default')),
+INSERT INTO t03_calls SELECT 3, s.funcid, s.calls FROM pg_stat_xact_user_functions s;
+SELECT is((SELECT count(*)::integer FROM durable_jobs.lease_health_by_queue() h WHERE h.queue_name IN ('t03_own', 't03_default')),
     2, 'lease_health_by_queue reads the effective policy of both queues');
 SELECT is_empty($$SELECT s.funcname FROM pg_stat_xact_user_functions s JOIN rule_function r ON s.funcid = r.signature::regprocedure
-                  WHERE s.calls IS DISTINCT FROM (SELECT c.calls FROM t25_calls c WHERE c.round = 3 AND c.funcid = s.funcid)$$,
+                  WHERE s.calls IS DISTINCT FROM (SELECT c.calls FROM t03_calls c WHERE c.round = 3 AND c.funcid = s.funcid)$$,
     'lease_health_by_queue calls no rule function either');
 
 -- One pattern: the table CHECKs and the rules agree ---------------------------------
@@ -303,9 +303,9 @@ SELECT is((SELECT array_agg(e.v ORDER BY e.v COLLATE "C") FROM edge_value e WHER
 
 -- effective_lease_policy_queue: own row, else '*' ----------------------------------
 
-SELECT results_eq($$SELECT policy_queue_name FROM durable_jobs.effective_lease_policy_queue('t25_own')$$,
-    $$VALUES ('t25_own'::text)$$, 'a queue with its own policy gets its own row');
-SELECT results_eq($$SELECT policy_queue_name FROM durable_jobs.effective_lease_policy_queue('t25_none')$$,
+SELECT results_eq($$SELECT policy_queue_name FROM durable_jobs.effective_lease_policy_queue('t03_own')$$,
+    $$VALUES ('t03_own'::text)$$, 'a queue with its own policy gets its own row');
+SELECT results_eq($$SELECT policy_queue_name FROM durable_jobs.effective_lease_policy_queue('t03_none')$$,
     $$VALUES ('*'::text)$$, 'a queue without one gets the default ''*''');
 SELECT results_eq($$SELECT policy_queue_name FROM durable_jobs.effective_lease_policy_queue(NULL)$$,
     $$VALUES ('*'::text)$$, 'NULL gets ''*'' (no queue is NULL)');

@@ -15,18 +15,18 @@ SELECT plan(219);
 -- 'fenced': a valid claim, so a call with it fails only for the bad value.
 -- 'stale': the claim of a cancelled job.
 -- (The fixture's claims, made by pg_temp.enqueue_and_claim.)
-CREATE TEMP VIEW t10_claim AS
+CREATE TEMP VIEW t04a_claim AS
 SELECT label AS claim_label, job_record_id AS job_id, lease_claim_token AS claim_token FROM claims;
 DO $$
 BEGIN
-    PERFORM pg_temp.enqueue_and_claim('fenced', 't10.fenced', 'worker-t10');
-    PERFORM durable_jobs.cancel_job(pg_temp.enqueue_and_claim('stale', 't10.stale', 'worker-t10'));
+    PERFORM pg_temp.enqueue_and_claim('fenced', 't04a.fenced', 'worker-t10');
+    PERFORM durable_jobs.cancel_job(pg_temp.enqueue_and_claim('stale', 't04a.stale', 'worker-t10'));
     -- A job that a malformed claim call must leave QUEUED.
-    PERFORM durable_jobs.enqueue_job('t10.waiting', '{"fixture": "waiting"}');
+    PERFORM durable_jobs.enqueue_job('t04a.waiting', '{"fixture": "waiting"}');
 END $$;
 
 -- Everything a malformed call could write.
-CREATE FUNCTION pg_temp.t10_database_state()
+CREATE FUNCTION pg_temp.t04a_database_state()
 RETURNS text LANGUAGE sql AS $$
     SELECT concat_ws(' | ',
         (SELECT string_agg(row(j.*)::text, ';' ORDER BY j.job_record_id) FROM durable_jobs.job_record j),
@@ -36,10 +36,10 @@ RETURNS text LANGUAGE sql AS $$
         (SELECT count(*) FROM durable_jobs.control_evidence_record)::text,
         (SELECT coalesce(sum(outcome_count), 0) FROM durable_jobs.lease_outcome_tally)::text);
 $$;
-CREATE TEMP TABLE t10_state AS SELECT pg_temp.t10_database_state() AS state_before;
+CREATE TEMP TABLE t04a_state AS SELECT pg_temp.t04a_database_state() AS state_before;
 
 -- The malformed calls, each with the SQLSTATE it must raise.
-CREATE TEMP TABLE t10_bad_call (
+CREATE TEMP TABLE t04a_bad_call (
     case_order  serial PRIMARY KEY,
     call_sql    text NOT NULL,
     sqlstate    text NOT NULL,
@@ -47,7 +47,7 @@ CREATE TEMP TABLE t10_bad_call (
 );
 
 -- Queue names, for every function that takes one.
-INSERT INTO t10_bad_call (call_sql, sqlstate, description)
+INSERT INTO t04a_bad_call (call_sql, sqlstate, description)
 SELECT format(f.call_template, q.bad_value), f.sqlstate,
        format('%s rejects %s with %s', f.function_name, q.case_text, f.sqlstate)
 FROM (VALUES (1, 'Orders', 'an uppercase queue name'),
@@ -67,10 +67,10 @@ CROSS JOIN (VALUES (1, 'enqueue_job', 'SELECT durable_jobs.enqueue_job(%L, ''{}'
 ORDER BY f.function_order, q.value_order;
 
 -- Worker owner ids, for every function that takes one (with the fenced claim).
-INSERT INTO t10_bad_call (call_sql, sqlstate, description)
+INSERT INTO t04a_bad_call (call_sql, sqlstate, description)
 SELECT format(f.call_template, c.job_id, c.claim_token, o.bad_value), 'LF003',
        format('%s rejects %s with LF003', f.function_name, o.case_text)
-FROM t10_claim c
+FROM t04a_claim c
 CROSS JOIN (VALUES (1, repeat('w', 129), 'a 129-character owner id'),
                    (2, 'worker a', 'an owner id with a space'),
                    (3, 'worker/1', 'an owner id with a slash'),
@@ -81,8 +81,8 @@ CROSS JOIN (VALUES (1, repeat('w', 129), 'a 129-character owner id'),
                    (8, '.worker', 'an owner id with a leading dot'),
                    (9, E'worker\n', 'an owner id with a trailing newline')) AS o(value_order, bad_value, case_text)
 CROSS JOIN (VALUES
-    (1, 'claim_next_job', 'SELECT * FROM durable_jobs.claim_next_job(''t10.waiting'', %3$L)'),
-    (2, 'claim_next_jobs', 'SELECT * FROM durable_jobs.claim_next_jobs(''t10.waiting'', %3$L, 1)'),
+    (1, 'claim_next_job', 'SELECT * FROM durable_jobs.claim_next_job(''t04a.waiting'', %3$L)'),
+    (2, 'claim_next_jobs', 'SELECT * FROM durable_jobs.claim_next_jobs(''t04a.waiting'', %3$L, 1)'),
     (3, 'renew_job_lease', 'SELECT * FROM durable_jobs.renew_job_lease(%s, %L, %L)'),
     (4, 'renew_job_leases', 'SELECT * FROM durable_jobs.renew_job_leases(%3$L, ARRAY[%1$s]::bigint[], ARRAY[%2$L]::uuid[])'),
     (5, 'complete_job', 'SELECT durable_jobs.complete_job(%s, %L, %L)'),
@@ -93,10 +93,10 @@ WHERE c.claim_label = 'fenced'
 ORDER BY f.function_order, o.value_order;
 
 -- Failure reason codes (with the fenced claim).
-INSERT INTO t10_bad_call (call_sql, sqlstate, description)
+INSERT INTO t04a_bad_call (call_sql, sqlstate, description)
 SELECT format(f.call_template, c.job_id, c.claim_token, r.bad_value), 'LF003',
        format('%s rejects %s with LF003', f.function_name, r.case_text)
-FROM t10_claim c
+FROM t04a_claim c
 CROSS JOIN (VALUES (1, '', 'an empty reason code'),
                    (2, NULL, 'a NULL reason code'),
                    (3, 'Timeout', 'an uppercase reason code'),
@@ -112,11 +112,11 @@ WHERE c.claim_label = 'fenced'
 ORDER BY f.function_order, r.value_order;
 
 -- Retry delays (with the fenced claim).
-INSERT INTO t10_bad_call (call_sql, sqlstate, description)
+INSERT INTO t04a_bad_call (call_sql, sqlstate, description)
 SELECT format('SELECT durable_jobs.retry_job(%s, %L, ''worker-t10'', %L::interval, ''transient_error'')',
               c.job_id, c.claim_token, d.bad_value), 'LF003',
        format('retry_job rejects %s with LF003', d.case_text)
-FROM t10_claim c
+FROM t04a_claim c
 CROSS JOIN (VALUES (1, '-1 second', 'a retry delay of -1 second'),
                    (2, '31 days', 'a retry delay of 31 days'),
                    (3, '30 days 1 second', 'a retry delay just over 30 days'),
@@ -125,10 +125,10 @@ WHERE c.claim_label = 'fenced'
 ORDER BY d.value_order;
 
 -- NULL ids and tokens of the claim (with the fenced claim's other values).
-INSERT INTO t10_bad_call (call_sql, sqlstate, description)
+INSERT INTO t04a_bad_call (call_sql, sqlstate, description)
 SELECT format(f.call_template, n.job_id_sql, n.token_sql), 'LF003',
        format('%s rejects %s with LF003', f.function_name, n.case_text)
-FROM t10_claim c
+FROM t04a_claim c
 CROSS JOIN LATERAL (VALUES (1, 'NULL::bigint', quote_literal(c.claim_token) || '::uuid', 'a NULL job id'),
                            (2, c.job_id::text, 'NULL::uuid', 'a NULL claim token')) AS n(value_order, job_id_sql, token_sql, case_text)
 CROSS JOIN (VALUES
@@ -141,11 +141,11 @@ WHERE c.claim_label = 'fenced'
 ORDER BY f.function_order, n.value_order;
 
 -- renew_job_leases arrays (the fenced claim is in each, and must not be renewed).
-INSERT INTO t10_bad_call (call_sql, sqlstate, description)
+INSERT INTO t04a_bad_call (call_sql, sqlstate, description)
 SELECT format('SELECT * FROM durable_jobs.renew_job_leases(''worker-t10'', %s, %s)',
               format(a.ids_template, c.job_id), format(a.tokens_template, c.claim_token)), 'LF003',
        format('renew_job_leases rejects %s with LF003', a.case_text)
-FROM t10_claim c
+FROM t04a_claim c
 CROSS JOIN (VALUES
     (1, 'ARRAY[%s]::bigint[]', 'ARRAY[%L, gen_random_uuid()]::uuid[]', 'arrays of different lengths'),
     (2, 'ARRAY[%s, -1]::bigint[]', 'ARRAY[%L]::uuid[]', 'more job ids than tokens'),
@@ -163,43 +163,43 @@ WHERE c.claim_label = 'fenced'
 ORDER BY a.value_order;
 
 -- enqueue_job's other arguments.
-INSERT INTO t10_bad_call (call_sql, sqlstate, description) VALUES
-    ($$SELECT durable_jobs.enqueue_job('t10.enqueue', NULL)$$, 'LF003', 'enqueue_job rejects a NULL payload with LF003'),
-    ($$SELECT durable_jobs.enqueue_job('t10.enqueue', '{}', '')$$, 'LF003',
+INSERT INTO t04a_bad_call (call_sql, sqlstate, description) VALUES
+    ($$SELECT durable_jobs.enqueue_job('t04a.enqueue', NULL)$$, 'LF003', 'enqueue_job rejects a NULL payload with LF003'),
+    ($$SELECT durable_jobs.enqueue_job('t04a.enqueue', '{}', '')$$, 'LF003',
      'enqueue_job rejects an empty idempotency key with LF003'),
-    (format('SELECT durable_jobs.enqueue_job(''t10.enqueue'', ''{}'', %L)', repeat('k', 201)), 'LF003',
+    (format('SELECT durable_jobs.enqueue_job(''t04a.enqueue'', ''{}'', %L)', repeat('k', 201)), 'LF003',
      'enqueue_job rejects a 201-character idempotency key with LF003'),
-    (format('SELECT durable_jobs.enqueue_job(''t10.enqueue'', ''{}'', %L)', repeat(chr(8364), 201)), 'LF003',
+    (format('SELECT durable_jobs.enqueue_job(''t04a.enqueue'', ''{}'', %L)', repeat(chr(8364), 201)), 'LF003',
      'enqueue_job rejects a 201-character multibyte idempotency key with LF003'),
-    ($$SELECT durable_jobs.enqueue_job('t10.enqueue', '{}', NULL, NULL, NULL)$$, 'LF003',
+    ($$SELECT durable_jobs.enqueue_job('t04a.enqueue', '{}', NULL, NULL, NULL)$$, 'LF003',
      'enqueue_job rejects an explicit NULL max attempts with LF003'),
-    ($$SELECT durable_jobs.enqueue_job('t10.enqueue', '{}', NULL, NULL, 0)$$, 'LF003',
+    ($$SELECT durable_jobs.enqueue_job('t04a.enqueue', '{}', NULL, NULL, 0)$$, 'LF003',
      'enqueue_job rejects max attempts 0 with LF003'),
-    ($$SELECT durable_jobs.enqueue_job('t10.enqueue', '{}', NULL, NULL, 1001)$$, 'LF003',
+    ($$SELECT durable_jobs.enqueue_job('t04a.enqueue', '{}', NULL, NULL, 1001)$$, 'LF003',
      'enqueue_job rejects max attempts 1001 with LF003'),
-    ($$SELECT durable_jobs.enqueue_job('t10.enqueue', '{}', NULL, NULL, -5)$$, 'LF003',
+    ($$SELECT durable_jobs.enqueue_job('t04a.enqueue', '{}', NULL, NULL, -5)$$, 'LF003',
      'enqueue_job rejects negative max attempts with LF003');
 
 -- claim_next_jobs batch sizes.
-INSERT INTO t10_bad_call (call_sql, sqlstate, description) VALUES
-    ($$SELECT * FROM durable_jobs.claim_next_jobs('t10.waiting', 'worker-t10', 0)$$, 'LF003',
+INSERT INTO t04a_bad_call (call_sql, sqlstate, description) VALUES
+    ($$SELECT * FROM durable_jobs.claim_next_jobs('t04a.waiting', 'worker-t10', 0)$$, 'LF003',
      'claim_next_jobs rejects p_max_jobs 0 with LF003'),
-    ($$SELECT * FROM durable_jobs.claim_next_jobs('t10.waiting', 'worker-t10', 1001)$$, 'LF003',
+    ($$SELECT * FROM durable_jobs.claim_next_jobs('t04a.waiting', 'worker-t10', 1001)$$, 'LF003',
      'claim_next_jobs rejects p_max_jobs 1001 with LF003'),
-    ($$SELECT * FROM durable_jobs.claim_next_jobs('t10.waiting', 'worker-t10', NULL)$$, 'LF003',
+    ($$SELECT * FROM durable_jobs.claim_next_jobs('t04a.waiting', 'worker-t10', NULL)$$, 'LF003',
      'claim_next_jobs rejects a NULL p_max_jobs with LF003'),
-    ($$SELECT * FROM durable_jobs.claim_next_jobs('t10.waiting', 'worker-t10', -1)$$, 'LF003',
+    ($$SELECT * FROM durable_jobs.claim_next_jobs('t04a.waiting', 'worker-t10', -1)$$, 'LF003',
      'claim_next_jobs rejects a negative p_max_jobs with LF003');
 
 -- Job ids of the producer and operator functions.
-INSERT INTO t10_bad_call (call_sql, sqlstate, description) VALUES
+INSERT INTO t04a_bad_call (call_sql, sqlstate, description) VALUES
     ('SELECT durable_jobs.cancel_job(NULL)', 'LF003', 'cancel_job rejects a NULL job id with LF003'),
     ('SELECT durable_jobs.replay_job(NULL)', 'LF003', 'replay_job rejects a NULL job id with LF003'),
     ('SELECT * FROM durable_jobs.job_lifecycle_state(NULL)', 'LF003', 'job_lifecycle_state rejects a NULL job id with LF003');
 
 -- set_queue_lease_policy's NULL values (the invalid ranges are in 15_policy).
-INSERT INTO t10_bad_call (call_sql, sqlstate, description)
-SELECT format('SELECT durable_jobs.set_queue_lease_policy(''t10.policy'', %s, %s, %s, %s, %s)',
+INSERT INTO t04a_bad_call (call_sql, sqlstate, description)
+SELECT format('SELECT durable_jobs.set_queue_lease_policy(''t04a.policy'', %s, %s, %s, %s, %s)',
               CASE WHEN n = 1 THEN 'NULL' ELSE 'interval ''3 seconds''' END,
               CASE WHEN n = 2 THEN 'NULL' ELSE 'interval ''1 second''' END,
               CASE WHEN n = 3 THEN 'NULL' ELSE 'interval ''1 minute''' END,
@@ -210,9 +210,9 @@ SELECT format('SELECT durable_jobs.set_queue_lease_policy(''t10.policy'', %s, %s
 FROM generate_series(1, 5) AS n ORDER BY n;
 
 -- A malformed call gets LF003 even when its claim is also stale.
-INSERT INTO t10_bad_call (call_sql, sqlstate, description)
+INSERT INTO t04a_bad_call (call_sql, sqlstate, description)
 SELECT format(f.call_template, c.job_id, c.claim_token), 'LF003', f.case_text
-FROM t10_claim c
+FROM t04a_claim c
 CROSS JOIN (VALUES
     (1, 'SELECT * FROM durable_jobs.renew_job_lease(%s, %L, ''Bad Owner'')',
      'renew_job_lease with a stale claim and a malformed owner raises LF003, not stale'),
@@ -231,55 +231,55 @@ CROSS JOIN (VALUES
 WHERE c.claim_label = 'stale'
 ORDER BY f.value_order;
 -- ...and when the job id is unknown.
-INSERT INTO t10_bad_call (call_sql, sqlstate, description) VALUES
+INSERT INTO t04a_bad_call (call_sql, sqlstate, description) VALUES
     ($$SELECT durable_jobs.complete_job(0, gen_random_uuid(), 'worker t10')$$, 'LF003',
      'complete_job with an unknown job id and a malformed owner raises LF003, not LF001'),
     ($$SELECT * FROM durable_jobs.renew_job_lease(-1, gen_random_uuid(), NULL)$$, 'LF003',
      'renew_job_lease with an unknown job id and a NULL owner raises LF003, not stale');
 
-SELECT throws_ok(call_sql, sqlstate, NULL, description) FROM t10_bad_call ORDER BY case_order;
+SELECT throws_ok(call_sql, sqlstate, NULL, description) FROM t04a_bad_call ORDER BY case_order;
 
-SELECT is(pg_temp.t10_database_state(), (SELECT state_before FROM t10_state),
+SELECT is(pg_temp.t04a_database_state(), (SELECT state_before FROM t04a_state),
           'no malformed call wrote anything: jobs, payloads, ledger, policies, evidence and tallies as before');
-SELECT is((SELECT job_status FROM durable_jobs.job_record j WHERE j.queue_name = 't10.waiting'), 'QUEUED',
+SELECT is((SELECT job_status FROM durable_jobs.job_record j WHERE j.queue_name = 't04a.waiting'), 'QUEUED',
           'malformed claim calls claimed nothing');
 SELECT is((SELECT renewal_outcome FROM durable_jobs.renew_job_lease(job_id, claim_token, 'worker-t10')), 'renewed',
           'the fenced claim used by the malformed calls is still valid (none of them touched it)')
-FROM t10_claim WHERE claim_label = 'fenced';
+FROM t04a_claim WHERE claim_label = 'fenced';
 
 -- Values just inside the limits are accepted --------------------------------
 
 SELECT lives_ok(format('SELECT durable_jobs.enqueue_job(%L, ''{}'')', 't' || repeat('a', 62)),
                 'enqueue_job accepts a 63-character queue name');
 SELECT lives_ok($$SELECT durable_jobs.enqueue_job('q', '{}')$$, 'enqueue_job accepts a one-letter queue name');
-SELECT lives_ok($$SELECT durable_jobs.enqueue_job('t10.q-v1:eu_2', '{}')$$,
+SELECT lives_ok($$SELECT durable_jobs.enqueue_job('t04a.q-v1:eu_2', '{}')$$,
                 'enqueue_job accepts a queue name with digits, dot, dash, colon and underscore');
-SELECT lives_ok(format('SELECT durable_jobs.enqueue_job(''t10.enqueue'', ''{}'', %L)', repeat('k', 200)),
+SELECT lives_ok(format('SELECT durable_jobs.enqueue_job(''t04a.enqueue'', ''{}'', %L)', repeat('k', 200)),
                 'enqueue_job accepts a 200-character idempotency key');
-SELECT lives_ok($$SELECT durable_jobs.enqueue_job('t10.enqueue', '{}', 'k')$$,
+SELECT lives_ok($$SELECT durable_jobs.enqueue_job('t04a.enqueue', '{}', 'k')$$,
                 'enqueue_job accepts a 1-character idempotency key');
-SELECT lives_ok($$SELECT durable_jobs.enqueue_job('t10.multibyte', '{}', repeat(chr(8364), 200))$$,
+SELECT lives_ok($$SELECT durable_jobs.enqueue_job('t04a.multibyte', '{}', repeat(chr(8364), 200))$$,
           'enqueue_job accepts a 200-character multibyte idempotency key (600 bytes): lengths count characters');
-SELECT is(durable_jobs.enqueue_job('t10.multibyte', '{"again": true}', repeat(chr(8364), 200)),
-          (SELECT job_record_id FROM durable_jobs.job_record WHERE queue_name = 't10.multibyte'),
+SELECT is(durable_jobs.enqueue_job('t04a.multibyte', '{"again": true}', repeat(chr(8364), 200)),
+          (SELECT job_record_id FROM durable_jobs.job_record WHERE queue_name = 't04a.multibyte'),
           'the 200-character multibyte key is an idempotency key like any other');
-SELECT lives_ok($$SELECT durable_jobs.enqueue_job('t10.multibyte', '{}', repeat(chr(128512), 200))$$,
+SELECT lives_ok($$SELECT durable_jobs.enqueue_job('t04a.multibyte', '{}', repeat(chr(128512), 200))$$,
                 'enqueue_job accepts a 200-character key of 4-byte characters');
-SELECT lives_ok($$SELECT durable_jobs.enqueue_job('t10.enqueue', '{}', NULL, NULL, 1)$$,
+SELECT lives_ok($$SELECT durable_jobs.enqueue_job('t04a.enqueue', '{}', NULL, NULL, 1)$$,
                 'enqueue_job accepts max attempts 1');
-SELECT lives_ok($$SELECT durable_jobs.enqueue_job('t10.enqueue', '{}', NULL, NULL, 1000)$$,
+SELECT lives_ok($$SELECT durable_jobs.enqueue_job('t04a.enqueue', '{}', NULL, NULL, 1000)$$,
                 'enqueue_job accepts max attempts 1000');
-SELECT lives_ok($$SELECT durable_jobs.enqueue_job('t10.enqueue', '{}', NULL, NULL)$$,
+SELECT lives_ok($$SELECT durable_jobs.enqueue_job('t04a.enqueue', '{}', NULL, NULL)$$,
                 'enqueue_job accepts a NULL run-after (run at once)');
-SELECT lives_ok($$SELECT durable_jobs.enqueue_job('t10.enqueue', 'null')$$,
+SELECT lives_ok($$SELECT durable_jobs.enqueue_job('t04a.enqueue', 'null')$$,
                 'enqueue_job accepts a JSON null payload (only SQL NULL is missing)');
-SELECT lives_ok(format('SELECT * FROM durable_jobs.claim_next_job(''t10.none'', %L)', 'W' || repeat('w', 127)),
+SELECT lives_ok(format('SELECT * FROM durable_jobs.claim_next_job(''t04a.none'', %L)', 'W' || repeat('w', 127)),
                 'claim_next_job accepts a 128-character owner id');
-SELECT lives_ok($$SELECT * FROM durable_jobs.claim_next_job('t10.none', 'Worker-1.pod_a:7')$$,
+SELECT lives_ok($$SELECT * FROM durable_jobs.claim_next_job('t04a.none', 'Worker-1.pod_a:7')$$,
                 'claim_next_job accepts an owner id with letters, digits, dot, dash, underscore and colon');
-SELECT lives_ok($$SELECT * FROM durable_jobs.claim_next_jobs('t10.none', 'worker-t10', 1)$$,
+SELECT lives_ok($$SELECT * FROM durable_jobs.claim_next_jobs('t04a.none', 'worker-t10', 1)$$,
                 'claim_next_jobs accepts p_max_jobs 1');
-SELECT lives_ok($$SELECT * FROM durable_jobs.claim_next_jobs('t10.none', 'worker-t10', 1000)$$,
+SELECT lives_ok($$SELECT * FROM durable_jobs.claim_next_jobs('t04a.none', 'worker-t10', 1000)$$,
                 'claim_next_jobs accepts p_max_jobs 1000');
 SELECT is_empty($$SELECT * FROM durable_jobs.renew_job_leases('worker-t10', ARRAY[]::bigint[], ARRAY[]::uuid[])$$,
                 'renew_job_leases of empty arrays returns zero rows');
@@ -290,10 +290,10 @@ SELECT results_eq(
             GROUP BY renewal_outcome ORDER BY renewal_outcome', job_id, claim_token),
     $$VALUES ('renewed', 1::bigint), ('stale', 999::bigint)$$,
     'renew_job_leases accepts exactly 1000 claims and renews the valid one')
-FROM t10_claim WHERE claim_label = 'fenced';
+FROM t04a_claim WHERE claim_label = 'fenced';
 SELECT is(durable_jobs.retry_job(job_id, claim_token, 'worker-t10', interval '30 days', 'r' || repeat('x', 62)),
           'RETRY_SCHEDULED', 'retry_job accepts a 30-day delay and a 63-character reason code')
-FROM t10_claim WHERE claim_label = 'fenced';
+FROM t04a_claim WHERE claim_label = 'fenced';
 
 -- Unknown ids are not malformed ---------------------------------------------
 
@@ -324,8 +324,8 @@ SELECT throws_ok($$SELECT durable_jobs.require_well_formed('no_such_kind', 'x')$
 
 -- A caller's collation on an identifier is bad input, not 0A000 ------------
 
-CREATE COLLATION t10_case_blind (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
-SELECT throws_ok($$SELECT * FROM durable_jobs.claim_next_jobs('t10.fenced' COLLATE t10_case_blind, 'worker-t10', 1)$$,
+CREATE COLLATION t04a_case_blind (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+SELECT throws_ok($$SELECT * FROM durable_jobs.claim_next_jobs('t04a.fenced' COLLATE t04a_case_blind, 'worker-t10', 1)$$,
                  'LF003', 'queue_name must not carry a collation',
                  'claim_next_jobs refuses a queue name with a nondeterministic collation with LF003');
 SELECT throws_ok($$SELECT durable_jobs.require_well_formed('worker_owner_id', 'w1' COLLATE "en-x-icu")$$,
@@ -341,10 +341,10 @@ SELECT throws_ok($$SELECT durable_jobs.require_well_formed('worker_owner_id', 'w
 -- Sizes ---------------------------------------------------------------------------
 
 SELECT throws_ok(
-    $$SELECT durable_jobs.enqueue_job('t12_size', jsonb_build_object('blob', repeat('x', 1048576)))$$,
+    $$SELECT durable_jobs.enqueue_job('t04b_size', jsonb_build_object('blob', repeat('x', 1048576)))$$,
     'LF003', 'job payload must be at most 1 MiB', 'a payload over 1 MiB is refused with LF003');
 SELECT lives_ok(
-    $$SELECT durable_jobs.enqueue_job('t12_size', jsonb_build_object('blob', repeat('x', 1000000)))$$,
+    $$SELECT durable_jobs.enqueue_job('t04b_size', jsonb_build_object('blob', repeat('x', 1000000)))$$,
     'a payload just under 1 MiB is accepted');
 SELECT throws_ok(
     $$SELECT durable_jobs.complete_job(0, gen_random_uuid(), 'worker-t12', jsonb_build_object('blob', repeat('x', 1048576)))$$,
@@ -354,7 +354,7 @@ SELECT throws_ok(
 -- Run-after -----------------------------------------------------------------------
 
 SELECT throws_ok(
-    format($$SELECT durable_jobs.enqueue_job('t12_when', '{}'::jsonb, NULL, %L::timestamptz)$$, w.run_after),
+    format($$SELECT durable_jobs.enqueue_job('t04b_when', '{}'::jsonb, NULL, %L::timestamptz)$$, w.run_after),
     'LF003', 'run-after must be a finite time from 2000-01-01 to before 2100-01-01 UTC', w.why)
 FROM (VALUES ('-infinity', 'a run-after of -infinity is refused'),
              ('infinity', 'a run-after of infinity is refused'),
@@ -362,7 +362,7 @@ FROM (VALUES ('-infinity', 'a run-after of -infinity is refused'),
              ('1999-12-31 23:59:59+00', 'a run-after before 2000 is refused'),
              ('2100-01-01 00:00:00+00', 'a run-after in 2100 is refused')) AS w(run_after, why);
 SELECT lives_ok(
-    $$SELECT durable_jobs.enqueue_job('t12_when', '{}'::jsonb, NULL, timestamptz '2099-12-31 23:59:59+00')$$,
+    $$SELECT durable_jobs.enqueue_job('t04b_when', '{}'::jsonb, NULL, timestamptz '2099-12-31 23:59:59+00')$$,
     'a run-after late in 2099 is accepted');
 
 -- Retry delay ---------------------------------------------------------------------

@@ -239,155 +239,155 @@ SELECT is((SELECT count(*)::integer FROM durable_jobs.job_record WHERE queue_nam
 -- as durable_job_producer; checks read the private tables as the superuser.
 -- ============================================================================
 
-CREATE TEMP TABLE t17_batch (batch_label text PRIMARY KEY, job_ids bigint[] NOT NULL);
-CREATE TEMP TABLE t17_start AS SELECT clock_timestamp() AS before_at;
-GRANT ALL ON t17_batch, t17_start TO PUBLIC;
-CREATE FUNCTION pg_temp.t17_ids(p_batch_label text) RETURNS bigint[] LANGUAGE sql STABLE AS $$
-    SELECT job_ids FROM t17_batch WHERE batch_label = p_batch_label;
+CREATE TEMP TABLE t05a_batch (batch_label text PRIMARY KEY, job_ids bigint[] NOT NULL);
+CREATE TEMP TABLE t05a_start AS SELECT clock_timestamp() AS before_at;
+GRANT ALL ON t05a_batch, t05a_start TO PUBLIC;
+CREATE FUNCTION pg_temp.t05a_ids(p_batch_label text) RETURNS bigint[] LANGUAGE sql STABLE AS $$
+    SELECT job_ids FROM t05a_batch WHERE batch_label = p_batch_label;
 $$;
 
 SET LOCAL ROLE durable_job_producer;
 
 -- Ids in input order, payloads and defaults ----------------------------------
 
-INSERT INTO t17_batch (batch_label, job_ids) VALUES ('plain', durable_jobs.enqueue_jobs('t17.plain',
+INSERT INTO t05a_batch (batch_label, job_ids) VALUES ('plain', durable_jobs.enqueue_jobs('t05a.plain',
     ARRAY['{"n": 1}', '{"n": 2}', '{"n": 3}']::jsonb[]));
 -- One key already on the queue, from enqueue_job.
-INSERT INTO t17_batch (batch_label, job_ids) VALUES ('single',
-    ARRAY[durable_jobs.enqueue_job('t17.keyed', '{"first": "single"}', 'idem-t17-secret-existing')]);
-INSERT INTO t17_batch (batch_label, job_ids) VALUES ('keyed', durable_jobs.enqueue_jobs('t17.keyed',
+INSERT INTO t05a_batch (batch_label, job_ids) VALUES ('single',
+    ARRAY[durable_jobs.enqueue_job('t05a.keyed', '{"first": "single"}', 'idem-t05a-secret-existing')]);
+INSERT INTO t05a_batch (batch_label, job_ids) VALUES ('keyed', durable_jobs.enqueue_jobs('t05a.keyed',
     ARRAY['{"n": 1}', '{"n": 2}', '{"n": 3}', '{"n": 4}', '{"n": 5}']::jsonb[],
-    ARRAY['idem-t17-secret-a', 'idem-t17-secret-existing', NULL, 'idem-t17-secret-a', NULL],
+    ARRAY['idem-t05a-secret-a', 'idem-t05a-secret-existing', NULL, 'idem-t05a-secret-a', NULL],
     ARRAY['2031-05-06 07:08:09.123456+00', NULL, '2001-02-03 04:05:06+00', NULL, NULL]::timestamptz[],
     ARRAY[1, 2, 3, 4, 1000]));
 
 RESET ROLE;
 
-SELECT is(cardinality(pg_temp.t17_ids('plain')), 3, 'three payloads give three ids');
-SELECT ok((SELECT bool_and(j.job_ids[i] < j.job_ids[i + 1]) FROM t17_batch j, generate_series(1, 2) i
+SELECT is(cardinality(pg_temp.t05a_ids('plain')), 3, 'three payloads give three ids');
+SELECT ok((SELECT bool_and(j.job_ids[i] < j.job_ids[i + 1]) FROM t05a_batch j, generate_series(1, 2) i
            WHERE j.batch_label = 'plain'),
           'the ids follow the input order');
 SELECT results_eq(
-    $$SELECT p.job_payload FROM unnest(pg_temp.t17_ids('plain')) WITH ORDINALITY AS u(id, n)
+    $$SELECT p.job_payload FROM unnest(pg_temp.t05a_ids('plain')) WITH ORDINALITY AS u(id, n)
       JOIN durable_jobs.job_payload_record p ON p.job_record_id = u.id ORDER BY u.n$$,
     $$VALUES ('{"n": 1}'::jsonb), ('{"n": 2}'), ('{"n": 3}')$$,
     'id i is the job of payload i');
 SELECT results_eq(
     $$SELECT j.job_status::text, j.max_attempts, j.attempt_number, j.idempotency_key_digest IS NULL
-      FROM unnest(pg_temp.t17_ids('plain')) AS u(id) JOIN durable_jobs.job_record j ON j.job_record_id = u.id$$,
+      FROM unnest(pg_temp.t05a_ids('plain')) AS u(id) JOIN durable_jobs.job_record j ON j.job_record_id = u.id$$,
     $$VALUES ('QUEUED', 5, 0, true), ('QUEUED', 5, 0, true), ('QUEUED', 5, 0, true)$$,
     'with no optional arrays every job is QUEUED with 5 attempts and no key');
 SELECT ok((SELECT bool_and(j.run_after BETWEEN s.before_at AND clock_timestamp())
-           FROM t17_start s, t17_batch b, unnest(b.job_ids) AS u(id) JOIN durable_jobs.job_record j ON j.job_record_id = u.id
+           FROM t05a_start s, t05a_batch b, unnest(b.job_ids) AS u(id) JOIN durable_jobs.job_record j ON j.job_record_id = u.id
            WHERE b.batch_label = 'plain'),
           'with no run-afters every job runs at once (database time)');
 
 -- Per-element settings and idempotency -----------------------------------------
 
-SELECT is(cardinality(pg_temp.t17_ids('keyed')), 5, 'five payloads give five ids, repeated keys included');
-SELECT is((pg_temp.t17_ids('keyed'))[2], (pg_temp.t17_ids('single'))[1],
+SELECT is(cardinality(pg_temp.t05a_ids('keyed')), 5, 'five payloads give five ids, repeated keys included');
+SELECT is((pg_temp.t05a_ids('keyed'))[2], (pg_temp.t05a_ids('single'))[1],
           'a key already on the queue returns the first job''s id');
-SELECT is((pg_temp.t17_ids('keyed'))[4], (pg_temp.t17_ids('keyed'))[1],
+SELECT is((pg_temp.t05a_ids('keyed'))[4], (pg_temp.t05a_ids('keyed'))[1],
           'a key repeated within the batch returns the id of its first element');
-SELECT is((SELECT count(DISTINCT u.id)::integer FROM unnest(pg_temp.t17_ids('keyed')) AS u(id)), 4,
+SELECT is((SELECT count(DISTINCT u.id)::integer FROM unnest(pg_temp.t05a_ids('keyed')) AS u(id)), 4,
           'elements without a key are distinct jobs, so five elements made three new jobs and matched one');
-SELECT is((SELECT count(*)::integer FROM durable_jobs.job_record WHERE queue_name = 't17.keyed'), 4,
+SELECT is((SELECT count(*)::integer FROM durable_jobs.job_record WHERE queue_name = 't05a.keyed'), 4,
           'the queue holds the single job and the three new ones, nothing for the repeats');
 SELECT is((SELECT p.job_payload FROM durable_jobs.job_payload_record p
-           WHERE p.job_record_id = (pg_temp.t17_ids('single'))[1]),
+           WHERE p.job_record_id = (pg_temp.t05a_ids('single'))[1]),
           '{"first": "single"}'::jsonb, 'a repeated key leaves the first job''s payload as it was');
 SELECT is((SELECT p.job_payload FROM durable_jobs.job_payload_record p
-           WHERE p.job_record_id = (pg_temp.t17_ids('keyed'))[1]),
+           WHERE p.job_record_id = (pg_temp.t05a_ids('keyed'))[1]),
           '{"n": 1}'::jsonb, 'a key repeated within the batch keeps its first element''s payload');
 SELECT results_eq(
     $$SELECT j.max_attempts, j.run_after = timestamptz '2031-05-06 07:08:09.123456+00',
-             j.idempotency_key_digest = sha256(convert_to('idem-t17-secret-a', 'UTF8'))
-      FROM durable_jobs.job_record j WHERE j.job_record_id = (pg_temp.t17_ids('keyed'))[1]$$,
+             j.idempotency_key_digest = sha256(convert_to('idem-t05a-secret-a', 'UTF8'))
+      FROM durable_jobs.job_record j WHERE j.job_record_id = (pg_temp.t05a_ids('keyed'))[1]$$,
     $$VALUES (1, true, true)$$,
     'element 1 has its own attempts, run-after and key, stored as its sha256 only');
 SELECT results_eq(
     $$SELECT j.max_attempts, j.run_after, j.idempotency_key_digest IS NULL
-      FROM durable_jobs.job_record j WHERE j.job_record_id = (pg_temp.t17_ids('keyed'))[3]$$,
+      FROM durable_jobs.job_record j WHERE j.job_record_id = (pg_temp.t05a_ids('keyed'))[3]$$,
     $$VALUES (3, timestamptz '2001-02-03 04:05:06+00', true)$$,
     'a NULL key element is a job without a key, with its own attempts and run-after');
 SELECT results_eq(
     $$SELECT j.max_attempts, j.run_after BETWEEN s.before_at AND clock_timestamp()
-      FROM t17_start s, t17_batch b JOIN durable_jobs.job_record j ON j.job_record_id = b.job_ids[5]
+      FROM t05a_start s, t05a_batch b JOIN durable_jobs.job_record j ON j.job_record_id = b.job_ids[5]
       WHERE b.batch_label = 'keyed'$$,
     $$VALUES (1000, true)$$,
     'a NULL run-after element runs at once; the attempts are the element''s');
 SELECT is_empty(
     $$SELECT 1 FROM durable_jobs.job_record j
-      WHERE j.idempotency_key_digest = sha256(convert_to('idem-t17-secret-existing', 'UTF8'))
-        AND j.job_record_id <> (pg_temp.t17_ids('single'))[1]$$,
+      WHERE j.idempotency_key_digest = sha256(convert_to('idem-t05a-secret-existing', 'UTF8'))
+        AND j.job_record_id <> (pg_temp.t05a_ids('single'))[1]$$,
     'no second job holds the key that was already on the queue');
 
 -- Bad elements: LF003 naming the position, nothing written -------------------
 
-CREATE TEMP TABLE t17_count AS SELECT count(*) AS job_count FROM durable_jobs.job_record;
-GRANT SELECT ON t17_count TO PUBLIC;
+CREATE TEMP TABLE t05a_count AS SELECT count(*) AS job_count FROM durable_jobs.job_record;
+GRANT SELECT ON t05a_count TO PUBLIC;
 SET LOCAL ROLE durable_job_producer;
 
-SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.bad', ARRAY['{}', NULL, '{}']::jsonb[])$$,
+SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t05a.bad', ARRAY['{}', NULL, '{}']::jsonb[])$$,
     'LF003', 'job 2 of the batch: job payload is required', 'a NULL payload element is LF003 naming its position');
-SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.bad', ARRAY['{}', '{}']::jsonb[],
-                                                    ARRAY['idem-t17-secret-good', ''])$$,
+SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t05a.bad', ARRAY['{}', '{}']::jsonb[],
+                                                    ARRAY['idem-t05a-secret-good', ''])$$,
     'LF003', 'job 2 of the batch: idempotency key must be 1 to 200 characters',
     'an empty key element is LF003 naming its position, never the key');
-SELECT throws_ok(format($$SELECT durable_jobs.enqueue_jobs('t17.bad', ARRAY['{}', '{}', '{}']::jsonb[],
+SELECT throws_ok(format($$SELECT durable_jobs.enqueue_jobs('t05a.bad', ARRAY['{}', '{}', '{}']::jsonb[],
                                                            ARRAY[NULL, NULL, %L])$$, repeat('k', 201)),
     'LF003', 'job 3 of the batch: idempotency key must be 1 to 200 characters',
     'a 201-character key element is LF003');
-SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.bad', ARRAY['{}', '{}']::jsonb[], NULL, NULL,
+SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t05a.bad', ARRAY['{}', '{}']::jsonb[], NULL, NULL,
                                                     ARRAY[5, NULL])$$,
     'LF003', 'job 2 of the batch: max attempts must be 1 to 1000', 'a NULL attempts element is LF003');
-SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.bad', ARRAY['{}']::jsonb[], NULL, NULL, ARRAY[1001])$$,
+SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t05a.bad', ARRAY['{}']::jsonb[], NULL, NULL, ARRAY[1001])$$,
     'LF003', 'job 1 of the batch: max attempts must be 1 to 1000', 'attempts 1001 in an element is LF003');
-SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.bad', ARRAY['{}', '{}']::jsonb[], NULL,
+SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t05a.bad', ARRAY['{}', '{}']::jsonb[], NULL,
                                                     ARRAY[NULL, 'infinity']::timestamptz[])$$,
     'LF003', 'job 2 of the batch: run-after must be a finite time from 2000-01-01 to before 2100-01-01 UTC',
     'an infinite run-after element is LF003');
-SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.bad',
+SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t05a.bad',
                        ARRAY['{}', jsonb_build_object('big', repeat('x', 1100000))]::jsonb[])$$,
     'LF003', 'job 2 of the batch: job payload must be at most 1 MiB', 'a payload element over 1 MiB is LF003');
-SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.keyed', ARRAY['{}', '{}', NULL]::jsonb[],
-                                                    ARRAY['idem-t17-secret-new', 'idem-t17-secret-existing', NULL])$$,
+SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t05a.keyed', ARRAY['{}', '{}', NULL]::jsonb[],
+                                                    ARRAY['idem-t05a-secret-new', 'idem-t05a-secret-existing', NULL])$$,
     'LF003', 'job 3 of the batch: job payload is required',
     'a bad element after good and repeated ones is LF003 too');
-SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.bad', ARRAY['{}', '{}', NULL, '{}']::jsonb[], NULL, NULL,
+SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t05a.bad', ARRAY['{}', '{}', NULL, '{}']::jsonb[], NULL, NULL,
                                                     ARRAY[1, 0, 1, 0])$$,
     'LF003', 'job 2 of the batch: max attempts must be 1 to 1000',
     'of several bad elements the first is named');
-SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.bad', ARRAY[NULL]::jsonb[], ARRAY[''],
+SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t05a.bad', ARRAY[NULL]::jsonb[], ARRAY[''],
                                                     ARRAY['infinity']::timestamptz[], ARRAY[0])$$,
     'LF003', 'job 1 of the batch: job payload is required',
     'an element breaking several rules gets enqueue_job''s first message');
-SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.bad', array_fill('{}'::jsonb, ARRAY[10000]),
+SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t05a.bad', array_fill('{}'::jsonb, ARRAY[10000]),
                        array_append(array_fill(NULL::text, ARRAY[9999]), ''))$$,
     'LF003', 'job 10000 of the batch: idempotency key must be 1 to 200 characters',
     'a bad last element of 10,000 is named by its position');
 
 -- Bad arrays and queues.
-SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.bad', NULL)$$,
+SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t05a.bad', NULL)$$,
     'LF003', 'job payloads must be a one-dimensional array of 1 to 10000 payloads', 'a NULL payload array is LF003');
-SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.bad', ARRAY[]::jsonb[])$$,
+SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t05a.bad', ARRAY[]::jsonb[])$$,
     'LF003', 'job payloads must be a one-dimensional array of 1 to 10000 payloads', 'an empty payload array is LF003');
-SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.bad', ARRAY[['{}', '{}'], ['{}', '{}']]::jsonb[])$$,
+SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t05a.bad', ARRAY[['{}', '{}'], ['{}', '{}']]::jsonb[])$$,
     'LF003', 'job payloads must be a one-dimensional array of 1 to 10000 payloads',
     'a two-dimensional payload array is LF003');
-SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.bad', array_fill('{}'::jsonb, ARRAY[10001]))$$,
+SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t05a.bad', array_fill('{}'::jsonb, ARRAY[10001]))$$,
     'LF003', 'job payloads must be a one-dimensional array of 1 to 10000 payloads', '10,001 payloads are LF003');
-SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.bad', ARRAY['{}', '{}']::jsonb[], ARRAY['idem-t17-secret-k'])$$,
+SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t05a.bad', ARRAY['{}', '{}']::jsonb[], ARRAY['idem-t05a-secret-k'])$$,
     'LF003', 'idempotency keys, run-afters and max attempts must each be NULL or hold one element per payload',
     'fewer keys than payloads is LF003');
-SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.bad', ARRAY['{}']::jsonb[], ARRAY[['k1'], ['k2']])$$,
+SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t05a.bad', ARRAY['{}']::jsonb[], ARRAY[['k1'], ['k2']])$$,
     'LF003', 'idempotency keys, run-afters and max attempts must each be NULL or hold one element per payload',
     'a two-dimensional key array is LF003');
-SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.bad', ARRAY['{}']::jsonb[], NULL,
+SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t05a.bad', ARRAY['{}']::jsonb[], NULL,
                                                     ARRAY[NULL, NULL]::timestamptz[])$$,
     'LF003', 'idempotency keys, run-afters and max attempts must each be NULL or hold one element per payload',
     'more run-afters than payloads is LF003');
-SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.bad', ARRAY['{}', '{}']::jsonb[], NULL, NULL, ARRAY[]::integer[])$$,
+SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t05a.bad', ARRAY['{}', '{}']::jsonb[], NULL, NULL, ARRAY[]::integer[])$$,
     'LF003', 'idempotency keys, run-afters and max attempts must each be NULL or hold one element per payload',
     'an empty attempts array for two payloads is LF003');
 SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('T17.Bad', ARRAY['{}']::jsonb[])$$,
@@ -396,29 +396,29 @@ SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs(NULL, ARRAY['{}']::jsonb[])$
     'LF003', NULL, 'a NULL queue name is LF003');
 
 RESET ROLE;
-SELECT is((SELECT count(*) FROM durable_jobs.job_record), (SELECT job_count FROM t17_count),
+SELECT is((SELECT count(*) FROM durable_jobs.job_record), (SELECT job_count FROM t05a_count),
           'no refused batch wrote a job, not even its good elements');
 
 -- The bounds: 10,000 payloads in one call; the worker cannot call it.
 SET LOCAL ROLE durable_job_producer;
-SELECT is(cardinality(durable_jobs.enqueue_jobs('t17.bound', array_fill('{}'::jsonb, ARRAY[10000]))), 10000,
+SELECT is(cardinality(durable_jobs.enqueue_jobs('t05a.bound', array_fill('{}'::jsonb, ARRAY[10000]))), 10000,
           '10,000 payloads are one batch');
 RESET ROLE;
 SET LOCAL ROLE durable_job_worker;
-SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t17.worker', ARRAY['{}']::jsonb[])$$, '42501', NULL,
+SELECT throws_ok($$SELECT durable_jobs.enqueue_jobs('t05a.worker', ARRAY['{}']::jsonb[])$$, '42501', NULL,
                  'a worker cannot enqueue a batch');
 -- One id drawn per element, in input order, as enqueue_job draws one per
 -- call: a repeated key's element uses one up too.
 SET LOCAL ROLE durable_job_producer;
-INSERT INTO t17_batch (batch_label, job_ids) VALUES ('drawn', durable_jobs.enqueue_jobs('t17.drawn',
+INSERT INTO t05a_batch (batch_label, job_ids) VALUES ('drawn', durable_jobs.enqueue_jobs('t05a.drawn',
     ARRAY['{"n": 1}', '{"n": 2}', '{"n": 3}', '{"n": 4}']::jsonb[],
-    ARRAY[NULL, 'idem-t17-secret-d', 'idem-t17-secret-d', NULL]));
+    ARRAY[NULL, 'idem-t05a-secret-d', 'idem-t05a-secret-d', NULL]));
 RESET ROLE;
-SELECT is((SELECT ARRAY[j[2] - j[1], j[3] - j[1], j[4] - j[1]] FROM t17_batch b, LATERAL (SELECT b.job_ids) AS x(j)
+SELECT is((SELECT ARRAY[j[2] - j[1], j[3] - j[1], j[4] - j[1]] FROM t05a_batch b, LATERAL (SELECT b.job_ids) AS x(j)
            WHERE b.batch_label = 'drawn'),
           ARRAY[1::bigint, 1, 3], 'the repeat returns its first element''s id and the next job''s id skips one');
 SELECT results_eq(
-    $$SELECT p.job_payload FROM unnest(pg_temp.t17_ids('drawn')) WITH ORDINALITY AS u(id, n)
+    $$SELECT p.job_payload FROM unnest(pg_temp.t05a_ids('drawn')) WITH ORDINALITY AS u(id, n)
       JOIN durable_jobs.job_payload_record p ON p.job_record_id = u.id ORDER BY u.n$$,
     $$VALUES ('{"n": 1}'::jsonb), ('{"n": 2}'), ('{"n": 2}'), ('{"n": 4}')$$,
     'each new job holds its own element''s payload, keyed or not');
@@ -430,19 +430,19 @@ SELECT results_eq(
 
 -- Producers share each queue's idempotency namespace --------------------------------
 
-CREATE ROLE t12_producer_a LOGIN IN ROLE durable_job_producer;
-CREATE ROLE t12_producer_b LOGIN IN ROLE durable_job_producer;
-SET SESSION AUTHORIZATION t12_producer_a;
-CREATE TEMP TABLE t12_enqueued (who text PRIMARY KEY, job_id bigint NOT NULL);
-INSERT INTO t12_enqueued VALUES ('a', durable_jobs.enqueue_job('t12_shared', '{"from": "a"}', 'shared-key-1'));
+CREATE ROLE t05b_producer_a LOGIN IN ROLE durable_job_producer;
+CREATE ROLE t05b_producer_b LOGIN IN ROLE durable_job_producer;
+SET SESSION AUTHORIZATION t05b_producer_a;
+CREATE TEMP TABLE t05b_enqueued (who text PRIMARY KEY, job_id bigint NOT NULL);
+INSERT INTO t05b_enqueued VALUES ('a', durable_jobs.enqueue_job('t05b_shared', '{"from": "a"}', 'shared-key-1'));
 RESET SESSION AUTHORIZATION;
-GRANT INSERT, SELECT ON t12_enqueued TO t12_producer_b;
-SET SESSION AUTHORIZATION t12_producer_b;
-INSERT INTO t12_enqueued VALUES ('b', durable_jobs.enqueue_job('t12_shared', '{"from": "b"}', 'shared-key-1'));
-SELECT ok(durable_jobs.cancel_job((SELECT job_id FROM t12_enqueued WHERE who = 'a')),
+GRANT INSERT, SELECT ON t05b_enqueued TO t05b_producer_b;
+SET SESSION AUTHORIZATION t05b_producer_b;
+INSERT INTO t05b_enqueued VALUES ('b', durable_jobs.enqueue_job('t05b_shared', '{"from": "b"}', 'shared-key-1'));
+SELECT ok(durable_jobs.cancel_job((SELECT job_id FROM t05b_enqueued WHERE who = 'a')),
     'documented: any producer login may cancel any job id (queues are not scoped to a producer)');
 RESET SESSION AUTHORIZATION;
-SELECT is((SELECT count(DISTINCT job_id)::integer FROM t12_enqueued), 1,
+SELECT is((SELECT count(DISTINCT job_id)::integer FROM t05b_enqueued), 1,
     'documented: the same idempotency key on the same queue from another producer login returns the first job (one namespace per queue)');
 
 -- ============================================================================
@@ -459,41 +459,41 @@ SELECT is((SELECT count(DISTINCT job_id)::integer FROM t12_enqueued), 1,
 -- superuser.
 -- ============================================================================
 
-CREATE TEMP TABLE t20_batch (batch_label text PRIMARY KEY, job_ids bigint[] NOT NULL);
-GRANT ALL ON t20_batch TO PUBLIC;
-CREATE FUNCTION pg_temp.t20_ids(p_batch_label text) RETURNS bigint[] LANGUAGE sql STABLE AS $$
-    SELECT job_ids FROM t20_batch WHERE batch_label = p_batch_label;
+CREATE TEMP TABLE t05c_batch (batch_label text PRIMARY KEY, job_ids bigint[] NOT NULL);
+GRANT ALL ON t05c_batch TO PUBLIC;
+CREATE FUNCTION pg_temp.t05c_ids(p_batch_label text) RETURNS bigint[] LANGUAGE sql STABLE AS $$
+    SELECT job_ids FROM t05c_batch WHERE batch_label = p_batch_label;
 $$;
 
 SET LOCAL ROLE durable_job_producer;
 
-INSERT INTO t20_batch (batch_label, job_ids) VALUES ('keyless', durable_jobs.enqueue_jobs('t20.keyless',
+INSERT INTO t05c_batch (batch_label, job_ids) VALUES ('keyless', durable_jobs.enqueue_jobs('t05c.keyless',
     ARRAY['{"n": 1}', '{"n": 2}', '{"n": 3}']::jsonb[],
     ARRAY[NULL, NULL, NULL]::text[],
     ARRAY['2031-05-06 07:08:09.123456+00', NULL, '2001-02-03 04:05:06+00']::timestamptz[],
     ARRAY[7, 1, 1000]));
-INSERT INTO t20_batch (batch_label, job_ids) VALUES ('new-keys', durable_jobs.enqueue_jobs('t20.keyed',
+INSERT INTO t05c_batch (batch_label, job_ids) VALUES ('new-keys', durable_jobs.enqueue_jobs('t05c.keyed',
     ARRAY['{"k": 1}', '{"k": 2}', '{"k": 3}', '{"k": 4}']::jsonb[],
-    ARRAY['idem-t20-secret-a', NULL, 'idem-t20-secret-b', 'idem-t20-secret-c']));
-INSERT INTO t20_batch (batch_label, job_ids) VALUES ('same-keys', durable_jobs.enqueue_jobs('t20.keyed',
+    ARRAY['idem-t05c-secret-a', NULL, 'idem-t05c-secret-b', 'idem-t05c-secret-c']));
+INSERT INTO t05c_batch (batch_label, job_ids) VALUES ('same-keys', durable_jobs.enqueue_jobs('t05c.keyed',
     ARRAY['{"again": 1}', '{"again": 2}', '{"again": 3}']::jsonb[],
-    ARRAY['idem-t20-secret-c', 'idem-t20-secret-a', 'idem-t20-secret-b']));
+    ARRAY['idem-t05c-secret-c', 'idem-t05c-secret-a', 'idem-t05c-secret-b']));
 
 -- The payload INSERT runs with plan_cache_mode auto; the caller keeps its own.
 SET LOCAL plan_cache_mode = force_generic_plan;
-INSERT INTO t20_batch (batch_label, job_ids) VALUES ('generic-caller', durable_jobs.enqueue_jobs('t20.caller',
+INSERT INTO t05c_batch (batch_label, job_ids) VALUES ('generic-caller', durable_jobs.enqueue_jobs('t05c.caller',
     ARRAY['{"c": 1}']::jsonb[]));
 SELECT is(current_setting('plan_cache_mode'), 'force_generic_plan',
           'enqueue_jobs leaves the caller''s plan_cache_mode as it found it');
 
 RESET ROLE;
 
-SELECT ok((SELECT bool_and(j.job_ids[i] < j.job_ids[i + 1]) FROM t20_batch j, generate_series(1, 2) i
+SELECT ok((SELECT bool_and(j.job_ids[i] < j.job_ids[i + 1]) FROM t05c_batch j, generate_series(1, 2) i
            WHERE j.batch_label = 'keyless'),
           'a batch whose keys are all NULL gets its ids in input order');
 SELECT results_eq(
     $$SELECT p.job_payload, j.run_after, j.max_attempts, j.idempotency_key_digest IS NULL, j.job_status::text
-      FROM unnest(pg_temp.t20_ids('keyless')) WITH ORDINALITY AS u(id, n)
+      FROM unnest(pg_temp.t05c_ids('keyless')) WITH ORDINALITY AS u(id, n)
       JOIN durable_jobs.job_record j ON j.job_record_id = u.id
       JOIN durable_jobs.job_payload_record p ON p.job_record_id = u.id
       WHERE u.n <> 2 ORDER BY u.n$$,
@@ -501,28 +501,28 @@ SELECT results_eq(
              ('{"n": 3}', '2001-02-03 04:05:06+00', 1000, true, 'QUEUED')$$,
     'each job of a keyless batch holds its own element''s payload, run-after and max attempts');
 SELECT ok((SELECT j.run_after BETWEEN now() AND clock_timestamp() AND j.max_attempts = 1
-           FROM durable_jobs.job_record j WHERE j.job_record_id = (pg_temp.t20_ids('keyless'))[2]),
+           FROM durable_jobs.job_record j WHERE j.job_record_id = (pg_temp.t05c_ids('keyless'))[2]),
           'a NULL run-after of a keyless batch is database time');
-SELECT is((SELECT count(*)::integer FROM durable_jobs.job_record WHERE queue_name = 't20.keyless'), 3,
+SELECT is((SELECT count(*)::integer FROM durable_jobs.job_record WHERE queue_name = 't05c.keyless'), 3,
           'a keyless batch of three writes three jobs');
 
-SELECT is(cardinality(pg_temp.t20_ids('new-keys')), 4, 'four new elements, three keyed, give four ids');
-SELECT ok((SELECT bool_and(j.job_ids[i] < j.job_ids[i + 1]) FROM t20_batch j, generate_series(1, 3) i
+SELECT is(cardinality(pg_temp.t05c_ids('new-keys')), 4, 'four new elements, three keyed, give four ids');
+SELECT ok((SELECT bool_and(j.job_ids[i] < j.job_ids[i + 1]) FROM t05c_batch j, generate_series(1, 3) i
            WHERE j.batch_label = 'new-keys'),
           'a keyed batch of new keys gets its ids in input order');
 SELECT results_eq(
     $$SELECT u.n, j.idempotency_key_digest, p.job_payload
-      FROM unnest(pg_temp.t20_ids('new-keys')) WITH ORDINALITY AS u(id, n)
+      FROM unnest(pg_temp.t05c_ids('new-keys')) WITH ORDINALITY AS u(id, n)
       JOIN durable_jobs.job_record j ON j.job_record_id = u.id
       JOIN durable_jobs.job_payload_record p ON p.job_record_id = u.id ORDER BY u.n$$,
-    $$VALUES (1::bigint, sha256(convert_to('idem-t20-secret-a', 'UTF8')), '{"k": 1}'::jsonb),
-             (2, NULL, '{"k": 2}'), (3, sha256(convert_to('idem-t20-secret-b', 'UTF8')), '{"k": 3}'),
-             (4, sha256(convert_to('idem-t20-secret-c', 'UTF8')), '{"k": 4}')$$,
+    $$VALUES (1::bigint, sha256(convert_to('idem-t05c-secret-a', 'UTF8')), '{"k": 1}'::jsonb),
+             (2, NULL, '{"k": 2}'), (3, sha256(convert_to('idem-t05c-secret-b', 'UTF8')), '{"k": 3}'),
+             (4, sha256(convert_to('idem-t05c-secret-c', 'UTF8')), '{"k": 4}')$$,
     'each key of the batch holds its own element''s new job and payload');
-SELECT is(pg_temp.t20_ids('same-keys'),
-          ARRAY[(pg_temp.t20_ids('new-keys'))[4], (pg_temp.t20_ids('new-keys'))[1], (pg_temp.t20_ids('new-keys'))[3]],
+SELECT is(pg_temp.t05c_ids('same-keys'),
+          ARRAY[(pg_temp.t05c_ids('new-keys'))[4], (pg_temp.t05c_ids('new-keys'))[1], (pg_temp.t05c_ids('new-keys'))[3]],
           'the same keys again return the jobs they hold');
-SELECT is((SELECT count(*)::integer FROM durable_jobs.job_record WHERE queue_name = 't20.keyed'), 4,
+SELECT is((SELECT count(*)::integer FROM durable_jobs.job_record WHERE queue_name = 't05c.keyed'), 4,
           'keys already taken write no job');
 
 SELECT * FROM finish();

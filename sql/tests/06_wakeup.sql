@@ -26,29 +26,29 @@ SELECT is((SELECT pg_get_triggerdef(t.oid) FROM pg_trigger t
     'the INSERT wake-up trigger fires once per statement, however many rows it inserts');
 
 SET LOCAL ROLE durable_job_worker;
-SELECT is(durable_jobs.queue_next_due_in('t27.empty'), NULL::interval, 'a queue without jobs has no next due time');
+SELECT is(durable_jobs.queue_next_due_in('t06.empty'), NULL::interval, 'a queue without jobs has no next due time');
 RESET ROLE;
 
-SELECT durable_jobs.enqueue_job('t27.later', '{}', NULL, clock_timestamp() + interval '1 hour');
+SELECT durable_jobs.enqueue_job('t06.later', '{}', NULL, clock_timestamp() + interval '1 hour');
 SET LOCAL ROLE durable_job_worker;
-SELECT ok(durable_jobs.queue_next_due_in('t27.later') BETWEEN interval '59 minutes' AND interval '1 hour',
+SELECT ok(durable_jobs.queue_next_due_in('t06.later') BETWEEN interval '59 minutes' AND interval '1 hour',
     'a job due in an hour is due in an hour');
-SELECT is(date_part('day', durable_jobs.queue_next_due_in('t27.later')), 0::double precision,
+SELECT is(date_part('day', durable_jobs.queue_next_due_in('t06.later')), 0::double precision,
     'the wait is absolute: seconds, no day part');
 RESET ROLE;
 
-SELECT durable_jobs.enqueue_job('t27.later', '{}');
+SELECT durable_jobs.enqueue_job('t06.later', '{}');
 SET LOCAL ROLE durable_job_worker;
-SELECT is(durable_jobs.queue_next_due_in('t27.later'), interval '0', 'a job due now makes the wait zero');
-SELECT pg_temp.claim_job('now', 't27.later');
-SELECT ok(durable_jobs.queue_next_due_in('t27.later') > interval '59 minutes',
+SELECT is(durable_jobs.queue_next_due_in('t06.later'), interval '0', 'a job due now makes the wait zero');
+SELECT pg_temp.claim_job('now', 't06.later');
+SELECT ok(durable_jobs.queue_next_due_in('t06.later') > interval '59 minutes',
     'a claimed (running) job does not count: the next due is the later one again');
 SELECT throws_ok($$SELECT durable_jobs.queue_next_due_in('Bad Queue')$$, 'LF003', NULL,
     'a malformed queue name is LF003');
 SELECT throws_ok($$SELECT durable_jobs.queue_next_due_in(NULL)$$, 'LF003', NULL, 'a NULL queue name is LF003');
 RESET ROLE;
 SET LOCAL ROLE durable_job_producer;
-SELECT throws_ok($$SELECT durable_jobs.queue_next_due_in('t27.later')$$, '42501', NULL,
+SELECT throws_ok($$SELECT durable_jobs.queue_next_due_in('t06.later')$$, '42501', NULL,
     'a producer may not read the next due time (only workers are granted it)');
 RESET ROLE;
 

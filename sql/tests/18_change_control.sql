@@ -13,19 +13,19 @@ CREATE EXTENSION IF NOT EXISTS pgtap;
 SELECT plan(51);
 
 -- Since migration 026 an approver must hold durable_job_operator.
-CREATE ROLE t23_approver LOGIN IN ROLE durable_job_operator;
-CREATE ROLE t23_nologin NOLOGIN IN ROLE durable_job_operator;
-CREATE ROLE t23_worker_login LOGIN IN ROLE durable_job_worker;
+CREATE ROLE t18a_approver LOGIN IN ROLE durable_job_operator;
+CREATE ROLE t18a_nologin NOLOGIN IN ROLE durable_job_operator;
+CREATE ROLE t18a_worker_login LOGIN IN ROLE durable_job_worker;
 
-CREATE FUNCTION pg_temp.t23_state()
+CREATE FUNCTION pg_temp.t18a_state()
 RETURNS text LANGUAGE sql AS $$
     SELECT row(s.ticket_pattern, s.require_approver, s.approver_must_differ, s.changed_at)::text
         || ' evidence=' || (SELECT count(*) FROM durable_jobs.control_evidence_record)
     FROM durable_jobs.change_control_setting s;
 $$;
-CREATE TEMP TABLE t23_mark (mark_value text NOT NULL);
-GRANT ALL ON t23_mark TO PUBLIC;
-INSERT INTO t23_mark VALUES (pg_temp.t23_state());
+CREATE TEMP TABLE t18a_mark (mark_value text NOT NULL);
+GRANT ALL ON t18a_mark TO PUBLIC;
+INSERT INTO t18a_mark VALUES (pg_temp.t18a_state());
 
 -- Defaults and who may read and change the setting -------------------------------
 
@@ -66,12 +66,12 @@ SELECT throws_ok($$SELECT durable_jobs.set_change_control('^X-[0-9]+$', false, t
 SELECT throws_ok($$SELECT durable_jobs.set_change_control('^X-[0-9]+$', false, true, 'ordinary reason', 'not a ticket')$$,
     'LF002', 'invalid change record', 'a change-control change is checked against the pattern in force before it');
 RESET ROLE;
-SELECT is(pg_temp.t23_state(), (SELECT mark_value FROM t23_mark), 'the refused settings changed nothing and wrote no evidence');
+SELECT is(pg_temp.t18a_state(), (SELECT mark_value FROM t18a_mark), 'the refused settings changed nothing and wrote no evidence');
 
 -- A valid change is control evidence ----------------------------------------------
 
 SET LOCAL ROLE durable_job_operator;
-SELECT lives_ok($$SELECT durable_jobs.set_change_control('^CHG[0-9]{7}$', true, true, 'tighter change control', 'SEC-23', 't23_approver')$$,
+SELECT lives_ok($$SELECT durable_jobs.set_change_control('^CHG[0-9]{7}$', true, true, 'tighter change control', 'SEC-23', 't18a_approver')$$,
     'an operator sets a new pattern and requires an approver, with a ticket of the old pattern and an approver');
 RESET ROLE;
 SELECT results_eq(
@@ -80,7 +80,7 @@ SELECT results_eq(
     $$VALUES ('change_control_changed'::text, NULL::text,
               '{"ticket_pattern": "^[A-Z][A-Z0-9]+-[0-9]+$", "require_approver": false, "approver_must_differ": true, "reason_pattern": null, "require_second_operator": false, "proposal_lifetime": "24:00:00"}'::jsonb,
               '{"ticket_pattern": "^CHG[0-9]{7}$", "require_approver": true, "approver_must_differ": true, "reason_pattern": null, "require_second_operator": false, "proposal_lifetime": "24:00:00"}'::jsonb,
-              'tighter change control'::text, 'SEC-23'::text, 't23_approver'::text, true)$$,
+              'tighter change control'::text, 'SEC-23'::text, 't18a_approver'::text, true)$$,
     'the change is one change_control_changed record with every setting before and after (since migration 026 all six, the maker-checker pair included, written by the table''s trigger), reason, ticket, approver and login');
 SELECT results_eq($$SELECT ticket_pattern, require_approver, approver_must_differ, changed_by_role = session_user FROM durable_jobs.change_control()$$,
     $$VALUES ('^CHG[0-9]{7}$'::text, true, true, true)$$, 'the setting holds the new values and who set them');
@@ -88,44 +88,44 @@ SELECT results_eq($$SELECT ticket_pattern, require_approver, approver_must_diffe
 -- Every change record is checked against the new setting ---------------------------
 
 SET LOCAL ROLE durable_job_operator;
-SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t23.q', '30 s', '10 s', '1 h', true, 'longer lease', 'SEC-23', 't23_approver')$$,
+SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t18a.q', '30 s', '10 s', '1 h', true, 'longer lease', 'SEC-23', 't18a_approver')$$,
     'LF002', 'invalid change record', 'a ticket of the old pattern is now refused');
-SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t23.q', '30 s', '10 s', '1 h', true, 'longer lease', 'CHG0000023', NULL)$$,
+SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t18a.q', '30 s', '10 s', '1 h', true, 'longer lease', 'CHG0000023', NULL)$$,
     'LF002', 'invalid change record', 'a policy change without an approver is refused when an approver is required');
-SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t23.q', '30 s', '10 s', '1 h', true, 'longer lease')$$,
+SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t18a.q', '30 s', '10 s', '1 h', true, 'longer lease')$$,
     'LF002', 'invalid change record', 'the contract overload, which has no approver, is refused when an approver is required');
 SELECT throws_ok(format('SELECT durable_jobs.set_queue_lease_policy(%L, %L, %L, %L, true, %L, %L, %L)',
-        't23.q', '30 s', '10 s', '1 h', 'longer lease', 'CHG0000023', session_user),
+        't18a.q', '30 s', '10 s', '1 h', 'longer lease', 'CHG0000023', session_user),
     'LF002', 'invalid change record', 'the changing login cannot approve its own change when approver_must_differ is set');
-SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t23.q', '30 s', '10 s', '1 h', true, 'longer lease', 'CHG0000023', 't23_nologin')$$,
+SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t18a.q', '30 s', '10 s', '1 h', true, 'longer lease', 'CHG0000023', 't18a_nologin')$$,
     'LF002', 'invalid change record', 'an approver that is not a login is refused');
-SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t23.q', '30 s', '10 s', '1 h', true, 'longer lease', 'CHG0000023', 't23_worker_login')$$,
+SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t18a.q', '30 s', '10 s', '1 h', true, 'longer lease', 'CHG0000023', 't18a_worker_login')$$,
     'LF002', 'invalid change record', 'a login that does not hold durable_job_operator (a worker''s) is refused as approver (migration 026)');
-SELECT throws_ok($$SELECT durable_jobs.set_queue_retention_policy('t23.q', '2 days', '10 days', 'CHG0000023 shorter retention')$$,
+SELECT throws_ok($$SELECT durable_jobs.set_queue_retention_policy('t18a.q', '2 days', '10 days', 'CHG0000023 shorter retention')$$,
     'LF002', 'invalid change record', 'a retention change, which carries no approver, is refused when an approver is required');
 SELECT throws_ok($$SELECT durable_jobs.set_change_control('^CHG[0-9]{7}$', false, true, 'loosen', 'CHG0000023')$$,
     'LF002', 'invalid change record', 'loosening change control itself needs an approver while one is required');
-SELECT lives_ok($$SELECT durable_jobs.set_queue_lease_policy('t23.q', '30 s', '10 s', '1 h', true, 'longer lease', 'CHG0000023', 't23_approver')$$,
+SELECT lives_ok($$SELECT durable_jobs.set_queue_lease_policy('t18a.q', '30 s', '10 s', '1 h', true, 'longer lease', 'CHG0000023', 't18a_approver')$$,
     'a policy change with a ticket of the new pattern and another login as approver is accepted');
 RESET ROLE;
 SELECT results_eq(
     $$SELECT change_ticket, change_approver FROM durable_jobs.control_evidence_record
-      WHERE queue_name = 't23.q' AND evidence_kind = 'lease_policy_changed'$$,
-    $$VALUES ('CHG0000023'::text, 't23_approver'::text)$$, 'the accepted change is recorded with its ticket and approver');
-SELECT throws_ok($$UPDATE durable_jobs.queue_lease_policy SET renewal_enabled = false WHERE queue_name = 't23.q'$$,
+      WHERE queue_name = 't18a.q' AND evidence_kind = 'lease_policy_changed'$$,
+    $$VALUES ('CHG0000023'::text, 't18a_approver'::text)$$, 'the accepted change is recorded with its ticket and approver');
+SELECT throws_ok($$UPDATE durable_jobs.queue_lease_policy SET renewal_enabled = false WHERE queue_name = 't18a.q'$$,
     'LF002', 'invalid change record', 'a direct table change, which names no approver, is refused when an approver is required');
 
 -- approver_must_differ off: the changing login may approve ---------------------------
 
 SET LOCAL ROLE durable_job_operator;
-SELECT lives_ok($$SELECT durable_jobs.set_change_control('^CHG[0-9]{7}$', true, false, 'self approval allowed', 'CHG0000024', 't23_approver')$$,
+SELECT lives_ok($$SELECT durable_jobs.set_change_control('^CHG[0-9]{7}$', true, false, 'self approval allowed', 'CHG0000024', 't18a_approver')$$,
     'an operator switches approver_must_differ off, with an approver');
 SELECT lives_ok(format('SELECT durable_jobs.set_queue_lease_policy(%L, %L, %L, %L, true, %L, %L, %L)',
-        't23.q', '40 s', '10 s', '1 h', 'longer lease', 'CHG0000025', session_user),
+        't18a.q', '40 s', '10 s', '1 h', 'longer lease', 'CHG0000025', session_user),
     'with approver_must_differ off the changing login may approve its own change');
-SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t23.q', '30 s', '10 s', '1 h', true, 'longer lease', 'CHG0000026', 't23_missing')$$,
+SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t18a.q', '30 s', '10 s', '1 h', true, 'longer lease', 'CHG0000026', 't18a_missing')$$,
     'LF002', 'invalid change record', 'an approver that does not exist is still refused');
-SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t23.q', '30 s', '10 s', '1 h', true, 'longer lease', 'CHG0000026', 't23_worker_login')$$,
+SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t18a.q', '30 s', '10 s', '1 h', true, 'longer lease', 'CHG0000026', 't18a_worker_login')$$,
     'LF002', 'invalid change record', 'a worker login is still refused as approver with approver_must_differ off');
 RESET ROLE;
 SELECT is((SELECT count(*)::integer FROM durable_jobs.control_evidence_record WHERE evidence_kind = 'change_control_changed'), 2,
@@ -136,31 +136,31 @@ SELECT ok((SELECT s.ticket_pattern = '^CHG[0-9]{7}$' AND s.require_approver AND 
 -- The reason pattern (migration 024) ------------------------------------------------
 
 SET LOCAL ROLE durable_job_auditor;
-SELECT throws_ok($$SELECT durable_jobs.set_change_reason_pattern('^x$', 'CHG0000030: pattern', 'CHG0000030', 't23_approver')$$,
+SELECT throws_ok($$SELECT durable_jobs.set_change_reason_pattern('^x$', 'CHG0000030: pattern', 'CHG0000030', 't18a_approver')$$,
     '42501', NULL, 'an auditor cannot set the reason pattern');
 RESET ROLE;
 SET LOCAL ROLE durable_job_operator;
 SELECT is((SELECT reason_pattern FROM durable_jobs.change_control()), NULL,
     'reasons are free text until a pattern is set (change_control() shows NULL)');
 SELECT throws_ok(format('SELECT durable_jobs.set_change_reason_pattern(%L, %L, %L, %L)',
-        repeat('x', 201), 'CHG0000031: pattern', 'CHG0000031', 't23_approver'),
+        repeat('x', 201), 'CHG0000031: pattern', 'CHG0000031', 't18a_approver'),
     'LF003', 'invalid change control', 'a reason pattern over 200 characters is refused');
-SELECT throws_ok($$SELECT durable_jobs.set_change_reason_pattern('(unclosed', 'CHG0000032: pattern', 'CHG0000032', 't23_approver')$$,
+SELECT throws_ok($$SELECT durable_jobs.set_change_reason_pattern('(unclosed', 'CHG0000032: pattern', 'CHG0000032', 't18a_approver')$$,
     'LF003', 'invalid change control', 'a reason pattern that is not a regular expression is refused');
 SELECT throws_ok($$SELECT durable_jobs.set_change_reason_pattern('^CHG[0-9]{7}: (rollout|rollback)$', 'pattern', 'CHG0000033')$$,
     'LF002', 'invalid change record', 'setting it is a change record like any other (an approver is required here)');
 SELECT lives_ok($$SELECT durable_jobs.set_change_reason_pattern('^CHG[0-9]{7}: (rollout|rollback|pattern)$',
-        'CHG0000034: pattern', 'CHG0000034', 't23_approver')$$,
+        'CHG0000034: pattern', 'CHG0000034', 't18a_approver')$$,
     'an operator limits reasons to a ticket and a fixed vocabulary');
 SELECT is((SELECT reason_pattern FROM durable_jobs.change_control()), '^CHG[0-9]{7}: (rollout|rollback|pattern)$',
     'change_control() shows the pattern in force');
-SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t23.q', '30 s', '10 s', '1 h', true,
-        'CHG0000035: the customer asked by phone', 'CHG0000035', 't23_approver')$$,
+SELECT throws_ok($$SELECT durable_jobs.set_queue_lease_policy('t18a.q', '30 s', '10 s', '1 h', true,
+        'CHG0000035: the customer asked by phone', 'CHG0000035', 't18a_approver')$$,
     'LF002', 'invalid change record', 'free text outside the pattern is refused from then on');
-SELECT lives_ok($$SELECT durable_jobs.set_queue_lease_policy('t23.q', '35 s', '10 s', '1 h', true,
-        'CHG0000036: rollout', 'CHG0000036', 't23_approver')$$,
+SELECT lives_ok($$SELECT durable_jobs.set_queue_lease_policy('t18a.q', '35 s', '10 s', '1 h', true,
+        'CHG0000036: rollout', 'CHG0000036', 't18a_approver')$$,
     'a reason of the pattern is accepted');
-SELECT lives_ok($$SELECT durable_jobs.set_change_reason_pattern('', 'CHG0000037: pattern', 'CHG0000037', 't23_approver')$$,
+SELECT lives_ok($$SELECT durable_jobs.set_change_reason_pattern('', 'CHG0000037: pattern', 'CHG0000037', 't18a_approver')$$,
     'an empty pattern makes reasons free text again');
 RESET ROLE;
 SELECT results_eq(
@@ -188,10 +188,10 @@ SELECT is((SELECT reason_pattern FROM durable_jobs.change_control_setting), NULL
 -- starts from the defaults, as a fresh database has them.
 SET LOCAL ROLE durable_job_operator;
 SELECT durable_jobs.set_change_control('^[A-Z][A-Z0-9]+-[0-9]+$', false, true, 'CHG0000038: back to the defaults',
-    'CHG0000038', 't23_approver');
+    'CHG0000038', 't18a_approver');
 RESET ROLE;
 
-CREATE ROLE t30_approver LOGIN IN ROLE durable_job_operator;
+CREATE ROLE t18b_approver LOGIN IN ROLE durable_job_operator;
 
 CREATE FUNCTION pg_temp.record_migration(p_version integer) RETURNS bigint LANGUAGE sql AS $$
     SELECT durable_jobs.lock_evidence_order();
@@ -206,11 +206,11 @@ SELECT results_eq($$SELECT change_ticket, change_approver FROM durable_jobs.cont
     $$VALUES (NULL::text, NULL::text)$$, 'with neither');
 
 SELECT set_config('leasefence.migration_ticket', 'REL-30', true);
-SELECT set_config('leasefence.migration_approver', 't30_approver', true);
+SELECT set_config('leasefence.migration_approver', 't18b_approver', true);
 SELECT lives_ok($$SELECT pg_temp.record_migration(901)$$, 'a migration with the ticket and approver leasectl set');
 SELECT results_eq($$SELECT change_ticket, change_approver FROM durable_jobs.control_evidence_record
                     ORDER BY evidence_record_id DESC LIMIT 1$$,
-    $$VALUES ('REL-30'::text, 't30_approver'::text)$$, 'records them');
+    $$VALUES ('REL-30'::text, 't18b_approver'::text)$$, 'records them');
 
 SELECT set_config('leasefence.migration_ticket', 'not a ticket', true);
 SELECT throws_ok($$SELECT pg_temp.record_migration(902)$$, 'LF002', NULL,

@@ -27,6 +27,10 @@
 // a new file. Sections share the file's one transaction, so a section that
 // needs a state an earlier one changed sets it back first and says so.
 //
+// The queues, roles, tables and functions a file makes carry its number:
+// t06_ in 06_wakeup.sql, and a letter after it for each section
+// whose names would otherwise meet (t15a_, t15b_ in 15_policy.sql).
+//
 // # The shared fixture
 //
 // Helpers more than one file needs live in one file, fixture/fixture.sql
