@@ -57,6 +57,30 @@ type Anchor struct {
 // Last is the anchor's last record: the chain head it keeps.
 func (a Anchor) Last() AnchorLink { return a.Links[len(a.Links)-1] }
 
+// AnchorHead is what an anchor says of itself and of the chain head it
+// keeps, as `leasectl evidence verify --output json` shows it.
+type AnchorHead struct {
+	// Format is the anchor's Format.
+	Format string `json:"format"`
+	// Database is the database the export names.
+	Database Database `json:"database"`
+	// ExportedAt is when the export was made, as it says.
+	ExportedAt string `json:"exported_at"`
+	// LastID is the id of the anchor's last record.
+	LastID int64 `json:"last_id"`
+	// ChainHead is the last record's record_hash in hex.
+	ChainHead string `json:"chain_head"`
+	// HeadOnly is the anchor's HeadOnly.
+	HeadOnly bool `json:"head_only"`
+}
+
+// Head is the anchor's AnchorHead.
+func (a Anchor) Head() AnchorHead {
+	last := a.Last()
+	return AnchorHead{Format: a.Format, Database: a.Database, ExportedAt: a.ExportedAt, LastID: last.ID,
+		ChainHead: hex.EncodeToString(last.Hash), HeadOnly: a.HeadOnly}
+}
+
 // ErrNotAnAnchor is returned (wrapped) by ParseAnchor for a file that is
 // not an evidence export, holds no evidence record, or was changed since it
 // was written.

@@ -49,6 +49,8 @@ func TestParseAnchorReadsBothExportsAndRefusesOthers(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, a.HeadOnly, "schema version 2 keeps the head only")
 	require.Equal(t, []AnchorLink{{2, hashOf("2")}}, a.Links)
+	require.Equal(t, AnchorHead{Format: "evidence report", Database: Database{SystemIdentifier: "7", Name: "jobs"},
+		ExportedAt: "2026-12-06T03:00:00.000Z", LastID: 2, ChainHead: h2, HeadOnly: true}, a.Head())
 
 	a, err = ParseAnchor([]byte(fmt.Sprintf(`{"schema_version":1,"exported_at":"2026-12-06T03:00:00.000Z","database":"jobs",
 		"migration_version":25,"record_count":2,"chain_head":"\\x%s","records":[

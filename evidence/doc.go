@@ -49,6 +49,9 @@
 // verify --anchor`) compares with the live chain, naming the first record
 // that differs or is missing, and following a chain that restarted only
 // through an evidence_chain_continued record naming the anchor's head.
+// WriteExport writes an exported report to a new file (mode 600); a
+// signed export's detached SSH signature is in SignatureNamespace, which
+// `ssh-keygen -Y verify -n` names.
 //
 // # The JSON
 //

@@ -18,8 +18,9 @@ import (
 
 // Migrator is tern's migrator over the bundle (its Migrations, OnStart and
 // GetCurrentVersion are tern's) with leasefence's migration rules: those
-// its options ask for, and DropRoles, ExportEvidence and
-// EvidenceErasingMigrations for a downgrade. Make one with NewMigrator.
+// its options ask for, Plan for the run to a version, and DropRoles,
+// ExportEvidence and EvidenceErasingMigrations for a downgrade. Make one
+// with NewMigrator.
 type Migrator struct {
 	*migrate.Migrator
 	conn *pgx.Conn

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"time"
 
@@ -39,23 +40,17 @@ func toChangeControlJSON(c goclient.ChangeControl) changeControlJSON {
 
 // printChangeControl prints the setting as text or JSON.
 func (c *call) printChangeControl(setting goclient.ChangeControl) error {
-	out := toChangeControlJSON(setting)
-	return c.print(out, func() {
+	return c.print(toChangeControlJSON(setting), func() {
 		c.printf("ticket pattern:       %s\nrequire approver:     %s\napprover must differ: %s\nreason pattern:       %s\n"+
 			"maker-checker:        %s (proposals expire after %s)\nchanged at:           %s\nchanged by:           %s\n",
-			out.TicketPattern, formatBool(out.RequireApprover), formatBool(out.ApproverMustDiffer), reasonPatternText(out.ReasonPattern),
-			formatBool(out.RequireSecondOperator), textfmt.Duration(time.Duration(out.ProposalLifetimeSeconds)*time.Second),
-			out.ChangedAt, out.ChangedByRole)
+			setting.TicketPattern, formatBool(setting.RequireApprover), formatBool(setting.ApproverMustDiffer),
+			cmp.Or(setting.ReasonPattern, freeText), formatBool(setting.RequireSecondOperator),
+			textfmt.Duration(setting.ProposalLifetime.Truncate(time.Second)), textfmt.Time(setting.ChangedAt), setting.ChangedByRole)
 	})
 }
 
-// reasonPatternText is the reason pattern as text output shows it.
-func reasonPatternText(p *string) string {
-	if p == nil {
-		return "free text"
-	}
-	return *p
-}
+// freeText is how text output shows an empty reason pattern.
+const freeText = "free text"
 
 // changeControlShow is "leasectl change-control show".
 var changeControlShow = &action{name: "change-control show", output: true, run: func(c *call) error {
@@ -99,10 +94,9 @@ var changeControlSet = &action{name: "change-control set", output: true, require
 		if c.json {
 			return c.printChangeControl(written)
 		}
-		updated := toChangeControlJSON(written)
 		c.printf("change control set: ticket pattern %s, require approver %s, approver must differ %s, reason pattern %s\n",
-			updated.TicketPattern, formatBool(updated.RequireApprover), formatBool(updated.ApproverMustDiffer),
-			reasonPatternText(updated.ReasonPattern))
+			written.TicketPattern, formatBool(written.RequireApprover), formatBool(written.ApproverMustDiffer),
+			cmp.Or(written.ReasonPattern, freeText))
 		return nil
 	}
 }}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"os"
 
 	"golang.org/x/crypto/ssh"
 
@@ -13,11 +12,6 @@ import (
 	"github.com/mightyetl/leasefence/internal/sshsig"
 	"github.com/mightyetl/leasefence/textfmt"
 )
-
-// evidenceSignatureNamespace is the SSH signature namespace of signed
-// evidence exports: a signature made for another purpose (a git commit, a
-// file) does not verify as one.
-const evidenceSignatureNamespace = "leasefence-evidence"
 
 // runEvidence is "leasectl evidence": the report, or its action verify
 // or continue.
@@ -104,26 +98,21 @@ var evidenceReport = &action{name: "evidence", usage: help("evidence"), flags: f
 	}
 }}
 
-// writeExport writes an export to path, which must not exist yet (mode
-// 600, as migrate down's export: it names logins), and,
-// with a signer, its detached SSH signature to path.sig.
+// writeExport writes an export to path (evidence.WriteExport) and, with a
+// signer, its detached SSH signature to path.sig (mode 644: a signature
+// is public).
 func writeExport(c *call, path string, body []byte, signer ssh.Signer) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return failed("write --out", err)
-	}
-	_, err = f.Write(body)
-	if err = errors.Join(err, f.Sync(), f.Close()); err != nil {
+	if err := evidence.WriteExport(path, body); err != nil {
 		return failed("write --out", err)
 	}
 	c.printf("wrote %s\n", path)
 	if signer == nil {
 		return nil
 	}
-	if err := sshsig.WriteSignature(path+".sig", signer, evidenceSignatureNamespace, body); err != nil {
+	if err := sshsig.WriteSignature(path+".sig", signer, evidence.SignatureNamespace, body); err != nil {
 		return failed("sign --out", err)
 	}
 	c.printf("wrote %s.sig (%s signature, namespace %s, key %s)\n", path, signer.PublicKey().Type(),
-		evidenceSignatureNamespace, ssh.FingerprintSHA256(signer.PublicKey()))
+		evidence.SignatureNamespace, ssh.FingerprintSHA256(signer.PublicKey()))
 	return nil
 }

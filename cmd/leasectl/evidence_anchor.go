@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/hex"
 	"flag"
 	"os"
 
@@ -28,16 +27,6 @@ func readAnchor(path string) (audit.Anchor, error) {
 	return anchor, nil
 }
 
-// anchorJSON is the anchor as "evidence verify --output json" prints it.
-type anchorJSON struct {
-	Format     string         `json:"format"`
-	Database   audit.Database `json:"database"`
-	ExportedAt string         `json:"exported_at"`
-	LastID     int64          `json:"last_id"`
-	ChainHead  string         `json:"chain_head"`
-	HeadOnly   bool           `json:"head_only"`
-}
-
 // evidenceVerify is "leasectl evidence verify".
 var evidenceVerify = &action{name: "evidence verify", usage: help("evidence-verify"), output: true, flags: func(fs *flag.FlagSet) runFunc {
 	path := fs.String("anchor", "", "an earlier export (`file`): leasectl evidence JSON or a migrate down --evidence-export file")
@@ -54,12 +43,10 @@ var evidenceVerify = &action{name: "evidence verify", usage: help("evidence-veri
 		if err != nil {
 			return failed("read the evidence chain", err)
 		}
-		last := anchor.Last()
-		_ = c.print(map[string]any{"anchor": anchorJSON{Format: anchor.Format, Database: anchor.Database,
-			ExportedAt: anchor.ExportedAt, LastID: last.ID, ChainHead: hex.EncodeToString(last.Hash), HeadOnly: anchor.HeadOnly},
-			"result": result}, func() {
-			c.printf("anchor: %s of database %s exported at %s, last record %d, chain head %s\n", anchor.Format,
-				anchor.Database.Name, anchor.ExportedAt, last.ID, hex.EncodeToString(last.Hash))
+		head := anchor.Head()
+		_ = c.print(map[string]any{"anchor": head, "result": result}, func() {
+			c.printf("anchor: %s of database %s exported at %s, last record %d, chain head %s\n", head.Format,
+				head.Database.Name, head.ExportedAt, head.LastID, head.ChainHead)
 			if result.Held {
 				c.printf("evidence chain holds the anchor: %s\n", result.Summary)
 			} else {
@@ -98,7 +85,7 @@ var evidenceContinue = &action{name: "evidence continue", usage: help("evidence-
 				return failed("continue the evidence chain", err)
 			}
 			c.printf("recorded evidence record %d (%s): the chain continues from record %d of the export, chain head %s\n",
-				id, audit.ContinuationKind, anchor.Last().ID, hex.EncodeToString(anchor.Last().Hash))
+				id, audit.ContinuationKind, anchor.Head().LastID, anchor.Head().ChainHead)
 			return nil
 		}
 	}}

@@ -95,8 +95,7 @@ func optionalSeconds(d *time.Duration) *float64 {
 	if d == nil {
 		return nil
 	}
-	s := seconds(*d)
-	return &s
+	return new(d.Seconds())
 }
 
 // optionalAge prints an age rounded to milliseconds, or "-" when there is

@@ -7,6 +7,7 @@ import (
 	"text/template"
 
 	"github.com/mightyetl/leasefence/audit"
+	"github.com/mightyetl/leasefence/evidence"
 	sqlbundle "github.com/mightyetl/leasefence/sql"
 )
 
@@ -30,7 +31,7 @@ func help(name string, commandList ...string) string {
 		"BundleRoles": wrapWords("         ", 9, append(strings.Fields("table; add --drop-roles to also drop the bundle's own roles, by exact name:"),
 			strings.Split(strings.Join(append(append([]string{}, sqlbundle.RuntimeRoles...), sqlbundle.DefinerOwnerRoles...), ", ")+".", " ")...)),
 		"AuditChecks":        auditCheckList(),
-		"SignatureNamespace": evidenceSignatureNamespace,
+		"SignatureNamespace": evidence.SignatureNamespace,
 		"Commands":           strings.Join(commandList, ""),
 	})
 	return b.String()

@@ -11,24 +11,35 @@ import (
 )
 
 // migrateMove is "leasectl migrate up" or "migrate down".
-func migrateMove(direction string) *action {
-	return &action{name: "migrate " + direction, flags: func(fs *flag.FlagSet) runFunc {
-		var to optionalInt
-		fs.Var(&to, "to", "target `version` (up: default the newest; down: default one step back)")
+func migrateMove(direction sqlbundle.Direction) *action {
+	return &action{name: "migrate " + string(direction), flags: func(fs *flag.FlagSet) runFunc {
+		var to *int // nil: not given
+		fs.Func("to", "target `version` (up: default the newest; down: default one step back)", func(s string) error {
+			v, err := strconv.Atoi(s)
+			if err != nil {
+				return errors.New("want a whole number")
+			}
+			to = &v
+			return nil
+		})
 		change := addChangeFlags(fs, "why, e.g. the change ticket; recorded in each migration's evidence")
 		lockTimeout := fs.Duration("lock-timeout", defaultLockTimeout, "longest wait for the migration lock (at least 1ms)")
 		var dropRoles, discardEvidence bool
 		var evidenceExport string
-		if direction == "down" {
+		if direction == sqlbundle.Down {
 			fs.BoolVar(&dropRoles, "drop-roles", false, "with --to 0: also drop the bundle's own cluster-wide roles, by exact name")
 			fs.BoolVar(&discardEvidence, "discard-evidence", false, "with --evidence-export: allow a downgrade that erases control evidence")
 			fs.StringVar(&evidenceExport, "evidence-export", "", "with --discard-evidence: write every evidence record to this new `file` (JSON) first")
 		}
 		return func(c *call) error {
-			if to.set && (to.value < 0 || to.value > int(sqlbundle.NewestVersion())) {
-				return usagef("--to must be between 0 and %d", sqlbundle.NewestVersion())
+			var version *int32 // nil: the default of the direction
+			if to != nil {
+				if *to < 0 || *to > int(sqlbundle.NewestVersion()) {
+					return usagef("--to must be between 0 and %d", sqlbundle.NewestVersion())
+				}
+				version = new(int32(*to))
 			}
-			if dropRoles && (!to.set || to.value != 0) {
+			if dropRoles && (to == nil || *to != 0) {
 				return usagef("--drop-roles needs --to 0")
 			}
 			if change.reason != "" {
@@ -57,29 +68,23 @@ func migrateMove(direction string) *action {
 			case err != nil:
 				return failed("prepare migrator", err)
 			}
-			current, err := m.GetCurrentVersion(c.ctx)
-			if err != nil {
+			// Which version, and whether the run erases evidence, is the
+			// migrator's plan.
+			plan, err := m.Plan(c.ctx, direction, version)
+			current, target := plan.Current, plan.Target
+			var wrongWay *sqlbundle.DirectionError
+			switch {
+			case errors.As(err, &wrongWay) && direction == sqlbundle.Up:
+				return usagef("--to %d is below the current version %d; use migrate down", wrongWay.Target, wrongWay.Current)
+			case errors.As(err, &wrongWay):
+				return usagef("--to %d is above the current version %d; use migrate up", wrongWay.Target, wrongWay.Current)
+			case err != nil:
 				return failed("read current version", err)
-			}
-			target := int(sqlbundle.NewestVersion())
-			if direction == "down" {
-				target = max(int(current)-1, 0)
-			}
-			if to.set {
-				target = to.value
-			}
-			if direction == "up" && target < int(current) {
-				return usagef("--to %d is below the current version %d; use migrate down", target, current)
-			}
-			if direction == "down" && target > int(current) {
-				return usagef("--to %d is above the current version %d; use migrate up", target, current)
-			}
-			erasing := m.EvidenceErasingMigrations(current, int32(target))
-			if evidenceExport != "" && len(erasing) == 0 && target != 0 {
+			case evidenceExport != "" && !plan.TakesExport():
 				return usagef("--discard-evidence and --evidence-export are for a downgrade that erases control "+
 					"evidence; from version %d to %d none does", current, target)
 			}
-			if discardEvidence && len(erasing) > 0 {
+			if discardEvidence && len(plan.Erasing) > 0 {
 				count, err := m.ExportEvidence(c.ctx, evidenceExport)
 				if err != nil {
 					return failed("export control evidence", err)
@@ -91,11 +96,11 @@ func migrateMove(direction string) *action {
 			m.OnStart = func(sequence int32, name, direction, _ string) {
 				c.printf("%s %s (%d)\n", direction, name, sequence)
 			}
-			if target == int(current) {
+			if target == current {
 				c.printf("already at version %d; nothing to do\n", current)
 			} else {
 				var erasure *sqlbundle.EvidenceErasureError
-				err := m.MigrateTo(c.ctx, int32(target))
+				err := m.MigrateTo(c.ctx, target)
 				if errors.As(err, &erasure) {
 					err = fmt.Errorf("%w; export them first with --discard-evidence --evidence-export PATH", err)
 				}
@@ -164,29 +169,3 @@ var migrateStatus = &action{name: "migrate status", output: true, run: func(c *c
 // defaultLockTimeout is how long migrate up and down wait for the migration
 // lock unless --lock-timeout says otherwise.
 const defaultLockTimeout = 60 * time.Second
-
-// optionalInt is an integer flag that remembers whether it was given.
-type optionalInt struct {
-	value int
-	set   bool
-}
-
-var _ flag.Value = (*optionalInt)(nil)
-
-// String returns the value, or "" when it was not given.
-func (o *optionalInt) String() string {
-	if !o.set {
-		return ""
-	}
-	return strconv.Itoa(o.value)
-}
-
-// Set parses a whole number.
-func (o *optionalInt) Set(s string) error {
-	v, err := strconv.Atoi(s)
-	if err != nil {
-		return errors.New("want a whole number")
-	}
-	o.value, o.set = v, true
-	return nil
-}

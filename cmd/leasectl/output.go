@@ -5,7 +5,6 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/mightyetl/leasefence/textfmt"
 )
@@ -42,9 +41,6 @@ func formatBool(b bool) string {
 	}
 	return "no"
 }
-
-// seconds turns a duration into seconds for JSON output.
-func seconds(d time.Duration) float64 { return d.Seconds() }
 
 // printf writes to w through textfmt.Fprintf, the one place that escapes
 // values from the database or an operator: every string argument (a role

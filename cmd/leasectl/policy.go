@@ -24,8 +24,8 @@ type policyJSON struct {
 func (c *call) printPolicies(policies []goclient.LeasePolicy) error {
 	out := make([]policyJSON, 0, len(policies))
 	for _, p := range policies {
-		out = append(out, policyJSON{p.Queue, seconds(p.LeaseDuration), seconds(p.RenewalInterval),
-			seconds(p.MaxClaimLifetime), p.RenewalEnabled, textfmt.Time(p.ChangedAt), p.ChangedByRole})
+		out = append(out, policyJSON{p.Queue, p.LeaseDuration.Seconds(), p.RenewalInterval.Seconds(),
+			p.MaxClaimLifetime.Seconds(), p.RenewalEnabled, textfmt.Time(p.ChangedAt), p.ChangedByRole})
 	}
 	return c.print(out, func() {
 		table(c.env.stdout, "QUEUE\tLEASE\tRENEWAL INTERVAL\tMAX CLAIM LIFETIME\tRENEWAL ENABLED\tCHANGED AT\tCHANGED BY",

@@ -42,7 +42,7 @@ func readRetentionPolicies(a *goclient.Admin, ctx context.Context) ([]retentionP
 	for i, p := range policies {
 		out[i] = retentionPolicy{Queue: p.Queue, PayloadRetention: cmp.Or(p.PayloadRetentionText, textfmt.Days(p.PayloadRetention)),
 			RecordRetention: cmp.Or(p.RecordRetentionText, textfmt.Days(p.RecordRetention)),
-			PayloadSeconds:  seconds(p.PayloadRetention), RecordSeconds: seconds(p.RecordRetention),
+			PayloadSeconds:  p.PayloadRetention.Seconds(), RecordSeconds: p.RecordRetention.Seconds(),
 			ChangedAtText: textfmt.Time(p.ChangedAt), ChangedByRole: p.ChangedByRole}
 	}
 	return out, err

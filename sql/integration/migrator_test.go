@@ -3,6 +3,7 @@ package sqlintegration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -75,4 +76,52 @@ func TestMigratorOptionsAreLeasectlsMigrationRules(t *testing.T) {
 	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
 	require.NoError(t, m.MigrateTo(ctx, 5), "exported first")
 	require.NoError(t, m.Migrate(ctx), "and up again")
+}
+
+// Plan is the run a migration would make, read before anything changes:
+// the default target of each direction, a target on the wrong side of the
+// current version refused, and the migrations that would erase evidence.
+func TestMigratorPlanIsTheRunBeforeItStarts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn := testdb.New(t).Conn(t)
+	m, err := sqlbundle.NewMigrator(ctx, conn)
+	require.NoError(t, err)
+	newest := sqlbundle.NewestVersion()
+
+	plan, err := m.Plan(ctx, sqlbundle.Up, nil)
+	require.NoError(t, err)
+	require.Equal(t, sqlbundle.Plan{Current: newest, Target: newest}, plan, "up: the newest, nothing to do")
+	require.False(t, plan.TakesExport())
+	plan, err = m.Plan(ctx, sqlbundle.Down, nil)
+	require.NoError(t, err)
+	require.Equal(t, sqlbundle.Plan{Current: newest, Target: newest - 1}, plan, "down: one step back")
+	plan, err = m.Plan(ctx, sqlbundle.Down, new(int32(5)))
+	require.NoError(t, err)
+	require.Equal(t, sqlbundle.Plan{Current: newest, Target: 5, Erasing: []string{"006_evidence_chain.sql"}}, plan)
+	require.True(t, plan.TakesExport())
+	plan, err = m.Plan(ctx, sqlbundle.Down, new(int32(0)))
+	require.NoError(t, err)
+	require.Equal(t, []string{"006_evidence_chain.sql", "001_schema_and_roles.sql"}, plan.Erasing)
+
+	_, err = m.Plan(ctx, sqlbundle.Down, new(newest+1))
+	var wrongWay *sqlbundle.DirectionError
+	require.ErrorAs(t, err, &wrongWay)
+	require.Equal(t, &sqlbundle.DirectionError{Direction: sqlbundle.Down, Target: newest + 1, Current: newest}, wrongWay)
+	require.EqualError(t, err, fmt.Sprintf("version %d is above the current version %d: that is an upgrade", newest+1, newest))
+
+	require.NoError(t, m.MigrateTo(ctx, 0))
+	plan, err = m.Plan(ctx, sqlbundle.Down, nil)
+	require.NoError(t, err)
+	require.Equal(t, sqlbundle.Plan{Current: 0, Target: 0}, plan, "down from 0 stays at 0")
+	require.True(t, plan.TakesExport(), "removing the bundle may be preceded by an export")
+	_, err = m.Plan(ctx, sqlbundle.Up, nil)
+	require.NoError(t, err)
+	require.NoError(t, m.MigrateTo(ctx, 3))
+	_, err = m.Plan(ctx, sqlbundle.Up, new(int32(2)))
+	require.EqualError(t, err, "version 2 is below the current version 3: that is a downgrade")
+
+	require.NoError(t, conn.Close(ctx))
+	_, err = m.Plan(ctx, sqlbundle.Up, nil)
+	require.Error(t, err, "the current version cannot be read")
 }
