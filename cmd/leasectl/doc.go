@@ -1,18 +1,26 @@
 // Command leasectl operates a leasefence database: it applies and reverts
-// the migration bundle, shows and sets lease policies, audits the live
-// database against the contract, shows lease health, and writes the
-// control-evidence report auditors ask for.
+// the migration bundle, shows and sets lease and retention policies, acts
+// on single jobs, audits the live database against the contract, shows
+// lease health, and writes the control-evidence report auditors ask for.
 //
 // # Overview
 //
-//	leasectl migrate up|down|status   apply, revert or inspect the bundle
-//	leasectl policy show|set          read or change a queue's lease policy
-//	leasectl change-control show|set  ticket pattern and approval rules of change records
-//	leasectl audit                    check roles, privileges and guards
-//	leasectl health                   lease health per queue
-//	leasectl evidence                 control-evidence report (Markdown or JSON)
-//	leasectl deployment record        record a deployed application version
-//	leasectl demo                     run the lease demo
+//	leasectl migrate up|down|status          apply, revert or inspect the bundle
+//	leasectl policy show|set                 read or change a queue's lease policy
+//	leasectl retention show|set|apply        retention of finished jobs' data
+//	leasectl change-control show|set         ticket pattern and approval rules of change records
+//	leasectl changes list|approve|reject     proposed changes (maker-checker)
+//	leasectl jobs list|show|cancel|replay    single jobs, payload-blind
+//	leasectl erase                           erase one finished job's payload
+//	leasectl audit                           check roles, privileges and guards
+//	leasectl access                          which logins hold which leasefence roles
+//	leasectl health                          lease health per queue
+//	leasectl evidence                        control-evidence report (Markdown or JSON)
+//	leasectl deployment record               record a deployed application version
+//	leasectl demo                            run the lease demo
+//
+// The commands and their actions are declared as data (action.go) and run
+// by one runner; help/*.txt holds each command's usage.
 //
 // Every command connects with --database-url, or, when it is empty, with
 // the standard PostgreSQL variables (PGHOST, PGPORT, PGDATABASE, PGUSER,
@@ -33,7 +41,8 @@
 // # What it never prints
 //
 // leasectl reads only payload-blind functions and the system catalogs: it
-// never prints a job payload, claim token, worker owner id, idempotency key
-// or job id. Operator reasons and database role names are shown, because
-// they are the evidence.
+// never prints a job payload, claim token, worker owner id or idempotency
+// key. Job ids are shown only where an operator acts on single jobs (the
+// jobs and erase commands); operator reasons and database role names are shown,
+// because they are the evidence.
 package main
