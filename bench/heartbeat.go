@@ -313,16 +313,40 @@ func (e *env) serverCPU(ctx context.Context) (map[int]time.Duration, error) {
 	}
 	out := map[int]time.Duration{}
 	for _, pid := range pids {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		cpu, err := processCPU(pid)
 		if err != nil {
 			continue // ended meanwhile
 		}
-		// Fields after the command name (which may hold spaces): state is
-		// field 3, utime 14 and stime 15, in clock ticks (100 a second).
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		utime, _ := strconv.ParseInt(f[11], 10, 64)
-		stime, _ := strconv.ParseInt(f[12], 10, 64)
-		out[pid] = time.Duration(utime+stime) * 10 * time.Millisecond
+		out[pid] = cpu
 	}
 	return out, nil
+}
+
+// processCPU returns the CPU time (user + system) process pid has used,
+// from /proc/<pid>/stat (the server runs on this machine).
+func processCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return procStatCPU(string(b))
+}
+
+// procStatCPU returns utime + stime (fields 14 and 15) of a
+// /proc/<pid>/stat line, in clock ticks of 1/100 s (USER_HZ). The command
+// name (field 2, in parentheses) may hold spaces, so the fields are
+// counted after its closing parenthesis.
+func procStatCPU(stat string) (time.Duration, error) {
+	i := strings.LastIndexByte(stat, ')')
+	f := strings.Fields(stat[i+1:])
+	// After the name: field 3 (state) is f[0], so field k is f[k-3].
+	if i < 0 || len(f) < 13 {
+		return 0, fmt.Errorf("unexpected /proc/<pid>/stat: %q", stat)
+	}
+	utime, err := strconv.ParseInt(f[11], 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	stime, err := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond, err
 }

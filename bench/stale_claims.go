@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -213,14 +212,6 @@ func (r *runner) freshClaimsAgainstBase(ctx context.Context) error {
 					return fmt.Errorf("%s: %w", sides[i].name, err)
 				}
 			}
-			// The CPU comparisons read the session's own /proc/self/stat.
-			login := pgx.Identifier{r.e.workerRole}.Sanitize()
-			for _, q := range []string{`GRANT pg_read_server_files TO ` + login,
-				`GRANT EXECUTE ON FUNCTION pg_catalog.pg_read_file(text) TO ` + login} {
-				if _, err := d.admin.Exec(ctx, q); err != nil {
-					return fmt.Errorf("%s: %w", sides[i].name, err)
-				}
-			}
 			return d.analyze(ctx)
 		}
 	}
@@ -264,7 +255,7 @@ func (r *runner) freshClaimsAgainstBase(ctx context.Context) error {
 
 // compareClaimCPU records c: claim_next_job on queue in ours against base
 // by the CPU time the serving backend spent (user and system, from its
-// /proc/self/stat), freshCPURounds rounds of freshCPUClaims claims a side,
+// /proc/<pid>/stat), freshCPURounds rounds of freshCPUClaims claims a side,
 // each claim its own transaction inside one DO block (no round trip) with
 // synchronous_commit off for the session (no WAL flush in the backend: the
 // flush is the disk's work, the same for every version). CPU time is what a claim
@@ -323,25 +314,20 @@ const claimCPUSQL = `DO $$ BEGIN
     FOR i IN 1..%d LOOP PERFORM durable_jobs.claim_next_job(%s, %s); COMMIT; END LOOP;
 END $$`
 
-// procStatSQL reads the backend's own /proc/self/stat.
-const procStatSQL = `SELECT pg_catalog.pg_read_file('/proc/self/stat')`
-
 // claimCPU returns the CPU microseconds d's backend spent a claim over n
-// claims of queue.
+// claims of queue, read from the backend's /proc/<pid>/stat (the server
+// runs on this machine, as serverCPU also reads it).
 func claimCPU(ctx context.Context, d *dbPools, queue string, n int) (float64, error) {
 	conn, err := d.worker.Acquire(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer conn.Release()
-	ticks := func() (int64, error) {
-		var stat string
-		if err := conn.QueryRow(ctx, procStatSQL).Scan(&stat); err != nil {
-			return 0, err
-		}
-		return procStatCPUTicks(stat)
+	var pid int
+	if err := conn.QueryRow(ctx, `SELECT pg_catalog.pg_backend_pid()`).Scan(&pid); err != nil {
+		return 0, err
 	}
-	before, err := ticks()
+	before, err := processCPU(pid)
 	if err != nil {
 		return 0, err
 	}
@@ -355,30 +341,11 @@ func claimCPU(ctx context.Context, d *dbPools, queue string, n int) (float64, er
 	if _, err := conn.Exec(ctx, `RESET synchronous_commit`); err != nil {
 		return 0, err
 	}
-	after, err := ticks()
+	after, err := processCPU(pid)
 	if err != nil {
 		return 0, err
 	}
-	// Linux counts these in clock ticks of 1/100 s (USER_HZ).
-	return float64(after-before) * 1e4 / float64(n), nil
-}
-
-// procStatCPUTicks returns utime + stime (fields 14 and 15) of a
-// /proc/<pid>/stat line. The command name (field 2, in parentheses) may
-// hold spaces, so the fields are counted after its closing parenthesis.
-func procStatCPUTicks(stat string) (int64, error) {
-	i := strings.LastIndexByte(stat, ')')
-	f := strings.Fields(stat[i+1:])
-	// After the name: field 3 (state) is f[0], so field k is f[k-3].
-	if i < 0 || len(f) < 13 {
-		return 0, fmt.Errorf("unexpected /proc/self/stat: %q", stat)
-	}
-	utime, err := strconv.ParseInt(f[11], 10, 64)
-	if err != nil {
-		return 0, err
-	}
-	stime, err := strconv.ParseInt(f[12], 10, 64)
-	return utime + stime, err
+	return float64((after - before).Microseconds()) / float64(n), nil
 }
 
 // quoteLiteral quotes s as an SQL string literal.

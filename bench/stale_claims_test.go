@@ -42,15 +42,15 @@ func TestStaleBareClaimWritesAClaim(t *testing.T) {
 	}
 }
 
-// procStatCPUTicks counts user and system ticks after the command name,
-// which may hold spaces and parentheses.
-func TestProcStatCPUTicks(t *testing.T) {
+// procStatCPU counts user and system ticks after the command name, which
+// may hold spaces and parentheses.
+func TestProcStatCPU(t *testing.T) {
 	stat := "4242 (postgres: lf worker (x) 127.0.0.1) S 1 4242 4242 0 -1 4194560 900 0 0 0 130 27 0 0 20 0 1 0 5 0 0"
-	got, err := procStatCPUTicks(stat)
-	if err != nil || got != 157 {
-		t.Fatalf("procStatCPUTicks = %d, %v; want 157 ticks (130 user, 27 system)", got, err)
+	got, err := procStatCPU(stat)
+	if err != nil || got != 1570*time.Millisecond {
+		t.Fatalf("procStatCPU = %v, %v; want 1.57s (130 user ticks, 27 system)", got, err)
 	}
-	if _, err := procStatCPUTicks("4242 (postgres) S 1"); err == nil {
+	if _, err := procStatCPU("4242 (postgres) S 1"); err == nil {
 		t.Fatal("a short stat line was read without an error")
 	}
 }
