@@ -19,8 +19,10 @@
 //	leasectl deployment record               record a deployed application version
 //	leasectl demo                            run the lease demo
 //
-// The commands and their actions are declared as data (action.go) and run
-// by one runner; help/*.txt holds each command's usage.
+// This package is the process: it hands the arguments, the standard
+// streams and a context that SIGINT, SIGTERM and SIGHUP cancel to
+// internal/cli, which holds the commands, and exits with the code it
+// returns.
 //
 // Every command connects with --database-url, or, when it is empty, with
 // the standard PostgreSQL variables (PGHOST, PGPORT, PGDATABASE, PGUSER,

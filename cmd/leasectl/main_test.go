@@ -32,6 +32,15 @@ var (
 	coverDir    string // GOCOVERDIR of every run
 )
 
+// leasectl's exit codes, as its package doc gives them: the tests check
+// the numbers a script sees.
+const (
+	exitOK       = 0
+	exitError    = 1
+	exitFindings = 2
+	exitUsage    = 64
+)
+
 func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
 func testMain(m *testing.M) int {
@@ -47,7 +56,7 @@ func testMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "leasectl tests: %v\n", err)
 		return 1
 	}
-	build := exec.Command("go", "build", "-cover", "-coverpkg=github.com/mightyetl/leasefence/cmd/leasectl",
+	build := exec.Command("go", "build", "-cover", "-coverpkg=github.com/mightyetl/leasefence/cmd/leasectl,github.com/mightyetl/leasefence/internal/cli",
 		"-o", leasectlBin, ".")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "leasectl tests: go build -cover: %v\n%s", err, out)

@@ -220,7 +220,7 @@ func TestPolicySetKeepsAChangeCommittedMeanwhile(t *testing.T) {
 		var waiting bool
 		err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity
 			WHERE datname = current_database() AND application_name = $1
-			AND wait_event_type = 'Lock' AND wait_event = 'transactionid')`, applicationName).Scan(&waiting)
+			AND wait_event_type = 'Lock' AND wait_event = 'transactionid')`, "leasectl").Scan(&waiting)
 		return err == nil && waiting
 	}, time.Minute, 20*time.Millisecond, "leasectl never waited for the open change")
 	require.NoError(t, a.Commit(ctx))

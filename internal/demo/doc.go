@@ -13,7 +13,7 @@
 //     stopped within one renewal interval.
 //
 // Run checks each outcome in the database and returns an *Error naming the
-// step that failed. cmd/leasectl is the only importer: it owns the flags,
+// step that failed. leasectl (internal/cli) is the only importer: it owns the flags,
 // the connection of the demo's logins (Options.Connect), the health table
 // (Options.Health), the message and the exit code; leasectl demo --help
 // describes what the demo makes in a database and what it leaves there.
