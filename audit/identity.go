@@ -10,6 +10,7 @@ import (
 	"time"
 
 	sqlbundle "github.com/mightyetl/leasefence/sql"
+	"github.com/mightyetl/leasefence/textfmt"
 )
 
 // What makes a leasectl report (the audit's JSON, the evidence report)
@@ -46,10 +47,8 @@ func ReadIdentity(ctx context.Context, db DB) (Identity, error) {
 }
 
 // FormatTime prints a time as UTC with milliseconds, as every leasefence
-// report does (2026-05-01T00:00:00.000Z).
-func FormatTime(t time.Time) string {
-	return t.UTC().Format("2006-01-02T15:04:05.000Z")
-}
+// report does (2026-05-01T00:00:00.000Z): textfmt.Time.
+func FormatTime(t time.Time) string { return textfmt.Time(t) }
 
 // BodyDigest returns "sha256:" and the hex SHA-256 of a report's JSON
 // (`leasectl audit --output json` or `leasectl evidence --format json`)

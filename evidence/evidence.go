@@ -255,6 +255,15 @@ type Policy struct {
 	Durations PolicyDurations `json:"-"`
 }
 
+// PolicyOf is p as the report holds it, which is also how leasectl policy
+// show --output json prints it.
+func PolicyOf(p goclient.LeasePolicy) Policy {
+	return Policy{Queue: p.Queue, LeaseDurationSeconds: p.LeaseDuration.Seconds(),
+		RenewalIntervalSeconds: p.RenewalInterval.Seconds(), MaxClaimLifetimeSeconds: p.MaxClaimLifetime.Seconds(),
+		RenewalEnabled: p.RenewalEnabled, ChangedAt: formatTime(p.ChangedAt), ChangedByRole: p.ChangedByRole,
+		Durations: PolicyDurations{p.LeaseDuration, p.RenewalInterval, p.MaxClaimLifetime}}
+}
+
 // PolicyDurations are a policy's durations.
 type PolicyDurations struct {
 	// Lease is the lease duration.
@@ -734,10 +743,7 @@ func build(d data) (Report, error) {
 	}
 	policies := make([]Policy, 0, len(d.policies))
 	for _, p := range d.policies {
-		policies = append(policies, Policy{Queue: p.Queue, LeaseDurationSeconds: p.LeaseDuration.Seconds(),
-			RenewalIntervalSeconds: p.RenewalInterval.Seconds(), MaxClaimLifetimeSeconds: p.MaxClaimLifetime.Seconds(),
-			RenewalEnabled: p.RenewalEnabled, ChangedAt: formatTime(p.ChangedAt), ChangedByRole: p.ChangedByRole,
-			Durations: PolicyDurations{p.LeaseDuration, p.RenewalInterval, p.MaxClaimLifetime}})
+		policies = append(policies, PolicyOf(p))
 	}
 	outcomes := make([]Outcome, 0, len(d.outcomes))
 	for _, o := range d.outcomes {

@@ -5,27 +5,17 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/mightyetl/leasefence/evidence"
 	"github.com/mightyetl/leasefence/goclient"
 	"github.com/mightyetl/leasefence/textfmt"
 )
 
-// policyJSON is one policy in JSON output.
-type policyJSON struct {
-	Queue                   string  `json:"queue"`
-	LeaseDurationSeconds    float64 `json:"lease_duration_seconds"`
-	RenewalIntervalSeconds  float64 `json:"renewal_interval_seconds"`
-	MaxClaimLifetimeSeconds float64 `json:"max_claim_lifetime_seconds"`
-	RenewalEnabled          bool    `json:"renewal_enabled"`
-	ChangedAt               string  `json:"changed_at"`
-	ChangedByRole           string  `json:"changed_by_role"`
-}
-
-// printPolicies prints policies as a table or JSON.
+// printPolicies prints policies as a table or as JSON, in the shape the
+// evidence report holds them (evidence.PolicyOf).
 func (c *call) printPolicies(policies []goclient.LeasePolicy) error {
-	out := make([]policyJSON, 0, len(policies))
+	out := make([]evidence.Policy, 0, len(policies))
 	for _, p := range policies {
-		out = append(out, policyJSON{p.Queue, p.LeaseDuration.Seconds(), p.RenewalInterval.Seconds(),
-			p.MaxClaimLifetime.Seconds(), p.RenewalEnabled, textfmt.Time(p.ChangedAt), p.ChangedByRole})
+		out = append(out, evidence.PolicyOf(p))
 	}
 	return c.print(out, func() {
 		table(c.env.stdout, "QUEUE\tLEASE\tRENEWAL INTERVAL\tMAX CLAIM LIFETIME\tRENEWAL ENABLED\tCHANGED AT\tCHANGED BY",
