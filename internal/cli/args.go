@@ -16,9 +16,9 @@ import (
 // it one flag at a time, so that a positional argument does not end the
 // flags as it does for flag.Parse.
 
-// helpWords are the arguments that ask for a command's usage in place of
-// its action (choose); as a flag, the flag package reads -h, -help and
-// --help.
+// helpWords are the arguments that ask for leasectl's usage (Run) or a
+// command's usage in place of its action (choose); as a flag, the flag
+// package reads -h, -help and --help.
 var helpWords = map[string]bool{"-h": true, "-help": true, "--help": true, "help": true}
 
 // parseArgs parses the flags in args into fs wherever they stand and returns

@@ -68,8 +68,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	name := args[0]
-	switch name {
-	case "-h", "-help", "--help", "help":
+	if helpWords[name] {
 		if len(args) > 1 {
 			if cmd, ok := commands[args[1]]; ok {
 				return cmd.run(ctx, env, []string{"--help"})
